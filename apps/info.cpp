@@ -1,0 +1,56 @@
+// lmkit-info: what this machine gives lmkit (LibTorch, threads, BLAS rate,
+// bf16, CUDA) and, given a preset or checkpoint, the model's architecture,
+// parameter count by component, and memory.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "lmkit/core/app.h"
+#include "lmkit/core/config.h"
+#include "lmkit/core/runtime.h"
+
+namespace {
+
+lmkit::Json system_info(const lmkit::RuntimeOptions& runtime) {
+  lmkit::init_runtime(runtime);
+  lmkit::Json j;
+  j["libtorch"] = TORCH_VERSION;
+  j["threads"] = at::get_num_threads();
+  j["cores"] = std::thread::hardware_concurrency();
+  j["cpu_bf16"] = lmkit::cpu_has_bf16();
+  j["cuda_devices"] = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  j["gemm_fp32_gflops"] = lmkit::measure_gemm_gflops(1024, 0.3);
+  return j;
+}
+
+void print_system(const lmkit::Json& s) {
+  std::printf("LibTorch           %s\n", s["libtorch"].get<std::string>().c_str());
+  std::printf("threads            %d of %u cores\n", s["threads"].get<int>(), s["cores"].get<unsigned>());
+  const double gemm = s["gemm_fp32_gflops"].get<double>();
+  std::printf("fp32 GEMM 1024^2   %.1f GFLOP/s%s\n", gemm,
+              gemm < lmkit::kImplausibleGemmGflops ? "  (reference BLAS? run scripts/setup.sh)" : "");
+  std::printf("CPU bf16           %s\n", s["cpu_bf16"].get<bool>() ? "yes (avx512_bf16/amx)" : "no");
+  std::printf("CUDA devices       %d\n", s["cuda_devices"].get<int>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-info: this machine as lmkit sees it");
+  lmkit::RuntimeOptions runtime;
+  bool json = false;
+  lmkit::add_runtime_flags(app, runtime);
+  app.add_flag("--json", json, "print one JSON object instead of a table");
+  return lmkit::run_app(app, argc, argv, [&] {
+    lmkit::Json s = system_info(runtime);
+    if (json) {
+      std::printf("%s\n", s.dump().c_str());
+    } else {
+      print_system(s);
+    }
+  });
+}

@@ -1,0 +1,24 @@
+// lmkit-bench: throughput benchmarks. Every subcommand prints its figure, the
+// reference it is compared against, and the ratio; none is a pass/fail test.
+#include "bench.h"
+
+#include <algorithm>
+
+#include "lmkit/core/app.h"
+
+namespace lmkit::bench {
+
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+}  // namespace lmkit::bench
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-bench: throughput benchmarks for lmkit");
+  app.require_subcommand(1);
+  lmkit::bench::add_layer_command(app);
+  return lmkit::run_app(app, argc, argv, [] {});
+}

@@ -1,0 +1,23 @@
+// The skeleton every app's main() shares: CLI11 parsing, the runtime flags,
+// and the translation of every failure into one `error:` line and an exit code.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "lmkit/core/runtime.h"
+
+namespace lmkit {
+
+/// Adds --threads, --device and --seed to `app`, filling `options`.
+void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
+
+/// Parses argv into `app` and runs `body`. Returns the process exit code:
+/// 0 on success, 2 for usage/config/input errors (lmkit::Error of kind kInput,
+/// CLI11 parse errors), 1 for anything else; each failure prints one line
+/// `error: ...` on stderr. Nothing escapes as an uncaught exception.
+int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
+
+}  // namespace lmkit

@@ -1,0 +1,29 @@
+#include "lmkit/core/batch.h"
+
+#include <ATen/ATen.h>
+
+namespace lmkit {
+
+Batch Batch::to(const at::Device& device) const {
+  auto move = [&](const at::Tensor& t) { return t.defined() ? t.to(device, /*non_blocking=*/true) : t; };
+  Batch b;
+  b.input_ids = move(input_ids);
+  b.attention_mask = move(attention_mask);
+  b.token_type_ids = move(token_type_ids);
+  b.labels = move(labels);
+  b.next_sentence_label = move(next_sentence_label);
+  b.decoder_input_ids = move(decoder_input_ids);
+  b.decoder_attention_mask = move(decoder_attention_mask);
+  return b;
+}
+
+int64_t Batch::num_tokens() const {
+  int64_t n = 0;
+  if (input_ids.defined()) n += attention_mask.defined() ? attention_mask.sum().item<int64_t>() : input_ids.numel();
+  if (decoder_input_ids.defined()) {
+    n += decoder_attention_mask.defined() ? decoder_attention_mask.sum().item<int64_t>() : decoder_input_ids.numel();
+  }
+  return n;
+}
+
+}  // namespace lmkit

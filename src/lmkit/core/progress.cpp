@@ -1,0 +1,100 @@
+#include "lmkit/core/progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit {
+
+std::string fmt(double value, int digits) {
+  std::ostringstream s;
+  s << std::setprecision(digits) << value;
+  return s.str();
+}
+
+ProgressBar::ProgressBar(int64_t total, std::string label, std::ostream* out, int interactive)
+    : total_(total), label_(std::move(label)), out_(out ? out : &std::cerr) {
+  interactive_ = interactive >= 0 ? interactive != 0 : (out == nullptr && ::isatty(STDERR_FILENO));
+  start_ = last_draw_ = std::chrono::steady_clock::now();
+}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_ && !finished_ && interactive_) *out_ << std::endl;  // leave the cursor on a fresh line
+}
+
+std::string ProgressBar::format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  int64_t s = static_cast<int64_t>(seconds + 0.5);
+  std::ostringstream o;
+  if (s >= 3600) o << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60;
+  else o << s / 60;
+  o << ":" << std::setw(2) << std::setfill('0') << s % 60;
+  return o.str();
+}
+
+std::string ProgressBar::render(int64_t done, const Fields& fields, double elapsed_s) const {
+  std::ostringstream line;
+  line << label_ << " ";
+  if (total_ > 0) {
+    const double frac = std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
+    if (interactive_) {
+      const int width = 24, filled = static_cast<int>(frac * width);
+      line << "[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] ";
+    }
+    line << done << "/" << total_ << " (" << static_cast<int>(frac * 100) << "%)";
+  } else {
+    line << done;
+  }
+  const double rate = elapsed_s > 0 ? done / elapsed_s : 0.0;
+  line << " " << fmt(rate, 3) << "/s";
+  if (total_ > 0 && rate > 0) line << " eta " << format_duration((total_ - done) / rate);
+  line << " elapsed " << format_duration(elapsed_s);
+  for (const auto& f : fields) line << " " << f.first << "=" << f.second;
+  return line.str();
+}
+
+void ProgressBar::update(int64_t done, const Fields& fields) {
+  done_ = done;
+  if (!fields.empty()) fields_ = fields;
+  const auto now = std::chrono::steady_clock::now();
+  const double since = std::chrono::duration<double>(now - last_draw_).count();
+  if ((interactive_ && since >= 0.1) || (!interactive_ && since >= log_every_s)) draw(false);
+}
+
+void ProgressBar::finish() {
+  if (finished_) return;
+  draw(true);
+  finished_ = true;
+}
+
+void ProgressBar::draw(bool final_line) {
+  last_draw_ = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(last_draw_ - start_).count();
+  const std::string line = render(done_, fields_, elapsed);
+  if (interactive_) {
+    *out_ << "\r\033[K" << line;
+    if (final_line) *out_ << "\n";
+  } else {
+    *out_ << line << "\n";
+  }
+  out_->flush();
+  drawn_ = true;
+}
+
+MetricsWriter::MetricsWriter(const std::string& path, bool append)
+    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
+  if (!out_) throw RuntimeError(path + ": cannot open metrics file for writing");
+}
+
+void MetricsWriter::write(const nlohmann::json& record) {
+  out_ << record.dump() << "\n";
+  out_.flush();
+  if (!out_) throw RuntimeError(path_ + ": write failed");
+}
+
+}  // namespace lmkit

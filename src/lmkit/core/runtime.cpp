@@ -1,0 +1,121 @@
+#include "lmkit/core/runtime.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit {
+
+c10::Device parse_device(const std::string& spec) {
+  if (spec == "cpu") return c10::Device(c10::kCPU);
+  if (spec.rfind("cuda", 0) != 0) {
+    throw InputError("--device '" + spec + "': expected cpu, cuda or cuda:N");
+  }
+  int64_t index = 0;
+  if (spec.size() > 4) {
+    const std::string digits = spec.substr(5);
+    if (spec[4] != ':' || digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+      throw InputError("--device '" + spec + "': expected cpu, cuda or cuda:N");
+    }
+    index = std::stoll(digits);
+  }
+  if (!torch::cuda::is_available()) {
+    throw InputError("--device '" + spec + "': CUDA is not available (" +
+                     (at::hasCUDA() ? std::string("no CUDA device is visible") : "this LibTorch was built without CUDA") +
+                     ")");
+  }
+  const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+  if (index >= count) {
+    throw InputError("--device '" + spec + "': only " + std::to_string(count) + " CUDA device(s) visible");
+  }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+int set_threads(int n) {
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(n);
+  return n;
+}
+
+uint64_t derive_seed(uint64_t seed, uint64_t stream) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (stream + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+void seed_everything(uint64_t seed) {
+  torch::manual_seed(seed);  // seeds the CPU generator and every CUDA one
+  std::srand(static_cast<unsigned>(derive_seed(seed, 0)));
+}
+
+double measure_gemm_gflops(int64_t n, double seconds, c10::Device device) {
+  at::NoGradGuard no_grad;
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  at::Tensor a = at::randn({n, n}, opts), b = at::randn({n, n}, opts), c = at::empty({n, n}, opts);
+  auto sync = [&] {
+    if (device.is_cuda()) c.cpu();
+  };
+  at::mm_out(c, a, b);  // warm-up: thread pool, BLAS buffers
+  sync();
+  std::vector<double> rates;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    const auto t0 = std::chrono::steady_clock::now();
+    at::mm_out(c, a, b);
+    sync();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(2.0 * n * n * n / dt / 1e9);
+  } while (rates.size() < 3 ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds);
+  std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
+  return rates[rates.size() / 2];
+}
+
+c10::Device init_runtime(const RuntimeOptions& options) {
+  c10::Device device = parse_device(options.device);
+  set_threads(options.threads);
+  seed_everything(options.seed);
+  if (device.is_cpu()) {
+    const double gflops = measure_gemm_gflops(512, 0.05);
+    if (gflops < kImplausibleGemmGflops) {
+      std::cerr << "warning: fp32 matmul runs at " << static_cast<int>(gflops)
+                << " GFLOP/s: LibTorch is probably using the reference BLAS; install libopenblas0-openmp "
+                   "(scripts/setup.sh)\n";
+    }
+  }
+  return device;
+}
+
+bool cpu_has_bf16() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      return line.find(" avx512_bf16") != std::string::npos || line.find(" amx_bf16") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0.0;
+}
+
+}  // namespace lmkit

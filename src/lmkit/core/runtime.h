@@ -1,0 +1,51 @@
+// Start-up shared by every app: thread count, device, seeding, and a check of
+// the BLAS rate (Debian's LibTorch silently runs ~20x slower on reference BLAS).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace lmkit {
+
+/// What every app's `--threads`, `--device` and `--seed` flags fill in.
+struct RuntimeOptions {
+  int threads = 0;             ///< 0: every core (LibTorch 1.13 defaults to half of them)
+  std::string device = "cpu";  ///< cpu, cuda, cuda:N
+  uint64_t seed = 42;
+};
+
+/// Parses `cpu`, `cuda`, `cuda:N`. Throws InputError when the device does not exist
+/// here (CUDA not built in, no device visible, index out of range).
+c10::Device parse_device(const std::string& spec);
+
+/// Sets LibTorch's intra-op thread count; n <= 0 means every core. Returns the count set.
+int set_threads(int n);
+
+/// Seeds LibTorch (CPU and CUDA) and the C library RNG from one seed.
+void seed_everything(uint64_t seed);
+
+/// SplitMix64 mix of a seed with a stream index: independent, reproducible
+/// sub-seeds, e.g. derive_seed(seed, epoch) for an epoch's shuffling.
+uint64_t derive_seed(uint64_t seed, uint64_t stream);
+
+/// Applies threads and seed, parses the device, and warns on stderr when the
+/// fp32 GEMM rate is implausibly low (reference BLAS). Returns the device.
+c10::Device init_runtime(const RuntimeOptions& options);
+
+/// Measured fp32 (or other dtype) n x n GEMM rate on `device`, in GFLOP/s
+/// (2n^3 flops per product), median over repetitions lasting about `seconds`.
+double measure_gemm_gflops(int64_t n = 1024, double seconds = 0.3, c10::Device device = c10::kCPU);
+
+/// Below this fp32 GEMM rate on CPU, LibTorch is almost certainly on reference BLAS.
+constexpr double kImplausibleGemmGflops = 20.0;
+
+/// Whether this CPU has native bf16 dot products (avx512_bf16 or amx_bf16),
+/// the condition under which bf16 autocast pays off on CPU (DESIGN.md).
+bool cpu_has_bf16();
+
+/// Resident-set size high-water mark of this process, in MiB (from /proc/self/status).
+double peak_rss_mib();
+
+}  // namespace lmkit

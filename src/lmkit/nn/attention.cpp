@@ -1,0 +1,130 @@
+#include "lmkit/nn/attention.h"
+
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+#include <cmath>
+#include <limits>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::nn {
+
+double mask_value(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return std::numeric_limits<float>::lowest();
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    case at::kBFloat16: return -3.3895313892515355e38;  // lowest finite bfloat16
+    case at::kHalf: return -65504.0;
+    default: throw RuntimeError("attention bias: unsupported dtype");
+  }
+}
+
+at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
+                          at::ScalarType dtype, at::Device device) {
+  at::Tensor allowed;  // bool, broadcastable to (B, 1, Tq, Tk)
+  if (key_padding_mask.defined()) {
+    allowed = key_padding_mask.to(device).ne(0).view({key_padding_mask.size(0), 1, 1, k_len});
+  }
+  if (causal) {
+    // Query i sits at absolute position (k_len - q_len) + i and may see keys up to it.
+    auto opts = at::TensorOptions().dtype(at::kLong).device(device);
+    at::Tensor qpos = at::arange(k_len - q_len, k_len, opts).view({q_len, 1});
+    at::Tensor kpos = at::arange(k_len, opts).view({1, k_len});
+    at::Tensor causal_ok = kpos.le(qpos).view({1, 1, q_len, k_len});
+    allowed = allowed.defined() ? allowed.logical_and(causal_ok) : causal_ok;
+  }
+  if (!allowed.defined()) return {};
+  auto opts = at::TensorOptions().dtype(dtype).device(device);
+  return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
+}
+
+at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                              double scale, double dropout, bool training, AttentionBackend backend,
+                              at::Tensor* weights) {
+  const double p = training ? dropout : 0.0;
+  if (weights == nullptr && backend != AttentionBackend::kMath) {
+#if TORCH_VERSION_MAJOR >= 2
+    // The fused kernels scale by 1/sqrt(hd) (the `scale` argument only exists from 2.1):
+    // fold any other scale into q.
+    const double native = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    at::Tensor qs = std::abs(scale - native) < 1e-12 ? q : q * (scale / native);
+    at::Tensor mask = bias;
+    if (mask.defined() && mask.scalar_type() != qs.scalar_type()) {
+      mask = mask.clamp_min(mask_value(qs.scalar_type())).to(qs.scalar_type());
+    }
+    return at::scaled_dot_product_attention(qs, k, v, mask, p, /*is_causal=*/false);
+#else
+    if (backend == AttentionBackend::kFused) {
+      // 1.13's math-only kernel scales by 1/sqrt(hd) itself.
+      const double native = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+      at::Tensor qs = std::abs(scale - native) < 1e-12 ? q : q * (scale / native);
+      c10::optional<at::Tensor> mask;
+      if (bias.defined()) mask = bias;
+      return std::get<0>(at::_scaled_dot_product_attention(qs, k, v, mask, p, false, false));
+    }
+#endif
+  }
+  at::Tensor scores = at::matmul(scale == 1.0 ? q : q * scale, k.transpose(-2, -1));  // (B, H, Tq, Tk)
+  if (bias.defined()) scores.add_(bias);
+  at::Tensor probs = at::softmax(scores, -1);
+  if (weights) *weights = probs;
+  if (p > 0) probs = at::dropout(probs, p, true);
+  return at::matmul(probs, v);  // (B, H, Tq, hd)
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options_) : options(std::move(options_)) {
+  const int64_t d = options.embed_dim(), h = options.num_heads();
+  check_input(d > 0 && h > 0, "attention: embed_dim and num_heads must be positive");
+  head_dim_ = options.head_dim() > 0 ? options.head_dim() : d / h;
+  check_input(options.head_dim() > 0 || d % h == 0,
+              "attention: embed_dim " + std::to_string(d) + " is not divisible by num_heads " + std::to_string(h));
+  const int64_t inner = h * head_dim_;
+  auto linear = [&](int64_t in, int64_t o) { return torch::nn::LinearOptions(in, o).bias(options.bias()); };
+  if (options.cross_attention()) {
+    const int64_t m = options.memory_dim() > 0 ? options.memory_dim() : d;
+    q = register_module("q", torch::nn::Linear(linear(d, inner)));
+    kv = register_module("kv", torch::nn::Linear(linear(m, 2 * inner)));
+  } else {
+    qkv = register_module("qkv", torch::nn::Linear(linear(d, 3 * inner)));
+  }
+  out = register_module("out", torch::nn::Linear(linear(inner, d)));
+}
+
+std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
+  const int64_t b = x.size(0), t = x.size(1), h = options.num_heads();
+  return x.view({b, t, n, h, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);  // n x (B, H, T, hd)
+}
+
+at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& memory,
+                                           KVCache* cache) {
+  const int64_t b = x.size(0), t = x.size(1);
+  at::Tensor qh, kh, vh;
+  if (options.cross_attention()) {
+    qh = split_heads(q(x), 1)[0];  // (B, H, T, hd)
+    if (cache && cache->length() > 0) {
+      kh = cache->key, vh = cache->value;  // the memory does not change while decoding
+    } else {
+      TORCH_CHECK(memory.defined(), "cross-attention needs a memory tensor");
+      auto kvh = split_heads(kv(memory), 2);  // 2 x (B, H, S, hd)
+      kh = kvh[0], vh = kvh[1];
+      if (cache) cache->key = kh, cache->value = vh;
+    }
+  } else {
+    auto qkvh = split_heads(qkv(x), 3);  // 3 x (B, H, T, hd)
+    qh = qkvh[0], kh = qkvh[1], vh = qkvh[2];
+    if (cache) {
+      if (cache->length() > 0) {
+        kh = at::cat({cache->key, kh}, 2);  // (B, H, T_cached + T, hd)
+        vh = at::cat({cache->value, vh}, 2);
+      }
+      cache->key = kh, cache->value = vh;
+    }
+  }
+  const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
+  at::Tensor y = scaled_dot_product(qh, kh, vh, bias, scale, options.dropout(), is_training(), options.backend());
+  y = y.transpose(1, 2).reshape({b, t, inner_dim()});  // (B, T, H·hd)
+  return out(y);                                        // (B, T, D)
+}
+
+}  // namespace lmkit::nn

@@ -1,0 +1,101 @@
+// Multi-head attention shared by every model: self- and cross-attention, an
+// additive bias that carries padding, causal and position terms (T5), optional
+// score scaling, fused projections, and a KV cache for incremental decoding.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+namespace lmkit::nn {
+
+/// How softmax(QKᵀ·s + bias)·V is computed. Both give the same numbers.
+enum class AttentionBackend {
+  kAuto,  ///< fused scaled_dot_product_attention on LibTorch 2.x, the explicit path on 1.13
+  kMath,  ///< explicit matmul -> softmax -> matmul
+  kFused, ///< at::scaled_dot_product_attention (1.13: at::_scaled_dot_product_attention)
+};
+
+/// softmax(q·kᵀ·scale + bias)·v with dropout on the probabilities.
+///   q (B, H, Tq, hd), k and v (B, H, Tk, hd), bias broadcastable to (B, H, Tq, Tk) or undefined.
+/// When `weights` is given, the probabilities (B, H, Tq, Tk) are stored there
+/// (this forces the explicit path).
+at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                              double scale, double dropout, bool training,
+                              AttentionBackend backend = AttentionBackend::kAuto, at::Tensor* weights = nullptr);
+
+/// The additive mask value HF uses: the dtype's lowest finite number, so masked
+/// keys get exactly zero weight and no row ever becomes NaN.
+double mask_value(at::ScalarType dtype);
+
+/// Additive attention bias (B|1, 1, Tq, Tk), or an undefined tensor when nothing is masked.
+///   key_padding_mask: (B, Tk) with 1 for real keys, 0 for padding; may be undefined.
+///   causal: query i (at absolute position offset + i) sees keys 0..offset+i,
+///           where offset = Tk - Tq (the cached prefix during incremental decoding).
+at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
+                          at::ScalarType dtype, at::Device device);
+
+/// Keys and values of earlier positions (self-attention) or of the memory (cross-attention).
+struct KVCache {
+  at::Tensor key, value;  // (B, H, T_cached, hd)
+  int64_t length() const { return key.defined() ? key.size(2) : 0; }
+  void clear() { key = at::Tensor(), value = at::Tensor(); }
+};
+
+struct MultiHeadAttentionOptions {
+  MultiHeadAttentionOptions(int64_t embed_dim, int64_t num_heads) : embed_dim_(embed_dim), num_heads_(num_heads) {}
+  /// Model width D of the queries (and of the output).
+  TORCH_ARG(int64_t, embed_dim);
+  /// Number of heads H.
+  TORCH_ARG(int64_t, num_heads);
+  /// Size of each head; 0 means D / H. T5 sets d_kv, so H·head_dim may differ from D.
+  TORCH_ARG(int64_t, head_dim) = 0;
+  /// Keys and values come from a separate memory (the encoder output).
+  TORCH_ARG(bool, cross_attention) = false;
+  /// Width of the memory for cross-attention; 0 means D.
+  TORCH_ARG(int64_t, memory_dim) = 0;
+  /// Biases on the projections (false for T5).
+  TORCH_ARG(bool, bias) = true;
+  /// Multiply scores by 1/sqrt(head_dim) (false for T5, which folds it into the init).
+  TORCH_ARG(bool, scale_scores) = true;
+  /// Dropout on the attention probabilities during training.
+  TORCH_ARG(double, dropout) = 0.0;
+  /// Kernel choice; see AttentionBackend.
+  TORCH_ARG(AttentionBackend, backend) = AttentionBackend::kAuto;
+};
+
+/// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd);
+/// cross-attention projects Q with `q` and K, V with one fused `kv` (M -> 2·H·hd).
+/// HF checkpoints' separate q/k/v matrices are concatenated on import (io/).
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MultiHeadAttentionImpl(MultiHeadAttentionOptions options);
+
+  /// x (B, T, D) -> (B, T, D).
+  ///   bias: additive, broadcastable to (B, H, T, Tk) where Tk counts cached keys too.
+  ///   memory: (B, S, M) for cross-attention.
+  ///   cache: self-attention appends this step's keys/values; cross-attention
+  ///          projects the memory once and reuses it.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& bias = {}, const at::Tensor& memory = {},
+                     KVCache* cache = nullptr);
+
+  int64_t head_dim() const { return head_dim_; }
+  int64_t inner_dim() const { return options.num_heads() * head_dim_; }
+
+  MultiHeadAttentionOptions options;
+  torch::nn::Linear qkv{nullptr};  ///< self-attention: weight (3·H·hd, D)
+  torch::nn::Linear q{nullptr};    ///< cross-attention: weight (H·hd, D)
+  torch::nn::Linear kv{nullptr};   ///< cross-attention: weight (2·H·hd, M)
+  torch::nn::Linear out{nullptr};  ///< weight (D, H·hd)
+
+ private:
+  /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
+  std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
+  int64_t head_dim_;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace lmkit::nn

@@ -1,0 +1,21 @@
+#include "lmkit/nn/norm.h"
+
+#include <ATen/ATen.h>
+
+namespace lmkit::nn {
+
+NormImpl::NormImpl(NormOptions options_) : options(std::move(options_)) {
+  weight = register_parameter("weight", at::ones({options.dim()}));
+  if (options.type() == NormType::kLayerNorm) bias = register_parameter("bias", at::zeros({options.dim()}));
+}
+
+at::Tensor NormImpl::forward(const at::Tensor& x) {
+  at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
+  if (options.type() == NormType::kLayerNorm) {
+    return at::layer_norm(xf, {options.dim()}, weight, bias, options.eps());
+  }
+  at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);  // (..., 1)
+  return weight * (xf * at::rsqrt(variance + options.eps()));
+}
+
+}  // namespace lmkit::nn

@@ -1,0 +1,84 @@
+#include "lmkit/nn/position.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::nn {
+
+at::Tensor sinusoidal_table(int64_t length, int64_t dim) {
+  auto opts = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor pos = at::arange(length, opts).unsqueeze(1);                         // (L, 1)
+  at::Tensor two_i = at::arange(0, dim, 2, opts);                                 // (ceil(D/2))
+  at::Tensor angle = pos / at::pow(10000.0, two_i / static_cast<double>(dim));    // (L, ceil(D/2))
+  at::Tensor table = at::zeros({length, dim}, opts);
+  table.slice(1, 0, dim, 2).copy_(at::sin(angle));
+  table.slice(1, 1, dim, 2).copy_(at::cos(angle).slice(1, 0, dim / 2));
+  return table.to(at::kFloat);
+}
+
+namespace {
+void check_range(int64_t length, int64_t offset, int64_t max_length) {
+  if (offset + length > max_length) {
+    throw InputError("sequence of " + std::to_string(offset + length) + " positions exceeds the model's " +
+                     std::to_string(max_length) + " (max_position_embeddings)");
+  }
+}
+}  // namespace
+
+SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_length, int64_t dim) {
+  table = register_buffer("table", sinusoidal_table(max_length, dim));
+}
+
+at::Tensor SinusoidalPositionsImpl::forward(int64_t length, int64_t offset) {
+  check_range(length, offset, table.size(0));
+  return table.slice(0, offset, offset + length);
+}
+
+LearnedPositionsImpl::LearnedPositionsImpl(int64_t max_length, int64_t dim) {
+  weight = register_parameter("weight", at::randn({max_length, dim}) * 0.02);
+}
+
+at::Tensor LearnedPositionsImpl::forward(int64_t length, int64_t offset) {
+  check_range(length, offset, weight.size(0));
+  return weight.slice(0, offset, offset + length);
+}
+
+at::Tensor relative_position_bucket(const at::Tensor& relative_position, bool bidirectional, int64_t num_buckets,
+                                    int64_t max_distance) {
+  at::Tensor rel = relative_position.to(at::kLong);
+  at::Tensor buckets = at::zeros_like(rel);
+  at::Tensor n;
+  if (bidirectional) {
+    num_buckets /= 2;
+    buckets = buckets + rel.gt(0).to(at::kLong) * num_buckets;
+    n = rel.abs();
+  } else {
+    n = -at::minimum(rel, at::zeros_like(rel));
+  }
+  const int64_t max_exact = num_buckets / 2;
+  // float32 log, then truncation toward zero, as in HF (the fixtures tabulate it).
+  at::Tensor large = at::log(n.to(at::kFloat) / static_cast<double>(max_exact)) /
+                     std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)) *
+                     static_cast<double>(num_buckets - max_exact);
+  large = large.to(at::kLong) + max_exact;
+  large = at::minimum(large, at::full_like(large, num_buckets - 1));
+  return buckets + at::where(n.lt(max_exact), n, large);
+}
+
+RelativePositionBiasImpl::RelativePositionBiasImpl(RelativePositionBiasOptions options_) : options(std::move(options_)) {
+  embedding = register_module("embedding", torch::nn::Embedding(options.num_buckets(), options.num_heads()));
+}
+
+at::Tensor RelativePositionBiasImpl::forward(int64_t q_len, int64_t k_len) {
+  auto opts = at::TensorOptions().dtype(at::kLong).device(embedding->weight.device());
+  at::Tensor query_pos = at::arange(k_len - q_len, k_len, opts).unsqueeze(1);  // (q, 1)
+  at::Tensor key_pos = at::arange(k_len, opts).unsqueeze(0);                   // (1, k)
+  at::Tensor buckets = relative_position_bucket(key_pos - query_pos, options.bidirectional(), options.num_buckets(),
+                                                options.max_distance());  // (q, k)
+  return embedding(buckets).permute({2, 0, 1}).unsqueeze(0);             // (1, H, q, k)
+}
+
+}  // namespace lmkit::nn

@@ -1,0 +1,67 @@
+// Position information: sinusoidal (Vaswani et al. 2017, §3.5), learned
+// (BERT, GPT-2), and T5's bucketed relative position bias (Raffel et al. 2020).
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/pimpl.h>
+
+namespace lmkit::nn {
+
+/// (length, dim) table with PE[pos, 2i] = sin(pos / 10000^(2i/dim)) and
+/// PE[pos, 2i+1] = cos(pos / 10000^(2i/dim)), computed in float64, returned as float32.
+at::Tensor sinusoidal_table(int64_t length, int64_t dim);
+
+/// Fixed sinusoidal positions, stored as a non-trainable buffer.
+class SinusoidalPositionsImpl : public torch::nn::Module {
+ public:
+  SinusoidalPositionsImpl(int64_t max_length, int64_t dim);
+  /// Positions offset .. offset+length-1: (length, dim). Throws past max_length.
+  at::Tensor forward(int64_t length, int64_t offset = 0);
+  at::Tensor table;  ///< (max_length, dim)
+};
+TORCH_MODULE(SinusoidalPositions);
+
+/// Learned absolute positions (BERT's position_embeddings, GPT-2's wpe).
+class LearnedPositionsImpl : public torch::nn::Module {
+ public:
+  LearnedPositionsImpl(int64_t max_length, int64_t dim);
+  /// Positions offset .. offset+length-1: (length, dim). Throws past max_length.
+  at::Tensor forward(int64_t length, int64_t offset = 0);
+  at::Tensor weight;  ///< (max_length, dim)
+};
+TORCH_MODULE(LearnedPositions);
+
+/// T5's bucket for each relative position (key − query), exactly as HF's
+/// `T5Attention._relative_position_bucket`: half the buckets are exact
+/// distances, the rest grow logarithmically up to max_distance; bidirectional
+/// halves the buckets between the two directions, causal sees only the past.
+at::Tensor relative_position_bucket(const at::Tensor& relative_position, bool bidirectional, int64_t num_buckets,
+                                    int64_t max_distance);
+
+struct RelativePositionBiasOptions {
+  explicit RelativePositionBiasOptions(int64_t num_heads) : num_heads_(num_heads) {}
+  TORCH_ARG(int64_t, num_heads);
+  /// Encoder: true; decoder self-attention: false.
+  TORCH_ARG(bool, bidirectional) = true;
+  TORCH_ARG(int64_t, num_buckets) = 32;
+  TORCH_ARG(int64_t, max_distance) = 128;
+};
+
+/// A learned scalar per (bucket, head), added to attention scores.
+class RelativePositionBiasImpl : public torch::nn::Module {
+ public:
+  explicit RelativePositionBiasImpl(RelativePositionBiasOptions options);
+  /// (1, H, q_len, k_len) for queries at positions k_len−q_len .. k_len−1
+  /// (the last q_len of k_len positions, as during cached decoding).
+  at::Tensor forward(int64_t q_len, int64_t k_len);
+
+  RelativePositionBiasOptions options;
+  torch::nn::Embedding embedding{nullptr};  ///< weight (num_buckets, H)
+};
+TORCH_MODULE(RelativePositionBias);
+
+}  // namespace lmkit::nn

@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "lmkit/core/app.h"
+#include "lmkit/core/config.h"
+#include "lmkit/core/error.h"
+#include "lmkit/core/progress.h"
+#include "test_util.h"
+
+TEST_CASE("progress: durations and rendered fields", "[core][progress]") {
+  using lmkit::ProgressBar;
+  CHECK(ProgressBar::format_duration(5) == "0:05");
+  CHECK(ProgressBar::format_duration(125) == "2:05");
+  CHECK(ProgressBar::format_duration(3725) == "1:02:05");
+  std::ostringstream out;
+  ProgressBar bar(100, "train", &out, /*interactive=*/0);
+  std::string line = bar.render(25, {{"loss", "3.2"}}, 10.0);
+  CHECK_THAT(line, Catch::Contains("25/100 (25%)"));
+  CHECK_THAT(line, Catch::Contains("2.5/s"));
+  CHECK_THAT(line, Catch::Contains("eta 0:30"));  // 75 left at 2.5/s
+  CHECK_THAT(line, Catch::Contains("loss=3.2"));
+}
+
+TEST_CASE("progress: off a terminal, plain lines; on one, redrawn in place", "[core][progress]") {
+  std::ostringstream plain;
+  {
+    lmkit::ProgressBar bar(10, "eval", &plain, 0);
+    for (int i = 1; i <= 10; ++i) bar.update(i, {{"loss", lmkit::fmt(1.0 / i)}});
+    bar.finish();
+  }
+  CHECK(plain.str().find('\r') == std::string::npos);
+  CHECK_THAT(plain.str(), Catch::Contains("10/10 (100%)"));
+  CHECK_THAT(plain.str(), Catch::Contains("loss=0.1"));
+  std::ostringstream tty;
+  lmkit::ProgressBar bar(10, "eval", &tty, 1);
+  bar.update(10);
+  bar.finish();
+  CHECK_THAT(tty.str(), Catch::Contains("\r"));
+  CHECK_THAT(tty.str(), Catch::Contains("[########################]"));
+}
+
+TEST_CASE("metrics: one flushed JSON object per line, appended", "[core][progress]") {
+  lmkit::test::TempDir dir;
+  {
+    lmkit::MetricsWriter w(dir / "metrics.jsonl", false);
+    w.write({{"step", 1}, {"split", "train"}, {"loss", 2.5}});
+    // Readable before the writer is closed: every line is flushed.
+    std::ifstream in(dir / "metrics.jsonl");
+    std::string line;
+    REQUIRE(std::getline(in, line));
+    CHECK(lmkit::Json::parse(line)["loss"] == 2.5);
+  }
+  lmkit::MetricsWriter(dir / "metrics.jsonl").write({{"step", 2}});
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += !lmkit::Json::parse(line).empty();
+  CHECK(n == 2);
+}
+
+namespace {
+int run(const std::function<void()>& body, std::vector<std::string> args, std::string& err) {
+  CLI::App app("test");
+  lmkit::RuntimeOptions rt;
+  lmkit::add_runtime_flags(app, rt);
+  std::vector<char*> argv{const_cast<char*>("prog")};
+  for (auto& a : args) argv.push_back(a.data());
+  std::stringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  int code = lmkit::run_app(app, static_cast<int>(argv.size()), argv.data(), body);
+  std::cerr.rdbuf(old);
+  err = captured.str();
+  return code;
+}
+}  // namespace
+
+TEST_CASE("app: failures become one error line and the right exit code", "[core][app]") {
+  std::string err;
+  CHECK(run([] {}, {}, err) == 0);
+  CHECK(err.empty());
+  CHECK(run([] { throw lmkit::InputError("data.txt: empty corpus"); }, {}, err) == 2);
+  CHECK(err == "error: data.txt: empty corpus\n");
+  CHECK(run([] { throw lmkit::RuntimeError("disk full\nmore detail"); }, {}, err) == 1);
+  CHECK(err == "error: disk full\n");
+  CHECK(run([] { throw std::out_of_range("vector"); }, {}, err) == 1);
+  CHECK_THAT(err, Catch::StartsWith("error: "));
+  CHECK(run([] {}, {"--threads", "abc"}, err) == 2);
+  CHECK_THAT(err, Catch::StartsWith("error: ") && Catch::Contains("--threads"));
+  CHECK(run([] {}, {"--no-such-flag"}, err) == 2);
+  CHECK_THAT(err, Catch::Contains("--no-such-flag"));
+}

@@ -1,0 +1,155 @@
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "lmkit/nn/attention.h"
+#include "test_util.h"
+
+using lmkit::nn::attention_bias;
+using lmkit::nn::KVCache;
+using lmkit::nn::MultiHeadAttention;
+using lmkit::nn::MultiHeadAttentionOptions;
+using lmkit::test::max_abs_diff;
+
+namespace {
+
+// Per-head float64 reference: softmax(Q_h K_hᵀ · scale + bias) V_h, written from the
+// module's weights without any of its reshaping code.
+at::Tensor reference(MultiHeadAttention& mha, const at::Tensor& x, const at::Tensor& bias, double scale) {
+  const int64_t h = mha->options.num_heads(), hd = mha->head_dim(), inner = h * hd;
+  at::Tensor xd = x.to(at::kDouble);
+  at::Tensor w = mha->qkv->weight.to(at::kDouble), b = mha->qkv->bias.to(at::kDouble);
+  std::vector<at::Tensor> heads;
+  for (int64_t i = 0; i < h; ++i) {
+    auto proj = [&](int64_t which) {
+      auto rows = at::arange(which * inner + i * hd, which * inner + (i + 1) * hd, at::kLong);
+      return at::matmul(xd, w.index_select(0, rows).t()) + b.index_select(0, rows);  // (B, T, hd)
+    };
+    at::Tensor s = at::matmul(proj(0), proj(1).transpose(1, 2)) * scale;  // (B, T, T)
+    if (bias.defined()) s = s + bias.to(at::kDouble).select(1, 0);
+    heads.push_back(at::matmul(at::softmax(s, -1), proj(2)));
+  }
+  at::Tensor cat = at::cat(heads, -1);  // (B, T, inner)
+  return at::matmul(cat, mha->out->weight.to(at::kDouble).t()) + mha->out->bias.to(at::kDouble);
+}
+
+MultiHeadAttention make(int64_t d, int64_t h, bool scale = true) {
+  MultiHeadAttention m(MultiHeadAttentionOptions(d, h).scale_scores(scale));
+  m->eval();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("attention: equals a float64 per-head reference", "[nn][attention]") {
+  at::manual_seed(0);
+  for (bool scale : {true, false}) {
+    auto mha = make(32, 4, scale);
+    at::Tensor x = at::randn({2, 5, 32});
+    at::Tensor mask = at::tensor({1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, at::kLong).view({2, 5});
+    at::Tensor bias = attention_bias(mask, false, 5, 5, at::kFloat, at::kCPU);
+    const double s = scale ? 1.0 / std::sqrt(8.0) : 1.0;
+    at::NoGradGuard ng;
+    CHECK(max_abs_diff(mha(x, bias), reference(mha, x, bias, s)) < 1e-5);
+    CHECK(max_abs_diff(mha(x), reference(mha, x, {}, s)) < 1e-5);
+  }
+}
+
+TEST_CASE("attention: the math and fused kernels give the same numbers", "[nn][attention]") {
+  at::manual_seed(1);
+  at::Tensor q = at::randn({2, 3, 6, 8}), k = at::randn({2, 3, 7, 8}), v = at::randn({2, 3, 7, 8});
+  at::Tensor mask = at::ones({2, 7}, at::kLong);
+  mask[1].slice(0, 5).fill_(0);
+  at::Tensor bias = attention_bias(mask, false, 6, 7, at::kFloat, at::kCPU) + at::randn({1, 3, 6, 7});
+  for (double scale : {1.0 / std::sqrt(8.0), 1.0}) {
+    at::Tensor math = lmkit::nn::scaled_dot_product(q, k, v, bias, scale, 0, false, lmkit::nn::AttentionBackend::kMath);
+    at::Tensor fused = lmkit::nn::scaled_dot_product(q, k, v, bias, scale, 0, false, lmkit::nn::AttentionBackend::kFused);
+    CHECK(max_abs_diff(math, fused) < 1e-5);
+  }
+}
+
+TEST_CASE("attention: padded keys get exactly zero weight and cannot leak", "[nn][attention]") {
+  at::manual_seed(2);
+  auto mha = make(16, 2);
+  at::Tensor x = at::randn({2, 6, 16});
+  at::Tensor mask = at::ones({2, 6}, at::kLong);
+  mask[0].slice(0, 4).fill_(0);  // row 0: 4 real tokens, 2 padding
+  at::Tensor bias = attention_bias(mask, false, 6, 6, at::kFloat, at::kCPU);
+
+  at::NoGradGuard ng;
+  auto qkv = mha->qkv(x).view({2, 6, 3, 2, 8}).permute({2, 0, 3, 1, 4});
+  at::Tensor weights;
+  lmkit::nn::scaled_dot_product(qkv[0], qkv[1], qkv[2], bias, 1 / std::sqrt(8.0), 0, false,
+                                lmkit::nn::AttentionBackend::kAuto, &weights);
+  CHECK(weights[0].slice(-1, 4).abs().max().item<float>() == 0.0f);
+  CHECK(weights[1].min().item<float>() > 0.0f);
+
+  at::Tensor y = mha(x, bias);
+  at::Tensor x2 = x.clone();
+  x2[0].slice(0, 4).normal_(0, 10);  // different garbage in the padding
+  at::Tensor y2 = mha(x2, bias);
+  CHECK(max_abs_diff(y[0].slice(0, 0, 4), y2[0].slice(0, 0, 4)) < 1e-6);
+  CHECK(max_abs_diff(y[1], y2[1]) == 0.0);
+}
+
+TEST_CASE("attention: causal output at i does not depend on tokens after i", "[nn][attention]") {
+  at::manual_seed(3);
+  auto mha = make(16, 4);
+  at::Tensor x = at::randn({1, 8, 16});
+  at::Tensor bias = attention_bias({}, true, 8, 8, at::kFloat, at::kCPU);
+  at::NoGradGuard ng;
+  at::Tensor y = mha(x, bias);
+  for (int64_t i = 0; i < 7; ++i) {
+    at::Tensor x2 = x.clone();
+    x2.slice(1, i + 1).normal_();
+    at::Tensor y2 = mha(x2, bias);
+    CHECK(max_abs_diff(y.slice(1, 0, i + 1), y2.slice(1, 0, i + 1)) < 1e-6);
+    CHECK(max_abs_diff(y.slice(1, i + 1), y2.slice(1, i + 1)) > 1e-3);  // later positions do change
+  }
+}
+
+TEST_CASE("attention: incremental decoding with the KV cache equals the full forward", "[nn][attention]") {
+  at::manual_seed(4);
+  auto self = make(24, 3);
+  MultiHeadAttention cross(MultiHeadAttentionOptions(24, 3).cross_attention(true).memory_dim(12));
+  cross->eval();
+  at::Tensor x = at::randn({2, 7, 24}), memory = at::randn({2, 5, 12});
+  at::Tensor mem_mask = at::ones({2, 5}, at::kLong);
+  mem_mask[1][4] = 0;
+  at::Tensor cross_bias = attention_bias(mem_mask, false, 1, 5, at::kFloat, at::kCPU);
+  at::NoGradGuard ng;
+  at::Tensor full_self = self(x, attention_bias({}, true, 7, 7, at::kFloat, at::kCPU));
+  at::Tensor full_cross = cross(x, cross_bias, memory);
+  KVCache self_cache, cross_cache;
+  for (int64_t t = 0; t < 7; ++t) {
+    at::Tensor xt = x.slice(1, t, t + 1);
+    at::Tensor step_bias = attention_bias({}, true, 1, t + 1, at::kFloat, at::kCPU);
+    CHECK(max_abs_diff(self(xt, step_bias, at::Tensor(), &self_cache), full_self.slice(1, t, t + 1)) <= 1e-5);
+    CHECK(max_abs_diff(cross(xt, cross_bias, memory, &cross_cache), full_cross.slice(1, t, t + 1)) <= 1e-5);
+  }
+  CHECK(self_cache.length() == 7);
+  CHECK(cross_cache.length() == 5);
+}
+
+TEST_CASE("attention: bias combines padding and causal masks without overflow", "[nn][attention]") {
+  at::Tensor mask = at::tensor({1, 1, 0}, at::kLong).view({1, 3});
+  at::Tensor b = attention_bias(mask, true, 3, 3, at::kFloat, at::kCPU);  // (1, 1, 3, 3)
+  const float lo = std::numeric_limits<float>::lowest();
+  at::Tensor expected = at::tensor({0.f, lo, lo, 0.f, 0.f, lo, 0.f, 0.f, lo}).view({1, 1, 3, 3});
+  CHECK(at::equal(b, expected));
+  CHECK_FALSE(attention_bias({}, false, 3, 3, at::kFloat, at::kCPU).defined());
+  // Cached decoding: the one new query sits at the last position and sees every key.
+  CHECK(attention_bias({}, true, 1, 4, at::kFloat, at::kCPU).eq(0).all().item<bool>());
+}
+
+TEST_CASE("attention: head_dim may differ from embed_dim / num_heads (T5 d_kv)", "[nn][attention]") {
+  MultiHeadAttention m(MultiHeadAttentionOptions(16, 2).head_dim(12).bias(false));
+  CHECK(m->qkv->weight.sizes() == at::IntArrayRef({72, 16}));
+  CHECK(m->out->weight.sizes() == at::IntArrayRef({16, 24}));
+  CHECK_FALSE(m->qkv->bias.defined());
+  CHECK(m(at::randn({2, 3, 16})).sizes() == at::IntArrayRef({2, 3, 16}));
+  CHECK_THROWS_WITH(MultiHeadAttention(MultiHeadAttentionOptions(10, 3)), Catch::Contains("not divisible"));
+}

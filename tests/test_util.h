@@ -1,0 +1,34 @@
+// Helpers shared by the tests.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace lmkit::test {
+
+/// Largest absolute difference between two tensors (as float64).
+inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+/// A fresh empty directory under the system temp dir, removed when the object dies.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/lmkit_test_XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+inline std::string source_dir() { return LMKIT_SOURCE_DIR; }
+inline std::string bin_dir() { return LMKIT_BIN_DIR; }
+
+}  // namespace lmkit::test
