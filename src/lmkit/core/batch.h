@@ -3,6 +3,8 @@
 // either knowing the other (DESIGN.md, How data flows).
 #pragma once
 
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 namespace lmkit {
@@ -32,6 +34,11 @@ struct Output {
   at::Tensor seq_relationship_logits;   ///< (B, 2) BERT NSP
   at::Tensor encoder_last_hidden_state; ///< (B, T, D) encoder–decoder models
   at::Tensor mlm_loss, nsp_loss;        ///< BERT pretraining components
+  /// With Model::output_hidden_states: the embedding output, then each layer's
+  /// (for pre-norm models the last entry has the final norm applied, as in HF).
+  /// Encoder–decoder models put the decoder's here and the encoder's below.
+  std::vector<at::Tensor> hidden_states;
+  std::vector<at::Tensor> encoder_hidden_states;
 };
 
 }  // namespace lmkit

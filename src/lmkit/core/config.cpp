@@ -1,7 +1,6 @@
 #include "lmkit/core/config.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "lmkit/core/file.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -30,11 +29,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 Json load_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_file(path);
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -45,28 +40,6 @@ Json load_json_file(const std::string& path) {
     auto pos = what.find("syntax error");
     throw InputError(path + ":" + std::to_string(line) + ": malformed JSON (" +
                      (pos == std::string::npos ? what : what.substr(pos)) + ")");
-  }
-}
-
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw RuntimeError(path + ": cannot write file");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw RuntimeError(path + ": write failed");
-    }
-    done += static_cast<size_t>(n);
-  }
-  bool ok = ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw RuntimeError(path + ": could not be written");
   }
 }
 

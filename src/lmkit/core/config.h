@@ -22,8 +22,6 @@ using Json = nlohmann::json;
 Json load_json_file(const std::string& path);
 /// Writes JSON (indented) atomically: a temporary sibling, fsync, then rename.
 void save_json_file(const std::string& path, const Json& value);
-/// Writes a file's bytes atomically: a temporary sibling, fsync, then rename.
-void write_file_atomic(const std::string& path, const std::string& bytes);
 
 /// Reads one JSON object strictly. `path` is the key path of this object inside
 /// the file ("" at the top level, "model.attention" below it), used in messages.

@@ -1,0 +1,38 @@
+// Files written so that a crash never leaves a half-written file under the
+// final name: write a temporary sibling, fsync, then rename (DESIGN.md, Contracts).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace lmkit {
+
+/// A file being written atomically. Nothing appears under `path` until commit();
+/// destroying an uncommitted AtomicFile removes the temporary.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t size);
+  void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
+  /// fsync, close, rename onto the final path.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+/// Writes `bytes` to `path` atomically.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// Reads a whole file; InputError naming the file if it cannot be opened.
+std::string read_file(const std::string& path);
+
+/// fsyncs a directory, so that renames inside it are durable.
+void fsync_directory(const std::string& path);
+
+}  // namespace lmkit

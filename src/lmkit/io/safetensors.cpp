@@ -1,0 +1,170 @@
+#include "lmkit/io/safetensors.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+
+namespace lmkit::io {
+namespace {
+
+struct DtypeInfo {
+  const char* name;
+  at::ScalarType type;
+};
+constexpr DtypeInfo kDtypes[] = {
+    {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf},  {"BF16", at::kBFloat16}, {"I64", at::kLong},
+    {"I32", at::kInt},    {"I16", at::kShort}, {"I8", at::kChar},   {"U8", at::kByte},       {"BOOL", at::kBool},
+};
+
+// The largest header we accept: real headers are a few hundred bytes per tensor.
+constexpr uint64_t kMaxHeader = 100ull << 20;
+
+}  // namespace
+
+std::string dtype_name(at::ScalarType dtype) {
+  for (const auto& d : kDtypes) {
+    if (d.type == dtype) return d.name;
+  }
+  throw InputError(std::string("safetensors: unsupported dtype ") + c10::toString(dtype));
+}
+
+at::Tensor TensorFile::get(const std::string& name) const {
+  for (const auto& t : tensors) {
+    if (t.first == name) return t.second;
+  }
+  return {};
+}
+
+at::Tensor TensorFile::at(const std::string& name, const std::string& what) const {
+  at::Tensor t = get(name);
+  if (!t.defined()) throw InputError(what + ": no tensor named '" + name + "'");
+  return t;
+}
+
+std::map<std::string, at::Tensor> TensorFile::as_map() const { return {tensors.begin(), tensors.end()}; }
+
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name) {
+  auto bad = [&](const std::string& what) { return InputError(name + ": not a valid safetensors file: " + what); };
+  if (bytes.size() < 8) throw bad("shorter than the 8-byte header length");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[i]);
+  if (header_len > bytes.size() - 8 || header_len > kMaxHeader) {
+    throw bad("header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(bytes.size()));
+  }
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+  } catch (const nlohmann::json::exception&) {
+    throw bad("the header is not well-formed JSON");
+  }
+  if (!header.is_object()) throw bad("the header is not a JSON object");
+  const uint64_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
+
+  TensorFile file;
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  std::vector<std::pair<std::string, at::Tensor>> loaded;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& key = it.key();
+    const auto& entry = it.value();
+    if (key == "__metadata__") {
+      if (!entry.is_object()) throw bad("__metadata__ is not an object");
+      for (auto m = entry.begin(); m != entry.end(); ++m) {
+        if (!m.value().is_string()) throw bad("__metadata__ value '" + m.key() + "' is not a string");
+        file.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + key + "'";
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
+      throw bad(where + " lacks dtype, shape or data_offsets");
+    }
+    if (!entry["dtype"].is_string()) throw bad(where + ": dtype is not a string");
+    const std::string dtype = entry["dtype"].get<std::string>();
+    const DtypeInfo* info = nullptr;
+    for (const auto& d : kDtypes) {
+      if (dtype == d.name) info = &d;
+    }
+    if (!info) throw bad(where + " has unknown dtype '" + dtype + "'");
+    if (!entry["shape"].is_array()) throw bad(where + ": shape is not an array");
+    std::vector<int64_t> shape;
+    uint64_t numel = 1;
+    for (const auto& dim : entry["shape"]) {
+      if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + dim.dump());
+      const uint64_t d = dim.get<uint64_t>();
+      if (d > 0 && numel > (uint64_t{1} << 62) / d) throw bad(where + ": shape is too large");
+      numel *= d;
+      shape.push_back(static_cast<int64_t>(d));
+    }
+    const auto& offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      throw bad(where + ": data_offsets must be two non-negative integers");
+    }
+    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    if (begin > end) throw bad(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
+    const uint64_t itemsize = c10::elementSize(info->type);
+    if (numel * itemsize != end - begin) {
+      throw bad(where + ": shape × itemsize = " + std::to_string(numel * itemsize) + " bytes but data_offsets span " +
+                std::to_string(end - begin));
+    }
+    if (end > data_size) {
+      throw bad(where + ": data_offsets end " + std::to_string(end) + " lies past the data area (" +
+                std::to_string(data_size) + " bytes; truncated file?)");
+    }
+    spans.push_back({begin, end, key});
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(info->type));
+    if (end > begin) std::memcpy(t.data_ptr(), bytes.data() + data_start + begin, end - begin);
+    loaded.emplace_back(key, t);
+  }
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a].begin < spans[b].begin; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const Span &prev = spans[order[i - 1]], &cur = spans[order[i]];
+    if (cur.begin < prev.end) throw bad("tensors '" + prev.name + "' and '" + cur.name + "' overlap");
+  }
+  for (size_t i : order) file.tensors.push_back(std::move(loaded[i]));
+  return file;
+}
+
+TensorFile read_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, at::Tensor>> sorted;
+  for (const auto& t : tensors) sorted.emplace_back(t.first, t.second.detach().to(at::kCPU).contiguous());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    const size_t sa = a.second.element_size(), sb = b.second.element_size();
+    return sa != sb ? sa > sb : a.first < b.first;
+  });
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : sorted) {
+    const uint64_t size = static_cast<uint64_t>(t.numel()) * t.element_size();
+    header[name] = {{"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + size}}};
+    offset += size;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  AtomicFile out(path);
+  out.write(len, 8);
+  out.write(json);
+  for (const auto& t : sorted) out.write(t.second.data_ptr(), static_cast<size_t>(t.second.numel()) * t.second.element_size());
+  out.commit();
+}
+
+}  // namespace lmkit::io

@@ -1,0 +1,211 @@
+#include "lmkit/models/bert.h"
+
+#include <ATen/ATen.h>
+
+#include "lmkit/nn/attention.h"
+
+namespace lmkit::models {
+
+BertConfig BertConfig::from_json(const Json& j, const std::string& file) {
+  BertConfig c;
+  ConfigReader r(j, file);
+  ignore_generic_hf_keys(r);
+  r.ignore({"bos_token_id", "eos_token_id", "decoder_start_token_id", "tie_word_embeddings", "id2label"});
+  r.get("vocab_size", c.vocab_size, int64_t{1});
+  r.get("hidden_size", c.hidden_size, int64_t{1});
+  r.get("num_hidden_layers", c.num_hidden_layers, int64_t{0});
+  r.get("num_attention_heads", c.num_attention_heads, int64_t{1});
+  r.get("intermediate_size", c.intermediate_size, int64_t{1});
+  r.get_choice("hidden_act", c.hidden_act, {"gelu", "gelu_new", "relu"});
+  r.get("hidden_dropout_prob", c.hidden_dropout_prob, 0.0, 1.0);
+  r.get("attention_probs_dropout_prob", c.attention_probs_dropout_prob, 0.0, 1.0);
+  r.get("max_position_embeddings", c.max_position_embeddings, int64_t{1});
+  r.get("type_vocab_size", c.type_vocab_size, int64_t{1});
+  r.get("initializer_range", c.initializer_range, 0.0);
+  r.get("layer_norm_eps", c.layer_norm_eps, 0.0);
+  if (j.contains("pad_token_id") && !j["pad_token_id"].is_null()) r.get("pad_token_id", c.pad_token_id, int64_t{0});
+  r.ignore({"pad_token_id"});
+  if (j.contains("classifier_dropout") && !j["classifier_dropout"].is_null()) {
+    r.get("classifier_dropout", c.classifier_dropout, 0.0, 1.0);
+  }
+  r.ignore({"classifier_dropout"});
+  std::string position_type = "absolute";
+  r.get_choice("position_embedding_type", position_type, {"absolute"});
+  c.num_labels = read_num_labels(r, c.num_labels);
+  r.finish();
+  if (c.hidden_size % c.num_attention_heads != 0) {
+    throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+                     std::to_string(c.num_attention_heads));
+  }
+  return c;
+}
+
+Json BertConfig::to_json() const {
+  Json j = {{"model_type", "bert"},
+            {"vocab_size", vocab_size},
+            {"hidden_size", hidden_size},
+            {"num_hidden_layers", num_hidden_layers},
+            {"num_attention_heads", num_attention_heads},
+            {"intermediate_size", intermediate_size},
+            {"hidden_act", hidden_act},
+            {"hidden_dropout_prob", hidden_dropout_prob},
+            {"attention_probs_dropout_prob", attention_probs_dropout_prob},
+            {"max_position_embeddings", max_position_embeddings},
+            {"type_vocab_size", type_vocab_size},
+            {"initializer_range", initializer_range},
+            {"layer_norm_eps", layer_norm_eps},
+            {"pad_token_id", pad_token_id},
+            {"position_embedding_type", "absolute"}};
+  j["classifier_dropout"] = classifier_dropout < 0 ? Json(nullptr) : Json(classifier_dropout);
+  if (head == BertHead::kSequenceClassification) write_num_labels(j, num_labels);
+  return j;
+}
+
+BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
+  const auto& c = config;
+  const int64_t d = c.hidden_size;
+  word_embeddings = register_module(
+      "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, d).padding_idx(c.pad_token_id)));
+  position_embeddings = register_module("position_embeddings", nn::LearnedPositions(c.max_position_embeddings, d));
+  token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, d));
+  embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(d, c.num_attention_heads, c.intermediate_size)
+                                               .activation(nn::parse_activation(c.hidden_act))
+                                               .norm_eps(c.layer_norm_eps)
+                                               .pre_norm(false)
+                                               .dropout(c.hidden_dropout_prob)
+                                               .attention_dropout(c.attention_probs_dropout_prob)));
+  }
+  if (c.head != BertHead::kMaskedLm) pooler = register_module("pooler", torch::nn::Linear(d, d));
+  if (c.head == BertHead::kPreTraining || c.head == BertHead::kMaskedLm) {
+    mlm_dense = register_module("mlm_dense", torch::nn::Linear(d, d));
+    mlm_norm = register_module("mlm_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
+    mlm_bias = register_parameter("mlm_bias", at::zeros({c.vocab_size}));
+  }
+  if (c.head == BertHead::kPreTraining) nsp = register_module("nsp", torch::nn::Linear(d, 2));
+  if (c.head == BertHead::kSequenceClassification) {
+    classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
+  }
+  reset_parameters();
+}
+
+void BertImpl::reset_parameters() {
+  at::NoGradGuard no_grad;
+  init_normal(*this, config.initializer_range);
+  position_embeddings->weight.normal_(0, config.initializer_range);
+  word_embeddings->weight[config.pad_token_id].zero_();
+  for (auto& p : named_parameters()) {
+    // Norm weights are ones and biases zeros; the MLM bias starts at zero.
+    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
+    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
+  }
+  if (mlm_bias.defined()) mlm_bias.zero_();
+}
+
+std::string BertImpl::architecture() const {
+  switch (config.head) {
+    case BertHead::kNone: return "BertModel";
+    case BertHead::kPreTraining: return "BertForPreTraining";
+    case BertHead::kMaskedLm: return "BertForMaskedLM";
+    case BertHead::kSequenceClassification: return "BertForSequenceClassification";
+  }
+  return "";
+}
+
+at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                            const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states) {
+  const int64_t t = input_ids.size(1);
+  at::Tensor types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
+  // HF: position_ids = arange(T), whatever the padding.
+  at::Tensor x = word_embeddings(input_ids) + position_embeddings(t) + token_type_embeddings(types);  // (B, T, D)
+  x = embeddings_norm(x);
+  if (is_training() && config.hidden_dropout_prob > 0) x = at::dropout(x, config.hidden_dropout_prob, true);
+  if (hidden_states) hidden_states->push_back(x);
+  at::Tensor bias = nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
+}
+
+at::Tensor BertImpl::mlm_logits(const at::Tensor& hidden) {
+  at::Tensor h = mlm_norm(nn::activate(mlm_dense(hidden), nn::parse_activation(config.hidden_act)));  // (..., D)
+  return at::linear(h, word_embeddings->weight, mlm_bias);                                           // (..., V)
+}
+
+Output BertImpl::forward(const Batch& batch) {
+  Output out;
+  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
+  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, D)
+  if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
+
+  if (config.head == BertHead::kPreTraining || config.head == BertHead::kMaskedLm) {
+    if (full_logits || !batch.labels.defined()) out.logits = mlm_logits(out.last_hidden_state);  // (B, T, V)
+    if (batch.labels.defined()) {
+      if (out.logits.defined()) {
+        out.mlm_loss = cross_entropy(out.logits, batch.labels);
+      } else {
+        // Devlin et al.: the loss is on the ~15% chosen positions only; project just those.
+        auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);  // (N, D), (N)
+        out.mlm_loss = cross_entropy(mlm_logits(rows), targets);
+      }
+      out.loss = out.mlm_loss;
+    }
+  }
+  if (config.head == BertHead::kPreTraining) {
+    out.seq_relationship_logits = nsp(out.pooler_output);  // (B, 2)
+    if (batch.next_sentence_label.defined()) {
+      out.nsp_loss = cross_entropy(out.seq_relationship_logits, batch.next_sentence_label);
+      out.loss = out.loss.defined() ? out.loss + out.nsp_loss : out.nsp_loss;
+    }
+  }
+  if (config.head == BertHead::kSequenceClassification) {
+    const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
+    at::Tensor pooled = is_training() && p > 0 ? at::dropout(out.pooler_output, p, true) : out.pooler_output;
+    out.logits = classifier(pooled);  // (B, num_labels)
+    if (batch.labels.defined()) {
+      if (config.num_labels == 1) {
+        out.loss = at::mse_loss(out.logits.squeeze(-1), batch.labels.to(out.logits.scalar_type()));
+      } else {
+        out.loss = cross_entropy(out.logits, batch.labels);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<HfTensor> BertImpl::hf_tensors() {
+  std::vector<HfTensor> t;
+  const std::string b = config.head == BertHead::kNone ? "" : "bert.";  // HF's BertModel has no prefix
+  t.push_back({b + "embeddings.word_embeddings.weight", word_embeddings->weight});
+  t.push_back({b + "embeddings.position_embeddings.weight", position_embeddings->weight});
+  t.push_back({b + "embeddings.token_type_embeddings.weight", token_type_embeddings->weight});
+  add_norm(t, b + "embeddings.LayerNorm", embeddings_norm);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    const std::string p = b + "encoder.layer." + std::to_string(i) + ".";
+    add_fused_linear(t, {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
+                     layer->self_attn->qkv);
+    add_linear(t, p + "attention.output.dense", layer->self_attn->out);
+    add_norm(t, p + "attention.output.LayerNorm", layer->self_attn_norm);
+    add_linear(t, p + "intermediate.dense", layer->ffn->in);
+    add_linear(t, p + "output.dense", layer->ffn->out);
+    add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
+  }
+  if (pooler) add_linear(t, b + "pooler.dense", pooler);
+  if (mlm_dense) {
+    t.push_back({"cls.predictions.bias", mlm_bias});
+    add_linear(t, "cls.predictions.transform.dense", mlm_dense);
+    add_norm(t, "cls.predictions.transform.LayerNorm", mlm_norm);
+  }
+  if (nsp) add_linear(t, "cls.seq_relationship", nsp);
+  if (classifier) add_linear(t, "classifier", classifier);
+  return t;
+}
+
+bool BertImpl::hf_ignorable(const std::string& name) const {
+  // Tied duplicates HF drops on save, and the position_ids buffer of old .bin checkpoints.
+  return name == "cls.predictions.decoder.weight" || name == "cls.predictions.decoder.bias" ||
+         name == "bert.embeddings.position_ids" || name == "embeddings.position_ids";
+}
+
+}  // namespace lmkit::models

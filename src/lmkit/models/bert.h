@@ -1,0 +1,79 @@
+// BERT (Devlin et al. 2018) as HF's BertModel and its heads: post-norm encoder,
+// word + learned position + token-type embeddings, exact GELU, LayerNorm eps 1e-12.
+#pragma once
+
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "lmkit/models/model.h"
+#include "lmkit/nn/norm.h"
+#include "lmkit/nn/position.h"
+
+namespace lmkit::models {
+
+enum class BertHead {
+  kNone,                    ///< BertModel: last_hidden_state and pooler_output
+  kPreTraining,             ///< BertForPreTraining: MLM + NSP
+  kMaskedLm,                ///< BertForMaskedLM: MLM only, no pooler
+  kSequenceClassification,  ///< BertForSequenceClassification: pooled [CLS] -> dropout -> linear
+};
+
+/// HF's BertConfig keys.
+struct BertConfig {
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  std::string hidden_act = "gelu";
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double initializer_range = 0.02;
+  double layer_norm_eps = 1e-12;
+  int64_t pad_token_id = 0;
+  double classifier_dropout = -1;  ///< < 0: use hidden_dropout_prob (HF: null)
+  int64_t num_labels = 2;
+  BertHead head = BertHead::kPreTraining;
+
+  static BertConfig from_json(const Json& j, const std::string& file);
+  Json to_json() const;
+};
+
+class BertImpl : public Model {
+ public:
+  explicit BertImpl(BertConfig config);
+
+  Output forward(const Batch& batch) override;
+  std::string model_type() const override { return "bert"; }
+  std::string architecture() const override;
+  Json config_json() const override { return config.to_json(); }
+  std::vector<HfTensor> hf_tensors() override;
+  bool hf_ignorable(const std::string& name) const override;
+  std::string hf_base_prefix() const override { return "bert."; }
+
+  /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
+  at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
+                    std::vector<at::Tensor>* hidden_states = nullptr);
+  /// MLM logits for hidden rows (..., D) -> (..., V): transform, then the tied decoder.
+  at::Tensor mlm_logits(const at::Tensor& hidden);
+  /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases, unit norms).
+  void reset_parameters();
+
+  BertConfig config;
+  torch::nn::Embedding word_embeddings{nullptr};        ///< (V, D), tied to the MLM decoder
+  nn::LearnedPositions position_embeddings{nullptr};    ///< (max_position_embeddings, D)
+  torch::nn::Embedding token_type_embeddings{nullptr};  ///< (type_vocab_size, D)
+  nn::Norm embeddings_norm{nullptr};
+  torch::nn::ModuleList layers{nullptr};                ///< num_hidden_layers x TransformerLayer (post-norm)
+  torch::nn::Linear pooler{nullptr};                    ///< (D, D), tanh; absent for kMaskedLm
+  torch::nn::Linear mlm_dense{nullptr};                 ///< (D, D) transform before the decoder
+  nn::Norm mlm_norm{nullptr};
+  at::Tensor mlm_bias;                                  ///< (V) decoder bias
+  torch::nn::Linear nsp{nullptr};                       ///< (2, D) on the pooled output
+  torch::nn::Linear classifier{nullptr};                ///< (num_labels, D)
+};
+TORCH_MODULE(Bert);
+
+}  // namespace lmkit::models

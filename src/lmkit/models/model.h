@@ -1,0 +1,84 @@
+// What every lmkit model shares: forward(Batch) -> Output, its HuggingFace
+// config, and the one table that maps its parameters to HF tensor names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include "lmkit/core/batch.h"
+#include "lmkit/core/config.h"
+#include "lmkit/nn/transformer_layer.h"
+
+namespace lmkit::models {
+
+/// One tensor of an HF checkpoint and where it lives in an lmkit model.
+struct HfTensor {
+  std::string name;        ///< HF parameter name, e.g. "bert.encoder.layer.0.attention.self.query.weight"
+  at::Tensor param;        ///< the lmkit parameter, or a row-slice view of a fused one (Q of qkv)
+  bool transpose = false;  ///< GPT-2's Conv1D stores (in, out); lmkit's Linear (out, in)
+};
+
+/// Base of every task model. Models take a Batch and return an Output whose
+/// `loss` is set when labels are present; the trainer never knows which model it trains.
+class Model : public torch::nn::Module {
+ public:
+  virtual Output forward(const Batch& batch) = 0;
+  /// HF `model_type`: bert, gpt2, t5, transformer.
+  virtual std::string model_type() const = 0;
+  /// HF class name of this model and head, e.g. "BertForPreTraining".
+  virtual std::string architecture() const = 0;
+  /// config.json with HF key names; round-trips through the registry.
+  virtual Json config_json() const = 0;
+  /// Every tensor HF writes for this model (tied duplicates excluded), in lmkit's order.
+  virtual std::vector<HfTensor> hf_tensors() = 0;
+  /// Names a checkpoint may hold that this model does not need (tied duplicates,
+  /// old buffers); they are accepted and skipped on load.
+  virtual bool hf_ignorable(const std::string& name) const { return false; }
+  /// Prefix of the base model inside HF's task heads ("bert.", "transformer.");
+  /// the bare base model's names omit it, and loading tries both spellings.
+  virtual std::string hf_base_prefix() const { return ""; }
+
+  /// Compute vocabulary logits at every position, not only at the positions
+  /// that carry a loss (the training path projects only those).
+  bool full_logits = false;
+  /// Collect every layer's output in Output::hidden_states (HF's output_hidden_states).
+  bool output_hidden_states = false;
+};
+
+/// Which lmkit model an HF tensor name feeds; used by every family's hf_tensors().
+void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,
+                bool transpose = false);
+/// Adds HF tensors for a fused projection: `names[i]` gets rows [i·n, (i+1)·n) of the fused weight/bias.
+void add_fused_linear(std::vector<HfTensor>& out, const std::vector<std::string>& hf_prefixes, torch::nn::Linear& fused);
+void add_norm(std::vector<HfTensor>& out, const std::string& hf_prefix, nn::Norm& norm);
+
+/// Runs `layers` (TransformerLayer) in order; appends each output to `hidden_states` when given.
+at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Tensor& self_bias,
+                      const at::Tensor& memory = {}, const at::Tensor& cross_bias = {},
+                      std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
+
+/// Mean cross-entropy over targets != -100 (HF's CrossEntropyLoss(ignore_index=-100)).
+at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing = 0.0);
+
+/// Rows of `hidden` (B, T, D) at positions where `labels` (B, T) != -100, as (N, D),
+/// and the matching labels (N): the vocabulary projection then runs only where a loss is taken.
+std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);
+
+/// HF's generic PretrainedConfig keys (generation defaults, bookkeeping): accepted and ignored.
+void ignore_generic_hf_keys(ConfigReader& reader);
+/// Reads num_labels from HF's id2label (or lmkit's num_labels).
+int64_t read_num_labels(ConfigReader& reader, int64_t fallback);
+/// Writes id2label/label2id for `num_labels` classes as HF does.
+void write_num_labels(Json& j, int64_t num_labels);
+
+/// Fills every Linear / Embedding weight from N(0, std) and zeroes biases (BERT, GPT-2 init).
+void init_normal(torch::nn::Module& module, double std);
+
+/// Number of elements over all parameters.
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace lmkit::models

@@ -1,0 +1,156 @@
+#include "lmkit/models/registry.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "lmkit/io/checkpoint.h"
+#include "lmkit/models/bert.h"
+#include "lmkit/models/gpt.h"
+#include "lmkit/models/t5.h"
+#include "lmkit/models/transformer.h"
+
+namespace lmkit::models {
+
+namespace {
+
+const std::map<std::string, std::vector<std::string>>& architectures() {
+  static const std::map<std::string, std::vector<std::string>> table = {
+      {"bert", {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification"}},
+      {"gpt2", {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification"}},
+      {"t5", {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification"}},
+      {"transformer", {"TransformerForSeq2Seq"}},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_architectures(const std::string& model_type) {
+  auto it = architectures().find(model_type);
+  return it == architectures().end() ? std::vector<std::string>{} : it->second;
+}
+
+std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture) {
+  if (!config.is_object()) throw InputError(file + ": the model config must be a JSON object");
+  if (!config.contains("model_type") || !config["model_type"].is_string()) {
+    throw InputError(file + ": key 'model_type' is required (bert, gpt2, t5 or transformer)");
+  }
+  const std::string type = config["model_type"].get<std::string>();
+  const auto known = supported_architectures(type);
+  if (known.empty()) throw InputError(file + ": unknown model_type '" + type + "' (expected bert, gpt2, t5 or transformer)");
+  std::string arch = architecture;
+  if (arch.empty() && config.contains("architectures") && config["architectures"].is_array() &&
+      !config["architectures"].empty() && config["architectures"][0].is_string()) {
+    arch = config["architectures"][0].get<std::string>();
+  }
+  if (arch.empty()) arch = known.front();
+  if (std::find(known.begin(), known.end(), arch) == known.end()) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" + list + ")");
+  }
+  if (type == "bert") {
+    BertConfig c = BertConfig::from_json(config, file);
+    c.head = arch == "BertModel" ? BertHead::kNone
+             : arch == "BertForMaskedLM" ? BertHead::kMaskedLm
+             : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
+                                                       : BertHead::kPreTraining;
+    return std::make_shared<BertImpl>(c);
+  }
+  if (type == "gpt2") {
+    GptConfig c = GptConfig::from_json(config, file);
+    c.head = arch == "GPT2Model" ? GptHead::kNone
+             : arch == "GPT2ForSequenceClassification" ? GptHead::kSequenceClassification
+                                                       : GptHead::kLmHead;
+    return std::make_shared<GptImpl>(c);
+  }
+  if (type == "t5") {
+    T5Config c = T5Config::from_json(config, file);
+    c.head = arch == "T5Model" ? T5Head::kNone
+             : arch == "T5EncoderForSequenceClassification" ? T5Head::kEncoderClassification
+                                                            : T5Head::kConditionalGeneration;
+    return std::make_shared<T5Impl>(c);
+  }
+  return std::make_shared<TransformerImpl>(TransformerConfig::from_json(config, file));
+}
+
+std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& t : model.hf_tensors()) {
+    out.emplace_back(t.name, (t.transpose ? t.param.t() : t.param).detach().contiguous());
+  }
+  return out;
+}
+
+LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::string& file_name, bool strict) {
+  LoadReport report;
+  const auto tensors = file.as_map();
+  std::set<std::string> used;
+  const std::string prefix = model.hf_base_prefix();
+  at::NoGradGuard no_grad;
+  for (const auto& t : model.hf_tensors()) {
+    std::vector<std::string> candidates{t.name};
+    if (!prefix.empty()) {
+      if (t.name.rfind(prefix, 0) == 0) candidates.push_back(t.name.substr(prefix.size()));
+      else candidates.push_back(prefix + t.name);
+    }
+    auto found = tensors.end();
+    for (const auto& name : candidates) {
+      found = tensors.find(name);
+      if (found != tensors.end()) break;
+    }
+    if (found == tensors.end()) {
+      report.missing.push_back(t.name);
+      continue;
+    }
+    used.insert(found->first);
+    at::Tensor src = t.transpose ? found->second.t() : found->second;
+    if (src.sizes() != t.param.sizes()) {
+      throw InputError(file_name + ": tensor '" + found->first + "' has shape " + c10::str(found->second.sizes()) +
+                       " but the model expects " + c10::str(t.transpose ? t.param.t().sizes() : t.param.sizes()));
+    }
+    t.param.copy_(src.to(t.param.scalar_type()));
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (!used.count(name) && !model.hf_ignorable(name)) report.unexpected.push_back(name);
+  }
+  if (strict && !report.missing.empty()) {
+    throw InputError(file_name + ": missing tensor '" + report.missing.front() + "'" +
+                     (report.missing.size() > 1 ? " and " + std::to_string(report.missing.size() - 1) + " more" : "") +
+                     " for " + model.architecture());
+  }
+  return report;
+}
+
+void save_pretrained(Model& model, const std::string& dir, const std::function<void(const std::string&)>& extra) {
+  Json config = model.config_json();
+  config["architectures"] = Json::array({model.architecture()});
+  config["torch_dtype"] = "float32";
+  const auto state = hf_state_dict(model);
+  io::write_directory_atomic(dir, [&](const std::string& tmp) {
+    save_json_file(tmp + "/config.json", config);
+    io::write_safetensors(tmp + "/model.safetensors", state, {{"format", "pt"}});
+    if (extra) extra(tmp);
+  });
+}
+
+std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw InputError(dir + ": not a checkpoint directory");
+  const std::string config_path = dir + "/config.json", weights_path = dir + "/model.safetensors";
+  if (!fs::exists(config_path)) throw InputError(dir + ": no config.json (incomplete checkpoint?)");
+  if (!fs::exists(weights_path)) throw InputError(dir + ": no model.safetensors (incomplete checkpoint?)");
+  auto model = create_model(load_json_file(config_path), config_path, architecture);
+  // The checkpoint's own head must be complete; a different, requested head may start fresh.
+  Json config = load_json_file(config_path);
+  const bool own_head = architecture.empty() || !config.contains("architectures") ||
+                        config["architectures"] == Json::array({architecture});
+  LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, own_head);
+  if (report) *report = r;
+  return model;
+}
+
+}  // namespace lmkit::models

@@ -1,0 +1,49 @@
+// Builds any lmkit model from a config.json (HF key names + model_type) and
+// moves weights between lmkit models and HF checkpoint directories.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmkit/core/config.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/models/model.h"
+
+namespace lmkit::models {
+
+/// Builds the model `config` describes. `architecture` picks the head (an HF
+/// class name such as "BertForSequenceClassification"); empty means the
+/// config's own "architectures" entry, else the family's pretraining model.
+/// `file` names the config in error messages.
+std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture = "");
+
+/// The architectures create_model() accepts for a model_type.
+std::vector<std::string> supported_architectures(const std::string& model_type);
+
+/// HF tensors of `model` under HF names, transposed where HF stores them so.
+std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model);
+
+struct LoadReport {
+  std::vector<std::string> missing;     ///< model tensors the file lacks (left as initialised)
+  std::vector<std::string> unexpected;  ///< file tensors the model does not use
+};
+
+/// Copies the file's tensors into `model` (converting dtypes; shapes must match).
+/// Names are tried as given, with and without the base-model prefix. With
+/// `strict`, a missing tensor is an InputError; otherwise it is reported.
+LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::string& file_name, bool strict = true);
+
+/// Writes config.json (+ "architectures") and model.safetensors into `dir`, atomically.
+/// `extra(tmp_dir)` may add files (tokenizer, trainer state) before the directory is committed.
+void save_pretrained(Model& model, const std::string& dir,
+                     const std::function<void(const std::string&)>& extra = nullptr);
+
+/// Loads a checkpoint directory (config.json + model.safetensors). With
+/// `architecture` set, a different head may be requested: tensors it lacks are
+/// initialised fresh (e.g. a classifier on a pretrained encoder) and listed in `report`.
+std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture = "",
+                                       LoadReport* report = nullptr);
+
+}  // namespace lmkit::models

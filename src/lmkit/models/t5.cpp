@@ -1,0 +1,294 @@
+#include "lmkit/models/t5.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "lmkit/nn/attention.h"
+
+namespace lmkit::models {
+
+T5Config T5Config::from_json(const Json& j, const std::string& file) {
+  T5Config c;
+  ConfigReader r(j, file);
+  ignore_generic_hf_keys(r);
+  r.ignore({"bos_token_id", "id2label", "n_positions", "output_past", "gradient_checkpointing"});
+  r.get("vocab_size", c.vocab_size, int64_t{1});
+  r.get("d_model", c.d_model, int64_t{1});
+  r.get("d_kv", c.d_kv, int64_t{1});
+  r.get("d_ff", c.d_ff, int64_t{1});
+  r.get("num_layers", c.num_layers, int64_t{0});
+  c.num_decoder_layers = c.num_layers;
+  if (j.contains("num_decoder_layers") && j["num_decoder_layers"].is_null()) r.ignore({"num_decoder_layers"});
+  else r.get("num_decoder_layers", c.num_decoder_layers, int64_t{0});
+  r.get("num_heads", c.num_heads, int64_t{1});
+  r.get("relative_attention_num_buckets", c.relative_attention_num_buckets, int64_t{2});
+  r.get("relative_attention_max_distance", c.relative_attention_max_distance, int64_t{1});
+  r.get("dropout_rate", c.dropout_rate, 0.0, 1.0);
+  if (j.contains("classifier_dropout") && j["classifier_dropout"].is_null()) r.ignore({"classifier_dropout"});
+  else r.get("classifier_dropout", c.classifier_dropout, 0.0, 1.0);
+  r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
+  r.get("initializer_factor", c.initializer_factor, 0.0);
+  r.get_choice("feed_forward_proj", c.feed_forward_proj, {"relu", "gated-gelu"});
+  r.get("tie_word_embeddings", c.tie_word_embeddings);
+  r.get("pad_token_id", c.pad_token_id, int64_t{0});
+  r.get("eos_token_id", c.eos_token_id, int64_t{0});
+  r.get("decoder_start_token_id", c.decoder_start_token_id, int64_t{0});
+  // Derived by HF from feed_forward_proj; must agree with it if present.
+  std::string dense_act = c.feed_forward_proj == "relu" ? "relu" : "gelu_new";
+  bool gated = c.feed_forward_proj != "relu";
+  std::string act_read = dense_act;
+  bool gated_read = gated;
+  r.get("dense_act_fn", act_read);
+  r.get("is_gated_act", gated_read);
+  if (act_read != dense_act || gated_read != gated) {
+    throw InputError(file + ": dense_act_fn/is_gated_act disagree with feed_forward_proj '" + c.feed_forward_proj + "'");
+  }
+  c.num_labels = read_num_labels(r, c.num_labels);
+  r.finish();
+  return c;
+}
+
+Json T5Config::to_json() const {
+  const bool gated = feed_forward_proj != "relu";
+  Json j = {{"model_type", "t5"},
+            {"vocab_size", vocab_size},
+            {"d_model", d_model},
+            {"d_kv", d_kv},
+            {"d_ff", d_ff},
+            {"num_layers", num_layers},
+            {"num_decoder_layers", num_decoder_layers},
+            {"num_heads", num_heads},
+            {"relative_attention_num_buckets", relative_attention_num_buckets},
+            {"relative_attention_max_distance", relative_attention_max_distance},
+            {"dropout_rate", dropout_rate},
+            {"classifier_dropout", classifier_dropout},
+            {"layer_norm_epsilon", layer_norm_epsilon},
+            {"initializer_factor", initializer_factor},
+            {"feed_forward_proj", feed_forward_proj},
+            {"dense_act_fn", gated ? "gelu_new" : "relu"},
+            {"is_gated_act", gated},
+            {"tie_word_embeddings", tie_word_embeddings},
+            {"pad_token_id", pad_token_id},
+            {"eos_token_id", eos_token_id},
+            {"decoder_start_token_id", decoder_start_token_id},
+            {"is_encoder_decoder", true}};
+  if (head == T5Head::kEncoderClassification) write_num_labels(j, num_labels);
+  return j;
+}
+
+T5StackImpl::T5StackImpl(const T5Config& c, bool decoder_) : decoder(decoder_), dropout_rate(c.dropout_rate) {
+  const int64_t n = decoder ? c.num_decoder_layers : c.num_layers;
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < n; ++i) {
+    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(c.d_model, c.num_heads, c.d_ff)
+                                               .head_dim(c.d_kv)
+                                               .activation(nn::parse_activation(c.feed_forward_proj))
+                                               .norm(nn::NormType::kRmsNorm)
+                                               .norm_eps(c.layer_norm_epsilon)
+                                               .pre_norm(true)
+                                               .bias(false)
+                                               .scale_scores(false)
+                                               .dropout(c.dropout_rate)
+                                               .attention_dropout(c.dropout_rate)
+                                               .ffn_dropout(c.dropout_rate)
+                                               .cross_attention(decoder)));
+  }
+  relative_bias = register_module("relative_bias", nn::RelativePositionBias(nn::RelativePositionBiasOptions(c.num_heads)
+                                                                                .bidirectional(!decoder)
+                                                                                .num_buckets(c.relative_attention_num_buckets)
+                                                                                .max_distance(c.relative_attention_max_distance)));
+  final_norm = register_module("final_norm", nn::Norm(nn::NormOptions(c.d_model)
+                                                          .type(nn::NormType::kRmsNorm)
+                                                          .eps(c.layer_norm_epsilon)));
+}
+
+at::Tensor T5StackImpl::forward(at::Tensor x, const at::Tensor& mask, const at::Tensor& memory,
+                                const at::Tensor& memory_mask, std::vector<nn::LayerCache>* caches,
+                                std::vector<at::Tensor>* hidden_states) {
+  const int64_t t = x.size(1);
+  const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
+  const double p = is_training() ? dropout_rate : 0.0;
+  if (hidden_states) hidden_states->push_back(x);
+  if (p > 0) x = at::dropout(x, p, true);
+  // Block 0 computes the position bias; HF adds the mask to it and every block reuses the sum.
+  at::Tensor bias = relative_bias(t, past + t);  // (1, H, T, past + T)
+  at::Tensor mask_bias = nn::attention_bias(mask, decoder, t, past + t, x.scalar_type(), x.device());
+  if (mask_bias.defined()) bias = bias + mask_bias;
+  at::Tensor cross_bias;
+  if (decoder) cross_bias = nn::attention_bias(memory_mask, false, t, memory.size(1), x.scalar_type(), x.device());
+  x = run_layers(layers, x, bias, memory, cross_bias, caches, hidden_states);
+  x = final_norm(x);
+  if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after the final norm
+  return p > 0 ? at::dropout(x, p, true) : x;
+}
+
+T5Impl::T5Impl(T5Config config_) : config(std::move(config_)) {
+  const auto& c = config;
+  shared = register_module("shared", torch::nn::Embedding(c.vocab_size, c.d_model));
+  encoder = register_module("encoder", T5Stack(c, false));
+  if (c.head != T5Head::kEncoderClassification) decoder = register_module("decoder", T5Stack(c, true));
+  if (c.head == T5Head::kConditionalGeneration && !c.tie_word_embeddings) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
+  }
+  if (c.head == T5Head::kEncoderClassification) {
+    classifier_dense = register_module("classifier_dense", torch::nn::Linear(c.d_model, c.d_model));
+    classifier_out = register_module("classifier_out", torch::nn::Linear(c.d_model, c.num_labels));
+  }
+  reset_parameters();
+}
+
+void T5Impl::reset_parameters() {
+  // HF T5PreTrainedModel._init_weights (Mesh TensorFlow's scheme).
+  at::NoGradGuard no_grad;
+  const double f = config.initializer_factor, d = static_cast<double>(config.d_model);
+  const int64_t inner = config.num_heads * config.d_kv;
+  shared->weight.normal_(0, f);
+  if (lm_head) lm_head->weight.normal_(0, f);
+  for (T5Stack* stack : {&encoder, &decoder}) {
+    if (!*stack) continue;
+    (*stack)->relative_bias->embedding->weight.normal_(0, f / std::sqrt(d));
+    (*stack)->final_norm->weight.fill_(1);
+    for (size_t i = 0; i < (*stack)->layers->size(); ++i) {
+      auto layer = (*stack)->layers->ptr<nn::TransformerLayerImpl>(i);
+      for (auto* attn : {layer->self_attn.get(), layer->cross_attn ? layer->cross_attn.get() : nullptr}) {
+        if (!attn) continue;
+        at::Tensor qw = attn->qkv ? attn->qkv->weight.slice(0, 0, inner) : attn->q->weight;
+        at::Tensor kvw = attn->qkv ? attn->qkv->weight.slice(0, inner) : attn->kv->weight;
+        qw.normal_(0, f / std::sqrt(d * config.d_kv));
+        kvw.normal_(0, f / std::sqrt(d));
+        attn->out->weight.normal_(0, f / std::sqrt(static_cast<double>(inner)));
+      }
+      layer->ffn->in->weight.normal_(0, f / std::sqrt(d));
+      layer->ffn->out->weight.normal_(0, f / std::sqrt(static_cast<double>(config.d_ff)));
+      for (auto& p : layer->named_parameters()) {
+        if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
+      }
+    }
+  }
+  if (classifier_dense) {
+    classifier_dense->weight.normal_(0, f / std::sqrt(d));
+    classifier_dense->bias.zero_();
+    classifier_out->weight.normal_(0, f / std::sqrt(d));
+    classifier_out->bias.zero_();
+  }
+}
+
+std::string T5Impl::architecture() const {
+  switch (config.head) {
+    case T5Head::kNone: return "T5Model";
+    case T5Head::kConditionalGeneration: return "T5ForConditionalGeneration";
+    case T5Head::kEncoderClassification: return "T5EncoderForSequenceClassification";
+  }
+  return "";
+}
+
+at::Tensor T5Impl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                          std::vector<at::Tensor>* hidden_states) {
+  return encoder(shared(input_ids), attention_mask, at::Tensor(), at::Tensor(), nullptr, hidden_states);  // (B, S, D)
+}
+
+at::Tensor T5Impl::decode(const at::Tensor& decoder_input_ids, const at::Tensor& decoder_attention_mask,
+                          const at::Tensor& memory, const at::Tensor& memory_mask, std::vector<nn::LayerCache>* caches,
+                          std::vector<at::Tensor>* hidden_states) {
+  return decoder(shared(decoder_input_ids), decoder_attention_mask, memory, memory_mask, caches, hidden_states);
+}
+
+at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
+  if (lm_head) return lm_head(hidden);
+  // Tied head (v1.0): Mesh TF rescales the decoder output by d_model^-0.5.
+  return at::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), shared->weight);  // (..., V)
+}
+
+at::Tensor T5Impl::shift_right(const at::Tensor& labels) const {
+  at::Tensor shifted = at::full_like(labels, config.decoder_start_token_id);
+  shifted.slice(1, 1).copy_(labels.slice(1, 0, -1));
+  return shifted.masked_fill(shifted.eq(-100), config.pad_token_id);
+}
+
+Output T5Impl::forward(const Batch& batch) {
+  Output out;
+  std::vector<at::Tensor>* enc_hs = output_hidden_states ? &out.encoder_hidden_states : nullptr;
+  at::Tensor memory = encode(batch.input_ids, batch.attention_mask, enc_hs);  // (B, S, D)
+  if (config.head == T5Head::kEncoderClassification) {
+    out.last_hidden_state = memory;
+    at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(memory.scalar_type()).unsqueeze(-1)
+                                                     : at::ones({memory.size(0), memory.size(1), 1}, memory.options());
+    at::Tensor pooled = (memory * mask).sum(1) / mask.sum(1).clamp_min(1);  // (B, D) mean over real tokens
+    const double p = is_training() ? config.classifier_dropout : 0.0;
+    at::Tensor h = at::tanh(classifier_dense(p > 0 ? at::dropout(pooled, p, true) : pooled));
+    out.logits = classifier_out(p > 0 ? at::dropout(h, p, true) : h);  // (B, num_labels)
+    if (batch.labels.defined()) {
+      out.loss = config.num_labels == 1 ? at::mse_loss(out.logits.squeeze(-1), batch.labels.to(out.logits.scalar_type()))
+                                        : cross_entropy(out.logits, batch.labels);
+    }
+    return out;
+  }
+  out.encoder_last_hidden_state = memory;
+  at::Tensor dec_ids = batch.decoder_input_ids.defined() ? batch.decoder_input_ids : shift_right(batch.labels);
+  std::vector<at::Tensor>* dec_hs = output_hidden_states ? &out.hidden_states : nullptr;
+  out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask, nullptr, dec_hs);
+  if (config.head == T5Head::kConditionalGeneration) {
+    if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);  // (B, T, V)
+    if (batch.labels.defined()) {
+      if (out.logits.defined()) {
+        out.loss = cross_entropy(out.logits, batch.labels);
+      } else {
+        auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
+        out.loss = cross_entropy(lm_logits(rows), targets);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<HfTensor> T5Impl::hf_tensors() {
+  std::vector<HfTensor> t;
+  t.push_back({"shared.weight", shared->weight});
+  const bool gated = config.feed_forward_proj != "relu";
+  for (T5Stack* stack : {&encoder, &decoder}) {
+    if (!*stack) continue;
+    const std::string s = (*stack)->decoder ? "decoder." : "encoder.";
+    t.push_back({s + "block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                 (*stack)->relative_bias->embedding->weight});
+    for (size_t i = 0; i < (*stack)->layers->size(); ++i) {
+      auto layer = (*stack)->layers->ptr<nn::TransformerLayerImpl>(i);
+      const std::string p = s + "block." + std::to_string(i) + ".layer.";
+      const std::string sa = p + "0.SelfAttention.";
+      add_fused_linear(t, {sa + "q", sa + "k", sa + "v"}, layer->self_attn->qkv);
+      add_linear(t, sa + "o", layer->self_attn->out);
+      add_norm(t, p + "0.layer_norm", layer->self_attn_norm);
+      std::string ff = p + "1.";
+      if ((*stack)->decoder) {
+        const std::string ca = p + "1.EncDecAttention.";
+        add_linear(t, ca + "q", layer->cross_attn->q);
+        add_fused_linear(t, {ca + "k", ca + "v"}, layer->cross_attn->kv);
+        add_linear(t, ca + "o", layer->cross_attn->out);
+        add_norm(t, p + "1.layer_norm", layer->cross_attn_norm);
+        ff = p + "2.";
+      }
+      if (gated) {
+        add_fused_linear(t, {ff + "DenseReluDense.wi_0", ff + "DenseReluDense.wi_1"}, layer->ffn->in);
+      } else {
+        add_linear(t, ff + "DenseReluDense.wi", layer->ffn->in);
+      }
+      add_linear(t, ff + "DenseReluDense.wo", layer->ffn->out);
+      add_norm(t, ff + "layer_norm", layer->ffn_norm);
+    }
+    add_norm(t, s + "final_layer_norm", (*stack)->final_norm);
+  }
+  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
+  if (classifier_dense) {
+    add_linear(t, "classification_head.dense", classifier_dense);
+    add_linear(t, "classification_head.out_proj", classifier_out);
+  }
+  return t;
+}
+
+bool T5Impl::hf_ignorable(const std::string& name) const {
+  // Aliases of shared.weight that HF drops on save; a tied lm_head copy.
+  return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight" ||
+         (name == "lm_head.weight" && !lm_head);
+}
+
+}  // namespace lmkit::models

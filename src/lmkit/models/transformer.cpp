@@ -1,0 +1,170 @@
+#include "lmkit/models/transformer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+
+#include "lmkit/nn/attention.h"
+
+namespace lmkit::models {
+
+TransformerConfig TransformerConfig::from_json(const Json& j, const std::string& file) {
+  TransformerConfig c;
+  ConfigReader r(j, file);
+  ignore_generic_hf_keys(r);
+  int64_t vocab = 0;
+  if (r.get("vocab_size", vocab, int64_t{1})) c.src_vocab_size = c.tgt_vocab_size = vocab;
+  r.get("src_vocab_size", c.src_vocab_size, int64_t{1});
+  r.get("tgt_vocab_size", c.tgt_vocab_size, int64_t{1});
+  r.get("d_model", c.d_model, int64_t{1});
+  r.get("encoder_layers", c.encoder_layers, int64_t{0});
+  r.get("decoder_layers", c.decoder_layers, int64_t{1});
+  r.get("num_heads", c.num_heads, int64_t{1});
+  r.get("d_ff", c.d_ff, int64_t{1});
+  r.get("dropout", c.dropout, 0.0, 1.0);
+  r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
+  r.get_choice("activation", c.activation, {"relu", "gelu"});
+  r.get("max_position_embeddings", c.max_position_embeddings, int64_t{1});
+  r.get("layer_norm_eps", c.layer_norm_eps, 0.0);
+  r.get("share_embeddings", c.share_embeddings);
+  r.get("tie_word_embeddings", c.tie_word_embeddings);
+  r.get("label_smoothing", c.label_smoothing, 0.0, 1.0);
+  r.get("pad_token_id", c.pad_token_id, int64_t{0});
+  r.get("bos_token_id", c.bos_token_id, int64_t{0});
+  r.get("eos_token_id", c.eos_token_id, int64_t{0});
+  r.get("decoder_start_token_id", c.decoder_start_token_id, int64_t{0});
+  r.finish();
+  if (c.share_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
+    throw InputError(file + ": share_embeddings needs src_vocab_size == tgt_vocab_size");
+  }
+  if (c.d_model % c.num_heads != 0) throw InputError(file + ": d_model is not divisible by num_heads");
+  return c;
+}
+
+Json TransformerConfig::to_json() const {
+  return {{"model_type", "transformer"},
+          {"src_vocab_size", src_vocab_size},
+          {"tgt_vocab_size", tgt_vocab_size},
+          {"d_model", d_model},
+          {"encoder_layers", encoder_layers},
+          {"decoder_layers", decoder_layers},
+          {"num_heads", num_heads},
+          {"d_ff", d_ff},
+          {"dropout", dropout},
+          {"attention_dropout", attention_dropout},
+          {"activation", activation},
+          {"max_position_embeddings", max_position_embeddings},
+          {"layer_norm_eps", layer_norm_eps},
+          {"share_embeddings", share_embeddings},
+          {"tie_word_embeddings", tie_word_embeddings},
+          {"label_smoothing", label_smoothing},
+          {"pad_token_id", pad_token_id},
+          {"bos_token_id", bos_token_id},
+          {"eos_token_id", eos_token_id},
+          {"decoder_start_token_id", decoder_start_token_id},
+          {"is_encoder_decoder", true}};
+}
+
+TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(config_)) {
+  const auto& c = config;
+  auto embedding = [&](int64_t v) {
+    return torch::nn::Embedding(torch::nn::EmbeddingOptions(v, c.d_model).padding_idx(c.pad_token_id));
+  };
+  src_embed = register_module("src_embed", embedding(c.src_vocab_size));
+  tgt_embed = c.share_embeddings ? src_embed : register_module("tgt_embed", embedding(c.tgt_vocab_size));
+  positions = register_module("positions", nn::SinusoidalPositions(c.max_position_embeddings, c.d_model));
+  auto layer = [&](bool cross) {
+    return nn::TransformerLayer(nn::TransformerLayerOptions(c.d_model, c.num_heads, c.d_ff)
+                                    .activation(nn::parse_activation(c.activation))
+                                    .norm_eps(c.layer_norm_eps)
+                                    .pre_norm(false)
+                                    .dropout(c.dropout)
+                                    .attention_dropout(c.attention_dropout)
+                                    .cross_attention(cross));
+  };
+  encoder_layers = register_module("encoder_layers", torch::nn::ModuleList());
+  decoder_layers = register_module("decoder_layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(layer(false));
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(layer(true));
+  if (!c.tie_word_embeddings) {
+    out_proj = register_module("out_proj",
+                               torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.tgt_vocab_size).bias(false)));
+  }
+  reset_parameters();
+}
+
+void TransformerImpl::reset_parameters() {
+  // Embeddings N(0, d^-1/2) so that the sqrt(d) scale gives unit variance; Xavier for projections.
+  at::NoGradGuard no_grad;
+  for (auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    if (name.find("norm.weight") != std::string::npos) p.value().fill_(1);
+    else if (name.find("_embed.") != std::string::npos) p.value().normal_(0, 1.0 / std::sqrt(static_cast<double>(config.d_model)));
+    else if (p.value().dim() == 2) torch::nn::init::xavier_uniform_(p.value());
+    else p.value().zero_();
+  }
+  src_embed->weight[config.pad_token_id].zero_();
+  tgt_embed->weight[config.pad_token_id].zero_();
+}
+
+at::Tensor TransformerImpl::embed(torch::nn::Embedding& table, const at::Tensor& ids, int64_t offset) {
+  // §3.4: embeddings multiplied by sqrt(d_model); §3.5: plus sinusoidal positions; §5.4: dropout.
+  at::Tensor x = table(ids) * std::sqrt(static_cast<double>(config.d_model)) + positions(ids.size(1), offset);
+  return is_training() && config.dropout > 0 ? at::dropout(x, config.dropout, true) : x;  // (B, T, D)
+}
+
+at::Tensor TransformerImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) {
+  at::Tensor x = embed(src_embed, input_ids, 0);
+  const int64_t s = input_ids.size(1);
+  at::Tensor bias = nn::attention_bias(attention_mask, false, s, s, x.scalar_type(), x.device());
+  return run_layers(encoder_layers, x, bias);  // (B, S, D)
+}
+
+at::Tensor TransformerImpl::decode(const at::Tensor& decoder_input_ids, const at::Tensor& decoder_attention_mask,
+                                   const at::Tensor& memory, const at::Tensor& memory_mask,
+                                   std::vector<nn::LayerCache>* caches) {
+  const int64_t t = decoder_input_ids.size(1);
+  const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
+  at::Tensor x = embed(tgt_embed, decoder_input_ids, past);
+  at::Tensor self_bias = nn::attention_bias(decoder_attention_mask, true, t, past + t, x.scalar_type(), x.device());
+  at::Tensor cross_bias = nn::attention_bias(memory_mask, false, t, memory.size(1), x.scalar_type(), x.device());
+  return run_layers(decoder_layers, x, self_bias, memory, cross_bias, caches);  // (B, T, D)
+}
+
+at::Tensor TransformerImpl::lm_logits(const at::Tensor& hidden) {
+  return at::linear(hidden, out_proj ? out_proj->weight : tgt_embed->weight);  // (..., V_tgt)
+}
+
+at::Tensor TransformerImpl::shift_right(const at::Tensor& labels) const {
+  at::Tensor shifted = at::full_like(labels, config.decoder_start_token_id);
+  shifted.slice(1, 1).copy_(labels.slice(1, 0, -1));
+  return shifted.masked_fill(shifted.eq(-100), config.pad_token_id);
+}
+
+Output TransformerImpl::forward(const Batch& batch) {
+  Output out;
+  at::Tensor memory = encode(batch.input_ids, batch.attention_mask);
+  out.encoder_last_hidden_state = memory;
+  at::Tensor dec_ids = batch.decoder_input_ids.defined() ? batch.decoder_input_ids : shift_right(batch.labels);
+  out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask);
+  if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);
+  if (batch.labels.defined()) {
+    if (out.logits.defined()) {
+      out.loss = cross_entropy(out.logits, batch.labels, config.label_smoothing);
+    } else {
+      auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
+      out.loss = cross_entropy(lm_logits(rows), targets, config.label_smoothing);
+    }
+  }
+  return out;
+}
+
+std::vector<HfTensor> TransformerImpl::hf_tensors() {
+  // No HF class exists: the checkpoint holds lmkit's own names (buffers excluded).
+  std::vector<HfTensor> t;
+  for (auto& p : named_parameters()) t.push_back({p.key(), p.value()});
+  return t;
+}
+
+}  // namespace lmkit::models
