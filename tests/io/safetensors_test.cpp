@@ -1,0 +1,106 @@
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+#include "lmkit/io/safetensors.h"
+#include "test_util.h"
+
+using lmkit::io::parse_safetensors;
+
+namespace {
+
+// A file from a header JSON string and `data_size` zero bytes of data.
+std::string craft(const std::string& header, size_t data_size, uint64_t declared_len = 0) {
+  const uint64_t n = declared_len ? declared_len : header.size();
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return bytes + header + std::string(data_size, '\0');
+}
+
+std::string error_of(const std::string& bytes) {
+  try {
+    parse_safetensors(bytes, "w.safetensors");
+  } catch (const lmkit::Error& e) {
+    CHECK(e.code() == lmkit::ExitCode::kInput);
+    return e.what();
+  }
+  FAIL("accepted a malformed file");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("safetensors: write -> read round trip for every dtype, bit for bit", "[io][safetensors]") {
+  lmkit::test::TempDir dir;
+  std::vector<std::pair<std::string, at::Tensor>> tensors{
+      {"f32", at::randn({3, 4})},
+      {"f16", at::randn({5}).to(at::kHalf)},
+      {"bf16", at::randn({2, 2}).to(at::kBFloat16)},
+      {"i64", at::arange(7, at::kLong)},
+      {"i32", at::arange(6, at::kInt).view({2, 3})},
+      {"flag", at::tensor({1, 0, 1}).to(at::kBool)},
+      {"scalar", at::tensor(3.5f)},               // 0-dim: shape []
+      {"empty", at::empty({0, 4})},                // zero bytes
+      {"strided", at::randn({4, 6}).t()},         // non-contiguous input
+  };
+  lmkit::io::write_safetensors(dir / "t.safetensors", tensors, {{"format", "pt"}});
+  auto file = lmkit::io::read_safetensors(dir / "t.safetensors");
+  CHECK(file.metadata.at("format") == "pt");
+  REQUIRE(file.tensors.size() == tensors.size());
+  for (const auto& [name, t] : tensors) {
+    INFO(name);
+    at::Tensor got = file.get(name);
+    REQUIRE(got.defined());
+    CHECK(got.scalar_type() == t.scalar_type());
+    CHECK(got.sizes() == t.sizes());
+    CHECK(at::equal(got, t));
+  }
+  // The official order: descending dtype size, then name; header padded to 8 bytes.
+  const std::string bytes = lmkit::read_file(dir / "t.safetensors");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  CHECK(n % 8 == 0);
+  const std::string header = bytes.substr(8, n);
+  CHECK(header.find("\"i64\"") < header.find("\"f32\""));
+  CHECK(header.find("\"f32\"") < header.find("\"i32\""));
+  CHECK(header.find("\"bf16\"") < header.find("\"f16\""));
+}
+
+TEST_CASE("safetensors: every malformed file gives its own error", "[io][safetensors]") {
+  const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  CHECK_NOTHROW(parse_safetensors(craft(ok, 8), "ok"));
+  CHECK_THAT(error_of("abc"), Catch::Contains("shorter than the 8-byte header length"));
+  CHECK_THAT(error_of(craft(ok, 8, 1000)), Catch::Contains("header length 1000 exceeds the file size"));
+  CHECK_THAT(error_of(craft(ok, 8, 0xFFFFFFFFFFFFFFF0ull)), Catch::Contains("exceeds the file size"));
+  CHECK_THAT(error_of(craft("{\"a\": [1, ", 8)), Catch::Contains("not well-formed JSON"));
+  CHECK_THAT(error_of(craft("[1,2]", 8)), Catch::Contains("not a JSON object"));
+  CHECK_THAT(error_of(craft(ok, 4)), Catch::Contains("past the data area") && Catch::Contains("truncated"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
+             Catch::Contains("shape × itemsize = 12 bytes but data_offsets span 8"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", 8)),
+             Catch::Contains("unknown dtype 'F99'"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                            12)),
+             Catch::Contains("overlap"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)), Catch::Contains("reversed"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)), Catch::Contains("shape holds"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[2]}})", 8)), Catch::Contains("lacks dtype, shape or data_offsets"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8)),
+             Catch::Contains("too large"));
+  CHECK_THAT(error_of(craft(R"({"__metadata__":{"k":1}})", 0)), Catch::Contains("not a string"));
+}
+
+TEST_CASE("safetensors: a truncated file on disk is refused, naming the file", "[io][safetensors]") {
+  lmkit::test::TempDir dir;
+  lmkit::io::write_safetensors(dir / "w.safetensors", {{"w", at::randn({64, 64})}});
+  std::string bytes = lmkit::read_file(dir / "w.safetensors");
+  lmkit::write_file_atomic(dir / "cut.safetensors", bytes.substr(0, bytes.size() - 100));
+  CHECK_THROWS_WITH(lmkit::io::read_safetensors(dir / "cut.safetensors"),
+                    Catch::Contains("cut.safetensors") && Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(lmkit::io::read_safetensors(dir / "none.safetensors"), Catch::Contains("cannot open"));
+}
