@@ -45,7 +45,7 @@ std::string message_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("config: a misspelt key is rejected, named with its file and a suggestion", "[core][config]") {
+TEST_CASE("config: a misspelt key is rejected naming its file and a suggestion", "[core][config]") {
   Json j = {{"hiden_size", 16}};
   std::string msg = message_of([&] { Toy::load(j, "run.json"); });
   CHECK_THAT(msg, Catch::Contains("run.json"));
@@ -95,7 +95,7 @@ TEST_CASE("config: load -> save -> load gives the same object", "[core][config]"
   CHECK(lmkit::load_json_file(dir / "b.json") == lmkit::load_json_file(dir / "a.json"));
 }
 
-TEST_CASE("config: malformed JSON names the file and line; a missing file is an input error", "[core][config]") {
+TEST_CASE("config: malformed JSON names the file and line - a missing file is an input error", "[core][config]") {
   lmkit::test::TempDir dir;
   {
     std::ofstream(dir / "bad.json") << "{\n  \"a\": 1,\n  \"b\": \n}\n";

@@ -23,7 +23,7 @@ TEST_CASE("progress: durations and rendered fields", "[core][progress]") {
   CHECK_THAT(line, Catch::Contains("loss=3.2"));
 }
 
-TEST_CASE("progress: off a terminal, plain lines; on one, redrawn in place", "[core][progress]") {
+TEST_CASE("progress: plain lines off a terminal - redrawn in place on one", "[core][progress]") {
   std::ostringstream plain;
   {
     lmkit::ProgressBar bar(10, "eval", &plain, 0);
@@ -41,7 +41,7 @@ TEST_CASE("progress: off a terminal, plain lines; on one, redrawn in place", "[c
   CHECK_THAT(tty.str(), Catch::Contains("[########################]"));
 }
 
-TEST_CASE("metrics: one flushed JSON object per line, appended", "[core][progress]") {
+TEST_CASE("metrics: one flushed JSON object per line - appended", "[core][progress]") {
   lmkit::test::TempDir dir;
   {
     lmkit::MetricsWriter w(dir / "metrics.jsonl", false);

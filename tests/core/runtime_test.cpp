@@ -32,7 +32,7 @@ TEST_CASE("runtime: thread count defaults to every core", "[core][runtime]") {
   lmkit::set_threads(before);
 }
 
-TEST_CASE("runtime: one seed makes LibTorch reproducible; derived seeds differ", "[core][runtime]") {
+TEST_CASE("runtime: one seed makes LibTorch reproducible - derived seeds differ", "[core][runtime]") {
   lmkit::seed_everything(7);
   at::Tensor a = at::randn({16});
   lmkit::seed_everything(7);

@@ -34,7 +34,7 @@ std::string error_of(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("safetensors: write -> read round trip for every dtype, bit for bit", "[io][safetensors]") {
+TEST_CASE("safetensors: write -> read round trip for every dtype bit for bit", "[io][safetensors]") {
   lmkit::test::TempDir dir;
   std::vector<std::pair<std::string, at::Tensor>> tensors{
       {"f32", at::randn({3, 4})},
@@ -95,7 +95,7 @@ TEST_CASE("safetensors: every malformed file gives its own error", "[io][safeten
   CHECK_THAT(error_of(craft(R"({"__metadata__":{"k":1}})", 0)), Catch::Contains("not a string"));
 }
 
-TEST_CASE("safetensors: a truncated file on disk is refused, naming the file", "[io][safetensors]") {
+TEST_CASE("safetensors: a truncated file on disk is refused naming the file", "[io][safetensors]") {
   lmkit::test::TempDir dir;
   lmkit::io::write_safetensors(dir / "w.safetensors", {{"w", at::randn({64, 64})}});
   std::string bytes = lmkit::read_file(dir / "w.safetensors");

@@ -85,7 +85,7 @@ std::shared_ptr<models::Model> load(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("parity: BertForPreTraining matches HF outputs, losses and gradients", "[models][parity]") {
+TEST_CASE("parity: BertForPreTraining matches HF outputs with losses and gradients", "[models][parity]") {
   auto model = load("bert");
   const auto in = io::read_safetensors(fixture("bert/inputs.safetensors"));
   const auto want = io::read_safetensors(fixture("bert/expected.safetensors"));
@@ -128,7 +128,7 @@ TEST_CASE("parity: BertForSequenceClassification matches HF", "[models][parity]"
   check_gradients(*model, fixture("bert_seqcls"));
 }
 
-TEST_CASE("parity: GPT2LMHeadModel matches HF outputs, loss and gradients", "[models][parity]") {
+TEST_CASE("parity: GPT2LMHeadModel matches HF outputs with loss and gradients", "[models][parity]") {
   auto model = load("gpt2");
   const auto in = io::read_safetensors(fixture("gpt2/inputs.safetensors"));
   const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors"));
@@ -148,7 +148,7 @@ TEST_CASE("parity: GPT2LMHeadModel matches HF outputs, loss and gradients", "[mo
   check_close("loss (sparse)", model->forward(batch_from(in)).loss, want.at("loss", "gpt2"), 0, 1e-5);
 }
 
-TEST_CASE("parity: T5ForConditionalGeneration (v1.0 relu tied, v1.1 gated-gelu untied) matches HF", "[models][parity]") {
+TEST_CASE("parity: T5ForConditionalGeneration (v1.0 relu tied / v1.1 gated-gelu untied) matches HF", "[models][parity]") {
   for (const std::string name : {"t5_relu", "t5_gated_gelu"}) {
     INFO(name);
     auto model = load(name);

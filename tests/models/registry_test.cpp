@@ -120,7 +120,7 @@ TEST_CASE("registry: a pretrained encoder loads under a new classification head"
   CHECK(at::equal(a.pooler->weight, b.pooler->weight));
 }
 
-TEST_CASE("registry: missing, incomplete and damaged checkpoints are refused", "[models][registry]") {
+TEST_CASE("registry: missing or incomplete or damaged checkpoints are refused", "[models][registry]") {
   test::TempDir dir;
   CHECK_THROWS_WITH(models::load_pretrained(dir / "nope"), Catch::Contains("not a checkpoint directory"));
   auto model = models::create_model(tiny_configs()[2].second, "tiny.json");

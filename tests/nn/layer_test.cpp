@@ -85,7 +85,7 @@ TEST_CASE("layer: post-norm and pre-norm follow their formulas", "[nn][layer]") 
   }
 }
 
-TEST_CASE("norms: LayerNorm and RMSNorm equal their formulas, in float32 for bf16 inputs", "[nn][norm]") {
+TEST_CASE("norms: LayerNorm and RMSNorm equal their formulas in float32 even for bf16 inputs", "[nn][norm]") {
   at::manual_seed(4);
   at::Tensor x = at::randn({3, 10}) * 3 + 1;
   Norm ln(NormOptions(10).eps(1e-12));

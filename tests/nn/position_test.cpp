@@ -38,7 +38,7 @@ TEST_CASE("positions: sinusoidal and learned modules slice by offset and refuse 
   CHECK_THROWS_WITH(learned(3, 4), Catch::Contains("max_position_embeddings"));
 }
 
-TEST_CASE("positions: relative buckets match known values (bidirectional, 32 buckets, max 128)", "[nn][position]") {
+TEST_CASE("positions: relative buckets match known values (bidirectional 32 buckets max 128)", "[nn][position]") {
   // Values worked by hand from Raffel et al.'s scheme: 16 buckets per direction,
   // 8 exact, 8 logarithmic up to distance 128; positive (key after query) in 16..31.
   std::vector<std::pair<int64_t, int64_t>> known{{0, 0},     {-1, 1},   {1, 17},   {-7, 7},   {7, 23},
@@ -50,7 +50,7 @@ TEST_CASE("positions: relative buckets match known values (bidirectional, 32 buc
   CHECK(at::equal(got, at::tensor(expected, at::kLong)));
 }
 
-TEST_CASE("positions: relative buckets match known values (causal, 32 buckets, max 128)", "[nn][position]") {
+TEST_CASE("positions: relative buckets match known values (causal 32 buckets max 128)", "[nn][position]") {
   // Causal: the future (positive) all maps to bucket 0; 16 exact, 16 logarithmic.
   std::vector<std::pair<int64_t, int64_t>> known{{5, 0},   {0, 0},    {-5, 5},   {-15, 15}, {-16, 16},
                                                   {-20, 17}, {-100, 30}, {-200, 31}, {-5000, 31}};
@@ -60,7 +60,7 @@ TEST_CASE("positions: relative buckets match known values (causal, 32 buckets, m
   CHECK(at::equal(got, at::tensor(expected, at::kLong)));
 }
 
-TEST_CASE("positions: relative bias has shape (1, H, q, k) and follows the last queries when cached", "[nn][position]") {
+TEST_CASE("positions: relative bias has shape 1 x H x q x k and follows the last queries when cached", "[nn][position]") {
   lmkit::nn::RelativePositionBias bias(lmkit::nn::RelativePositionBiasOptions(3).bidirectional(false));
   at::Tensor full = bias(6, 6);
   REQUIRE(full.sizes() == at::IntArrayRef({1, 3, 6, 6}));

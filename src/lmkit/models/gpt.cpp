@@ -187,6 +187,20 @@ Output GptImpl::forward(const Batch& batch) {
   return out;
 }
 
+GenerationSpec GptImpl::generation_spec() const {
+  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size};
+}
+
+std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
+  if (config.head != GptHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
+  // The prompt itself is the first step's input.
+  return make_decoding_session(
+      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
+        return decode(ids, at::Tensor(), caches);
+      },
+      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+}
+
 std::vector<HfTensor> GptImpl::hf_tensors() {
   std::vector<HfTensor> t;
   const std::string b = config.head == GptHead::kNone ? "" : "transformer.";  // HF's GPT2Model has no prefix

@@ -51,6 +51,9 @@ class GptImpl : public Model {
   std::vector<HfTensor> hf_tensors() override;
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
+  GenerationSpec generation_spec() const override;
+  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                  bool use_cache) override;
 
   /// Final hidden states (B, T, D), ln_f applied. With `caches`, input_ids holds
   /// only new tokens; positions continue after the cached ones.

@@ -6,6 +6,67 @@
 
 namespace lmkit::models {
 
+namespace {
+
+class StandardSession : public DecodingSession {
+ public:
+  StandardSession(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head, at::Tensor memory,
+                  at::Tensor memory_mask, bool use_cache)
+      : decode_(std::move(decode)), head_(std::move(head)), memory_(std::move(memory)),
+        memory_mask_(std::move(memory_mask)), use_cache_(use_cache) {}
+
+  at::Tensor step(const at::Tensor& tokens) override {
+    at::Tensor hidden;
+    if (use_cache_) {
+      hidden = decode_(tokens, &caches_, memory_, memory_mask_);  // (B, n, D)
+    } else {
+      history_ = history_.defined() ? at::cat({history_, tokens}, 1) : tokens;
+      hidden = decode_(history_, nullptr, memory_, memory_mask_);  // (B, T, D)
+    }
+    return head_(hidden.select(1, -1));  // (B, V)
+  }
+
+  void select(const at::Tensor& index) override {
+    auto pick = [&](at::Tensor& t) {
+      if (t.defined()) t = t.index_select(0, index);
+    };
+    pick(memory_), pick(memory_mask_), pick(history_);
+    for (auto& c : caches_) {
+      pick(c.self_attn.key), pick(c.self_attn.value), pick(c.cross_attn.key), pick(c.cross_attn.value);
+    }
+  }
+
+ private:
+  DecodeFn decode_;
+  std::function<at::Tensor(const at::Tensor&)> head_;
+  at::Tensor memory_, memory_mask_, history_;
+  std::vector<nn::LayerCache> caches_;
+  bool use_cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head,
+                                                       at::Tensor memory, at::Tensor memory_mask, bool use_cache) {
+  return std::make_unique<StandardSession>(std::move(decode), std::move(head), std::move(memory), std::move(memory_mask),
+                                           use_cache);
+}
+
+std::unique_ptr<DecodingSession> Model::start_decoding(const at::Tensor&, const at::Tensor&, bool) {
+  throw InputError(architecture() + " cannot generate text (it has no language-model head)");
+}
+
+void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what) {
+  if (!ids.defined() || ids.numel() == 0) return;
+  if (at::isFloatingType(ids.scalar_type()) || ids.scalar_type() == at::kBool) {
+    throw InputError(what + " must hold integer ids, not " + std::string(c10::toString(ids.scalar_type())));
+  }
+  const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  if (lo < 0 || hi >= limit) {
+    throw InputError(what + " holds id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " + std::to_string(limit) + ")");
+  }
+}
+
 void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear, bool transpose) {
   out.push_back({hf_prefix + ".weight", linear->weight, transpose});
   if (linear->bias.defined()) out.push_back({hf_prefix + ".bias", linear->bias, false});

@@ -2,6 +2,8 @@
 // config, and the one table that maps its parameters to HF tensor names.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,24 @@ struct HfTensor {
   std::string name;        ///< HF parameter name, e.g. "bert.encoder.layer.0.attention.self.query.weight"
   at::Tensor param;        ///< the lmkit parameter, or a row-slice view of a fused one (Q of qkv)
   bool transpose = false;  ///< GPT-2's Conv1D stores (in, out); lmkit's Linear (out, in)
+};
+
+/// Incremental decoding state for generation: caches, encoder memory.
+class DecodingSession {
+ public:
+  virtual ~DecodingSession() = default;
+  /// Appends `tokens` (B, n) to every row; returns the next-token logits (B, V).
+  virtual at::Tensor step(const at::Tensor& tokens) = 0;
+  /// Keeps rows `index` (B') of the state, in that order: beam search reorders and expands.
+  virtual void select(const at::Tensor& index) = 0;
+};
+
+/// What generation needs to know of a model.
+struct GenerationSpec {
+  bool encoder_decoder = false;   ///< decoding starts from decoder_start_token_id, not the prompt
+  int64_t decoder_start_token_id = 0;
+  int64_t eos_token_id = -1;      ///< -1: none
+  int64_t vocab_size = 0;
 };
 
 /// Base of every task model. Models take a Batch and return an Output whose
@@ -42,6 +62,13 @@ class Model : public torch::nn::Module {
   /// the bare base model's names omit it, and loading tries both spellings.
   virtual std::string hf_base_prefix() const { return ""; }
 
+  /// Generation support; the default says the model cannot generate.
+  virtual GenerationSpec generation_spec() const { return {}; }
+  /// Starts decoding for prompts (B, T) (encoder inputs for encoder–decoder models).
+  /// Without `use_cache`, every step re-runs the whole sequence (for checking the cache).
+  virtual std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                          bool use_cache);
+
   /// Compute vocabulary logits at every position, not only at the positions
   /// that carry a loss (the training path projects only those).
   bool full_logits = false;
@@ -49,7 +76,17 @@ class Model : public torch::nn::Module {
   bool output_hidden_states = false;
 };
 
-/// Which lmkit model an HF tensor name feeds; used by every family's hf_tensors().
+/// The decoding session every family uses: `decode(ids, caches, memory, memory_mask)`
+/// gives hidden states (B, T, D) for new ids; `head` maps the last row to logits.
+using DecodeFn = std::function<at::Tensor(const at::Tensor& ids, std::vector<nn::LayerCache>* caches,
+                                          const at::Tensor& memory, const at::Tensor& memory_mask)>;
+std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head,
+                                                       at::Tensor memory, at::Tensor memory_mask, bool use_cache);
+
+/// Throws InputError unless every id lies in [0, limit) and the tensor is integral.
+void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what);
+
+/// Adds an HF tensor for a plain Linear; used by every family's hf_tensors().
 void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,
                 bool transpose = false);
 /// Adds HF tensors for a fused projection: `names[i]` gets rows [i·n, (i+1)·n) of the fused weight/bias.

@@ -242,6 +242,21 @@ Output T5Impl::forward(const Batch& batch) {
   return out;
 }
 
+GenerationSpec T5Impl::generation_spec() const {
+  return {true, config.decoder_start_token_id, config.eos_token_id, config.vocab_size};
+}
+
+std::unique_ptr<DecodingSession> T5Impl::start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                        bool use_cache) {
+  if (config.head != T5Head::kConditionalGeneration) return Model::start_decoding({}, {}, use_cache);
+  at::Tensor memory = encode(input_ids, attention_mask);  // (B, S, D), computed once
+  return make_decoding_session(
+      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor& mem, const at::Tensor& mask) {
+        return decode(ids, at::Tensor(), mem, mask, caches);
+      },
+      [this](const at::Tensor& h) { return lm_logits(h); }, memory, attention_mask, use_cache);
+}
+
 std::vector<HfTensor> T5Impl::hf_tensors() {
   std::vector<HfTensor> t;
   t.push_back({"shared.weight", shared->weight});

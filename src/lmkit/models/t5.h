@@ -73,6 +73,9 @@ class T5Impl : public Model {
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
+  GenerationSpec generation_spec() const override;
+  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                  bool use_cache) override;
   bool hf_ignorable(const std::string& name) const override;
 
   /// Encoder output (B, S, D).

@@ -160,6 +160,20 @@ Output TransformerImpl::forward(const Batch& batch) {
   return out;
 }
 
+GenerationSpec TransformerImpl::generation_spec() const {
+  return {true, config.decoder_start_token_id, config.eos_token_id, config.tgt_vocab_size};
+}
+
+std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                        bool use_cache) {
+  at::Tensor memory = encode(input_ids, attention_mask);  // (B, S, D), computed once
+  return make_decoding_session(
+      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor& mem, const at::Tensor& mask) {
+        return decode(ids, at::Tensor(), mem, mask, caches);
+      },
+      [this](const at::Tensor& h) { return lm_logits(h); }, memory, attention_mask, use_cache);
+}
+
 std::vector<HfTensor> TransformerImpl::hf_tensors() {
   // No HF class exists: the checkpoint holds lmkit's own names (buffers excluded).
   std::vector<HfTensor> t;

@@ -1,0 +1,169 @@
+#include "lmkit/eval/generation.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::eval {
+
+at::Tensor filter_logits(const at::Tensor& logits, int64_t top_k, double top_p) {
+  at::Tensor out = logits.clone();
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (top_k > 0 && top_k < out.size(-1)) {
+    at::Tensor kth = std::get<0>(out.topk(top_k, -1)).select(-1, top_k - 1).unsqueeze(-1);  // (B, 1)
+    out.masked_fill_(out.lt(kth), neg_inf);
+  }
+  if (top_p < 1.0) {
+    auto [sorted, order] = out.sort(-1, /*descending=*/false);
+    at::Tensor cumulative = sorted.softmax(-1).cumsum(-1);  // ascending
+    at::Tensor remove = cumulative.le(1.0 - top_p);
+    remove.select(-1, -1).fill_(false);  // the most likely token always stays
+    out.masked_fill_(remove.scatter(-1, order, remove), neg_inf);
+  }
+  return out;
+}
+
+namespace {
+
+at::Tensor first_tokens(const models::GenerationSpec& spec, const at::Tensor& input_ids) {
+  if (!spec.encoder_decoder) return input_ids;
+  return at::full({input_ids.size(0), 1}, spec.decoder_start_token_id, input_ids.options());
+}
+
+std::vector<std::vector<int64_t>> greedy_or_sample(models::Model& model, const at::Tensor& input_ids,
+                                                   const at::Tensor& attention_mask, const GenerationOptions& o) {
+  const auto spec = model.generation_spec();
+  const int64_t b = input_ids.size(0);
+  auto session = model.start_decoding(input_ids, attention_mask, o.use_cache);
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(o.seed);
+  std::vector<std::vector<int64_t>> out(b);
+  std::vector<bool> done(b, false);
+  at::Tensor tokens = first_tokens(spec, input_ids);
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    at::Tensor logits = session->step(tokens).to(at::kFloat);  // (B, V)
+    at::Tensor next;
+    if (o.search == Search::kSample) {
+      at::Tensor filtered = filter_logits(logits / std::max(o.temperature, 1e-6), o.top_k, o.top_p);
+      next = at::multinomial(filtered.softmax(-1).cpu(), 1, false, gen).squeeze(1);  // (B)
+    } else {
+      next = logits.argmax(-1).cpu();  // (B)
+    }
+    auto acc = next.accessor<int64_t, 1>();
+    bool all_done = true;
+    for (int64_t i = 0; i < b; ++i) {
+      if (!done[i]) {
+        out[i].push_back(acc[i]);
+        done[i] = o.stop_at_eos && acc[i] == spec.eos_token_id;
+      }
+      all_done = all_done && done[i];
+    }
+    if (all_done) break;
+    tokens = next.to(input_ids.device()).unsqueeze(1);  // (B, 1); finished rows keep going, ignored
+  }
+  return out;
+}
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;
+  double score;
+};
+
+std::vector<std::vector<int64_t>> beam_search(models::Model& model, const at::Tensor& input_ids,
+                                              const at::Tensor& attention_mask, const GenerationOptions& o) {
+  const auto spec = model.generation_spec();
+  const int64_t b = input_ids.size(0), k = o.num_beams;
+  auto score_of = [&](double logprob, size_t length) {
+    return logprob / std::pow(static_cast<double>(std::max<size_t>(length, 1)), o.length_penalty);
+  };
+  auto session = model.start_decoding(input_ids, attention_mask, o.use_cache);
+  // Every row becomes k beams: rows [i·k, (i+1)·k) belong to prompt i.
+  at::Tensor expand = at::arange(b, input_ids.options()).repeat_interleave(k);
+  session->select(expand);
+  at::Tensor tokens = first_tokens(spec, input_ids).index_select(0, expand);
+  std::vector<double> beam_logprob(b * k, 0.0);
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 1; j < k; ++j) beam_logprob[i * k + j] = -1e9;  // start from one live beam per prompt
+  }
+  std::vector<std::vector<int64_t>> beams(b * k);
+  std::vector<std::vector<Hypothesis>> finished(b);
+  std::vector<bool> done(b, false);
+
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    at::Tensor logprobs = session->step(tokens).to(at::kFloat).log_softmax(-1).cpu();  // (B·k, V)
+    const int64_t v = logprobs.size(1);
+    at::Tensor total = logprobs + at::tensor(beam_logprob, at::kDouble).to(at::kFloat).unsqueeze(1);
+    auto [top_scores, top_index] = total.view({b, k * v}).topk(2 * k, -1);  // (B, 2k)
+    auto sc = top_scores.accessor<float, 2>();
+    auto ix = top_index.accessor<int64_t, 2>();
+    std::vector<int64_t> source(b * k), next_token(b * k);
+    std::vector<double> next_logprob(b * k);
+    std::vector<std::vector<int64_t>> next_beams(b * k);
+    for (int64_t i = 0; i < b; ++i) {
+      int64_t kept = 0;
+      for (int64_t c = 0; c < 2 * k && kept < k; ++c) {
+        const int64_t beam = i * k + ix[i][c] / v, token = ix[i][c] % v;
+        std::vector<int64_t> seq = beams[beam];
+        seq.push_back(token);
+        if (!done[i] && o.stop_at_eos && token == spec.eos_token_id) {
+          finished[i].push_back({seq, score_of(sc[i][c], seq.size())});
+          continue;
+        }
+        const int64_t slot = i * k + kept++;
+        source[slot] = beam, next_token[slot] = token, next_logprob[slot] = sc[i][c];
+        next_beams[slot] = std::move(seq);
+      }
+      // A prompt is done once it has k hypotheses and no live beam can beat the worst of them.
+      if (!done[i] && static_cast<int64_t>(finished[i].size()) >= k) {
+        double worst = std::numeric_limits<double>::infinity();
+        for (const auto& h : finished[i]) worst = std::min(worst, h.score);
+        done[i] = score_of(next_logprob[i * k], next_beams[i * k].size()) <= worst;
+      }
+    }
+    beams = std::move(next_beams);
+    beam_logprob = next_logprob;
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    session->select(at::tensor(source, at::kLong).to(input_ids.device()));
+    tokens = at::tensor(next_token, at::kLong).to(input_ids.device()).unsqueeze(1);  // (B·k, 1)
+  }
+  std::vector<std::vector<int64_t>> out(b);
+  for (int64_t i = 0; i < b; ++i) {
+    if (!done[i]) {
+      for (int64_t j = 0; j < k; ++j) finished[i].push_back({beams[i * k + j], score_of(beam_logprob[i * k + j], beams[i * k + j].size())});
+    }
+    auto best = std::max_element(finished[i].begin(), finished[i].end(),
+                                 [](const Hypothesis& a, const Hypothesis& c) { return a.score < c.score; });
+    out[i] = best->tokens;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tensor& input_ids,
+                                           const at::Tensor& attention_mask, const GenerationOptions& options) {
+  check_input(options.max_new_tokens >= 1, "generation: max_new_tokens must be >= 1");
+  check_input(input_ids.dim() == 2 && input_ids.size(0) > 0, "generation: input_ids must be (batch, length)");
+  const auto spec = model.generation_spec();
+  models::check_token_ids(input_ids, spec.vocab_size > 0 ? spec.vocab_size : std::numeric_limits<int64_t>::max(),
+                          "prompt");
+  if (!spec.encoder_decoder) {
+    check_input(input_ids.size(1) > 0, "generation: the prompt is empty");
+    check_input(!attention_mask.defined() || attention_mask.ne(0).all().item<bool>(),
+                "generation: decoder-only prompts must be unpadded; generate them one at a time");
+  }
+  at::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  auto result = options.search == Search::kBeam ? (check_input(options.num_beams >= 1, "generation: beams must be >= 1"),
+                                                   beam_search(model, input_ids, attention_mask, options))
+                                                : greedy_or_sample(model, input_ids, attention_mask, options);
+  model.train(was_training);
+  return result;
+}
+
+}  // namespace lmkit::eval

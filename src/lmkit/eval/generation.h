@@ -1,0 +1,40 @@
+// Text generation for GPT, T5 and the Transformer: greedy, temperature /
+// top-k / top-p sampling (seeded), and beam search with a length penalty, all
+// on the model's KV cache, stopping at EOS or after max_new_tokens.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "lmkit/models/model.h"
+
+namespace lmkit::eval {
+
+enum class Search { kGreedy, kSample, kBeam };
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 32;
+  Search search = Search::kGreedy;
+  double temperature = 1.0;   ///< sampling: logits divided by this
+  int64_t top_k = 0;          ///< sampling: keep the k most likely tokens (0: all)
+  double top_p = 1.0;         ///< sampling: keep the smallest set with probability >= p
+  uint64_t seed = 0;          ///< sampling: the same seed gives the same tokens
+  int64_t num_beams = 4;      ///< beam search width
+  double length_penalty = 1.0;///< beam scores are sum log p / length^penalty (HF's convention)
+  bool stop_at_eos = true;    ///< a row ends at the model's EOS (included in its output)
+  bool use_cache = true;      ///< false re-runs the whole sequence each step (same tokens, slower)
+};
+
+/// Generates continuations of `input_ids` (B, T): prompts for decoder-only models
+/// (unpadded), encoder inputs for encoder–decoder ones (`attention_mask` may mark
+/// padding). Returns each row's new tokens, prompt and decoder start excluded.
+std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tensor& input_ids,
+                                           const at::Tensor& attention_mask, const GenerationOptions& options);
+
+/// Keeps the top-k logits and the top-p nucleus of (B, V) logits, setting the rest to -inf
+/// (HF's TopKLogitsWarper and TopPLogitsWarper; at least one token always survives).
+at::Tensor filter_logits(const at::Tensor& logits, int64_t top_k, double top_p);
+
+}  // namespace lmkit::eval
