@@ -12,6 +12,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
+#include "lmkit/models/summary.h"
 
 namespace {
 
@@ -40,17 +41,29 @@ void print_system(const lmkit::Json& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("lmkit-info: this machine as lmkit sees it");
+  CLI::App app(
+      "lmkit-info: a model's architecture, parameter count by component and memory (PATH: a preset JSON or a "
+      "checkpoint directory); without PATH, this machine as lmkit sees it (LibTorch, threads, BLAS rate, bf16, CUDA)");
   lmkit::RuntimeOptions runtime;
-  bool json = false;
-  lmkit::add_runtime_flags(app, runtime);
+  bool json = false, system = false;
+  std::string path, architecture;
+  app.add_option("PATH", path, "preset JSON (models/bert-mini.json) or checkpoint directory");
+  app.add_option("--architecture", architecture, "head to build, e.g. BertForSequenceClassification");
+  app.add_flag("--system", system, "also describe this machine");
   app.add_flag("--json", json, "print one JSON object instead of a table");
+  lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
-    lmkit::Json s = system_info(runtime);
-    if (json) {
-      std::printf("%s\n", s.dump().c_str());
-    } else {
-      print_system(s);
+    lmkit::Json out;
+    if (!path.empty()) {
+      auto model = lmkit::models::model_from_path(path, /*load_weights=*/false, architecture);
+      out = lmkit::models::summarize(*model);
     }
+    if (path.empty() || system) out["system"] = system_info(runtime);
+    if (json) {
+      std::printf("%s\n", out.dump().c_str());
+      return;
+    }
+    if (out.contains("architecture")) std::printf("%s", lmkit::models::format_summary(out).c_str());
+    if (out.contains("system")) print_system(out["system"]);
   });
 }

@@ -173,6 +173,24 @@ Output BertImpl::forward(const Batch& batch) {
   return out;
 }
 
+void BertImpl::check_batch(const Batch& b) const {
+  check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
+  check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
+  if (config.head != BertHead::kPreTraining) check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
+  check_token_ids(b.input_ids, config.vocab_size, "input_ids");
+  check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
+  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
+  if (config.head == BertHead::kSequenceClassification) {
+    check_class_labels(b.labels, b.input_ids.size(0), config.num_labels);
+  } else {
+    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
+    check_labels(b.labels, config.vocab_size, "labels");
+  }
+  check_token_ids(b.next_sentence_label, 2, "next_sentence_label");
+}
+
 std::vector<HfTensor> BertImpl::hf_tensors() {
   std::vector<HfTensor> t;
   const std::string b = config.head == BertHead::kNone ? "" : "bert.";  // HF's BertModel has no prefix

@@ -50,6 +50,7 @@ class BertImpl : public Model {
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
+  void check_batch(const Batch& batch) const override;
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "bert."; }
 

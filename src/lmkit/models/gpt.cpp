@@ -201,6 +201,22 @@ std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, cons
       [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
 }
 
+void GptImpl::check_batch(const Batch& b) const {
+  check_unused(b.token_type_ids, "token_type_ids", architecture());
+  check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
+  check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
+  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
+  check_token_ids(b.input_ids, config.vocab_size, "input_ids");
+  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  if (config.head == GptHead::kSequenceClassification) {
+    check_class_labels(b.labels, b.input_ids.size(0), config.num_labels);
+  } else {
+    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
+    check_labels(b.labels, config.vocab_size, "labels");
+  }
+}
+
 std::vector<HfTensor> GptImpl::hf_tensors() {
   std::vector<HfTensor> t;
   const std::string b = config.head == GptHead::kNone ? "" : "transformer.";  // HF's GPT2Model has no prefix

@@ -49,6 +49,7 @@ class GptImpl : public Model {
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
+  void check_batch(const Batch& batch) const override;
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
   GenerationSpec generation_spec() const override;

@@ -67,6 +67,30 @@ void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& wh
   }
 }
 
+void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what) {
+  if (!labels.defined()) return;
+  check_token_ids(labels.masked_fill(labels.eq(-100), 0), limit, what + " (other than -100)");
+}
+
+void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what) {
+  if (t.defined() && like.defined() && t.sizes() != like.sizes()) {
+    throw InputError(what + " has shape " + c10::str(t.sizes()) + " but " + like_what + " has " + c10::str(like.sizes()));
+  }
+}
+
+void check_unused(const at::Tensor& t, const std::string& what, const std::string& model) {
+  if (t.defined()) throw InputError(model + " does not take " + what);
+}
+
+void check_class_labels(const at::Tensor& labels, int64_t batch, int64_t num_labels) {
+  if (!labels.defined()) return;
+  if (labels.dim() != 1 || labels.size(0) != batch) {
+    throw InputError("labels must have shape [" + std::to_string(batch) + "] (one class per row), got " +
+                     c10::str(labels.sizes()));
+  }
+  if (num_labels > 1) check_token_ids(labels, num_labels, "labels");
+}
+
 void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear, bool transpose) {
   out.push_back({hf_prefix + ".weight", linear->weight, transpose});
   if (linear->bias.defined()) out.push_back({hf_prefix + ".bias", linear->bias, false});

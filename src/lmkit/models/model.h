@@ -62,6 +62,10 @@ class Model : public torch::nn::Module {
   /// the bare base model's names omit it, and loading tries both spellings.
   virtual std::string hf_base_prefix() const { return ""; }
 
+  /// Throws InputError when the batch cannot be fed to this model: ids outside
+  /// the vocabulary, labels outside their range, mismatched shapes.
+  virtual void check_batch(const Batch& batch) const = 0;
+
   /// Generation support; the default says the model cannot generate.
   virtual GenerationSpec generation_spec() const { return {}; }
   /// Starts decoding for prompts (B, T) (encoder inputs for encoder–decoder models).
@@ -85,6 +89,14 @@ std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::fun
 
 /// Throws InputError unless every id lies in [0, limit) and the tensor is integral.
 void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what);
+/// As check_token_ids, but -100 (ignored) is allowed too.
+void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what);
+/// Throws InputError unless `t` is undefined or has the shape `like` has.
+void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what);
+/// Throws InputError if `t` is defined: `model` has no use for the field `what`.
+void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
+/// Checks sequence-classification labels: class ids in [0, n), or floats when n == 1.
+void check_class_labels(const at::Tensor& labels, int64_t batch, int64_t num_labels);
 
 /// Adds an HF tensor for a plain Linear; used by every family's hf_tensors().
 void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,

@@ -73,6 +73,7 @@ class T5Impl : public Model {
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
+  void check_batch(const Batch& batch) const override;
   GenerationSpec generation_spec() const override;
   std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                   bool use_cache) override;

@@ -1,0 +1,79 @@
+// lmkit-forward: runs a checkpoint on named input tensors and writes its
+// outputs under HF's names — the tool for checking lmkit against Python.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <set>
+
+#include "lmkit/core/app.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/models/registry.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
+  lmkit::RuntimeOptions runtime;
+  std::string checkpoint, inputs, output, architecture;
+  bool hidden_states = false;
+  app.add_option("--checkpoint", checkpoint, "checkpoint directory (config.json + model.safetensors)")->required();
+  app.add_option("--inputs", inputs,
+                 "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, "
+                 "decoder_attention_mask, labels, next_sentence_label")
+      ->required();
+  app.add_option("--output", output, "safetensors file to write")->required();
+  app.add_option("--architecture", architecture, "run the checkpoint under another head (e.g. BertModel)");
+  app.add_flag("--hidden-states", hidden_states, "also write hidden_states.N (and encoder_hidden_states.N)");
+  lmkit::add_runtime_flags(app, runtime);
+  return lmkit::run_app(app, argc, argv, [&] {
+    const c10::Device device = lmkit::init_runtime(runtime);
+    const auto file = lmkit::io::read_safetensors(inputs);
+    const std::set<std::string> known{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
+                                      "decoder_attention_mask", "labels", "next_sentence_label"};
+    for (const auto& t : file.tensors) {
+      if (!known.count(t.first)) {
+        throw lmkit::InputError(inputs + ": unknown input tensor '" + t.first +
+                                "' (expected input_ids, attention_mask, token_type_ids, decoder_input_ids, "
+                                "decoder_attention_mask, labels, next_sentence_label)");
+      }
+    }
+    lmkit::Batch batch;
+    batch.input_ids = file.at("input_ids", inputs);
+    batch.attention_mask = file.get("attention_mask");
+    batch.token_type_ids = file.get("token_type_ids");
+    batch.decoder_input_ids = file.get("decoder_input_ids");
+    batch.decoder_attention_mask = file.get("decoder_attention_mask");
+    batch.labels = file.get("labels");
+    batch.next_sentence_label = file.get("next_sentence_label");
+    auto model = lmkit::models::load_pretrained(checkpoint, architecture);
+    try {
+      model->check_batch(batch);
+    } catch (const lmkit::Error& e) {
+      throw lmkit::InputError(inputs + ": " + e.what());
+    }
+    model->to(device);
+    model->eval();
+    model->full_logits = true;
+    model->output_hidden_states = hidden_states;
+    at::NoGradGuard no_grad;
+    lmkit::Output out = model->forward(batch.to(device));
+
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    auto add = [&](const std::string& name, const at::Tensor& t) {
+      if (t.defined()) tensors.emplace_back(name, t.to(at::kCPU));
+    };
+    add("loss", out.loss);
+    add("logits", out.logits);
+    if (model->architecture() == "BertForPreTraining") add("prediction_logits", out.logits);  // HF's name there
+    add("last_hidden_state", out.last_hidden_state);
+    add("pooler_output", out.pooler_output);
+    add("seq_relationship_logits", out.seq_relationship_logits);
+    add("encoder_last_hidden_state", out.encoder_last_hidden_state);
+    for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_states." + std::to_string(i), out.hidden_states[i]);
+    for (size_t i = 0; i < out.encoder_hidden_states.size(); ++i) {
+      add("encoder_hidden_states." + std::to_string(i), out.encoder_hidden_states[i]);
+    }
+    lmkit::io::write_safetensors(output, tensors, {{"format", "pt"}, {"producer", "lmkit-forward"}});
+    std::printf("%s: wrote", output.c_str());
+    for (const auto& t : tensors) std::printf(" %s%s", t.first.c_str(), c10::str(t.second.sizes()).c_str());
+    std::printf("\n");
+  });
+}

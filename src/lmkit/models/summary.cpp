@@ -1,0 +1,72 @@
+#include "lmkit/models/summary.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "lmkit/models/registry.h"
+
+namespace lmkit::models {
+
+std::shared_ptr<Model> model_from_path(const std::string& path, bool load_weights, const std::string& architecture) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path)) {
+    if (load_weights) return load_pretrained(path, architecture);
+    return create_model(load_json_file(path + "/config.json"), path + "/config.json", architecture);
+  }
+  if (!fs::exists(path)) throw InputError(path + ": no such preset file or checkpoint directory");
+  return create_model(load_json_file(path), path, architecture);
+}
+
+Json summarize(Model& model) {
+  std::map<std::string, int64_t> components;
+  int64_t total = 0;
+  for (const auto& p : model.named_parameters()) {
+    const std::string& name = p.key();
+    std::string group = name.substr(0, name.find('.'));
+    if (group == "layers" || group == "encoder_layers" || group == "decoder_layers") group += " (all)";
+    components[group] += p.value().numel();
+    total += p.value().numel();
+  }
+  Json j;
+  j["model_type"] = model.model_type();
+  j["architecture"] = model.architecture();
+  j["parameters"] = total;
+  j["components"] = components;
+  j["memory"] = {{"weights_fp32_mib", total * 4.0 / (1 << 20)},
+                 {"weights_bf16_mib", total * 2.0 / (1 << 20)},
+                 {"training_adamw_fp32_mib", total * 16.0 / (1 << 20)}};
+  j["config"] = model.config_json();
+  return j;
+}
+
+std::string format_summary(const Json& s) {
+  std::string out;
+  char line[256];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("%-28s %s (%s)\n", "architecture", s["architecture"].get<std::string>().c_str(),
+      s["model_type"].get<std::string>().c_str());
+  const auto& c = s["config"];
+  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                          "n_embd", "n_layer", "n_head", "d_model", "d_kv", "d_ff", "num_layers", "num_heads",
+                          "encoder_layers", "decoder_layers", "src_vocab_size", "tgt_vocab_size",
+                          "max_position_embeddings", "n_positions"}) {
+    if (c.contains(key)) add("  %-26s %s\n", key, c[key].dump().c_str());
+  }
+  add("%-28s %15s\n", "parameters", "count");
+  for (auto it = s["components"].begin(); it != s["components"].end(); ++it) {
+    add("  %-26s %15lld\n", it.key().c_str(), static_cast<long long>(it.value().get<int64_t>()));
+  }
+  add("  %-26s %15lld\n", "total", static_cast<long long>(s["parameters"].get<int64_t>()));
+  const auto& m = s["memory"];
+  add("%-28s %10.1f MiB\n", "weights (fp32)", m["weights_fp32_mib"].get<double>());
+  add("%-28s %10.1f MiB\n", "weights (bf16)", m["weights_bf16_mib"].get<double>());
+  add("%-28s %10.1f MiB  (weights + grads + AdamW moments; activations extra)\n", "training state (fp32)",
+      m["training_adamw_fp32_mib"].get<double>());
+  return out;
+}
+
+}  // namespace lmkit::models

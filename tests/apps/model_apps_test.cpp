@@ -1,0 +1,109 @@
+// End to end: lmkit-forward, lmkit-generate and lmkit-info run as a user runs them.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "lmkit/io/safetensors.h"
+#include "test_util.h"
+
+using namespace lmkit;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;  // stdout and stderr
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = test::bin_dir() + "/" + args + " 2>&1";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string fixture(const std::string& name) { return test::source_dir() + "/tests/fixtures/hf/" + name; }
+
+}  // namespace
+
+TEST_CASE("apps: lmkit-forward reproduces HF's outputs from a safetensors input file", "[apps]") {
+  test::TempDir dir;
+  const auto in = io::read_safetensors(fixture("gpt2/inputs.safetensors"));
+  io::write_safetensors(dir / "in.safetensors", {{"input_ids", in.get("input_ids")},
+                                                 {"attention_mask", in.get("attention_mask")},
+                                                 {"labels", in.get("labels")}});
+  Run r = run("lmkit-forward --checkpoint " + fixture("gpt2") + " --inputs " + (dir / "in.safetensors") + " --output " +
+              (dir / "out.safetensors") + " --hidden-states --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto out = io::read_safetensors(dir / "out.safetensors");
+  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors"));
+  CHECK(test::max_abs_diff(out.at("logits", "out"), want.at("logits", "want")) < 1e-4);
+  CHECK(test::max_abs_diff(out.at("loss", "out"), want.at("loss", "want")) < 1e-5);
+  CHECK(test::max_abs_diff(out.at("hidden_states.1", "out"), want.at("hidden_states.1", "want")) < 1e-4);
+}
+
+TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2", "[apps]") {
+  test::TempDir dir;
+  io::write_safetensors(dir / "oov.safetensors", {{"input_ids", at::full({1, 4}, 5000, at::kLong)}});
+  io::write_safetensors(dir / "typo.safetensors", {{"input_id", at::ones({1, 4}, at::kLong)}});
+  io::write_safetensors(dir / "types.safetensors",
+                        {{"input_ids", at::ones({1, 4}, at::kLong)}, {"token_type_ids", at::zeros({1, 4}, at::kLong)}});
+  const std::string base = "lmkit-forward --checkpoint " + fixture("gpt2") + " --output " + (dir / "o.safetensors");
+  Run oov = run(base + " --inputs " + (dir / "oov.safetensors"));
+  CHECK(oov.code == 2);
+  CHECK_THAT(oov.out, Catch::StartsWith("error: ") && Catch::Contains("input_ids holds id 5000 outside [0, 1000)"));
+  Run typo = run(base + " --inputs " + (dir / "typo.safetensors"));
+  CHECK(typo.code == 2);
+  CHECK_THAT(typo.out, Catch::Contains("unknown input tensor 'input_id'"));
+  Run types = run(base + " --inputs " + (dir / "types.safetensors"));
+  CHECK(types.code == 2);
+  CHECK_THAT(types.out, Catch::Contains("GPT2LMHeadModel does not take token_type_ids"));
+  Run missing = run(base + " --inputs " + (dir / "none.safetensors"));
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.out, Catch::Contains("cannot open"));
+  CHECK_FALSE(std::filesystem::exists(dir / "o.safetensors"));  // no output on failure
+}
+
+TEST_CASE("apps: lmkit-generate prints HF's greedy ids and refuses what it cannot do", "[apps]") {
+  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors")).at("gen_sequences", "want");
+  std::string expected;
+  for (int64_t i = 6; i < 14; ++i) expected += (i > 6 ? "," : "") + std::to_string(want[0][i].item<int64_t>());
+  const auto prompt = io::read_safetensors(fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "in")[0];
+  std::string ids;
+  for (int64_t i = 0; i < prompt.size(0); ++i) ids += (i ? "," : "") + std::to_string(prompt[i].item<int64_t>());
+  Run r = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --ids");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out == expected + "\n");
+  Run beam = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --beams 1 --ids");
+  CHECK(beam.out == expected + "\n");
+  Run bert = run("lmkit-generate --checkpoint " + fixture("bert") + " --prompt-ids 2,3");
+  CHECK(bert.code == 2);
+  CHECK_THAT(bert.out, Catch::Contains("cannot generate"));
+  Run text = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt hello");
+  CHECK(text.code == 2);
+  CHECK_THAT(text.out, Catch::Contains("no tokenizer.model"));
+}
+
+TEST_CASE("apps: lmkit-info reports the reference parameter counts", "[apps]") {
+  Run r = run("lmkit-info " + test::source_dir() + "/models/bert-base.json --architecture BertModel --json");
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model_type"] == "bert");
+  CHECK(j["parameters"] == 109482240);
+  Run bad = run("lmkit-info " + test::source_dir() + "/models/nope.json");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::StartsWith("error: "));
+}
