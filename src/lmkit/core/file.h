@@ -32,6 +32,25 @@ void write_file_atomic(const std::string& path, const std::string& bytes);
 /// Reads a whole file; InputError naming the file if it cannot be opened.
 std::string read_file(const std::string& path);
 
+/// A read-only memory map of a whole file (empty files map to nothing).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const char* data() const { return static_cast<const char*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 /// fsyncs a directory, so that renames inside it are durable.
 void fsync_directory(const std::string& path);
 

@@ -1,0 +1,167 @@
+// lmkit-tokenize: train a SentencePiece tokenizer, encode text into a token
+// corpus, and inspect the batches an objective makes of it.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "lmkit/core/app.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/data/corpus.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/data/pipeline.h"
+#include "lmkit/io/safetensors.h"
+#include "lmkit/tokenizer/tokenizer.h"
+
+using namespace lmkit;
+
+namespace {
+
+// One row as the model sees it: masked positions show [MASK]→original, random
+// replacements ~piece→original; NSP segments split at [SEP]; targets after "||".
+std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t row) {
+  std::string out;
+  const auto ids = b.input_ids[row], mask = b.attention_mask[row];
+  const bool aligned = b.labels.defined() && b.labels.dim() == 2 && b.labels.size(1) == b.input_ids.size(1);
+  for (int64_t j = 0; j < ids.size(0); ++j) {
+    if (mask[j].item<int64_t>() == 0) break;
+    const int32_t id = static_cast<int32_t>(ids[j].item<int64_t>());
+    std::string piece = tok.piece(id);
+    if (aligned) {
+      const int64_t label = b.labels[row][j].item<int64_t>();
+      if (label >= 0 && id == tok.specials().mask) piece += "→" + tok.piece(static_cast<int32_t>(label));
+      else if (label >= 0 && label != id) piece = "~" + piece + "→" + tok.piece(static_cast<int32_t>(label));
+      else if (label >= 0) piece = "=" + piece;  // chosen but kept
+    }
+    out += (j ? " " : "") + piece;
+  }
+  if (b.labels.defined() && b.labels.dim() == 2 && !aligned) {
+    out += "  ||  ";
+    for (int64_t j = 0; j < b.labels.size(1); ++j) {
+      const int64_t label = b.labels[row][j].item<int64_t>();
+      if (label < 0) break;
+      out += (j ? " " : "") + tok.piece(static_cast<int32_t>(label));
+    }
+  }
+  if (b.next_sentence_label.defined()) {
+    out += b.next_sentence_label[row].item<int64_t>() ? "  [NSP: random B]" : "  [NSP: B follows A]";
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-tokenize: SentencePiece tokenizers, token corpora, and what the objectives make of them");
+  app.require_subcommand(1);
+  RuntimeOptions runtime;
+
+  tokenizer::TrainOptions train;
+  std::string family = "bert";
+  auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
+  t->add_option("--input", train.inputs, "text files")->required()->expected(1, -1);
+  t->add_option("--vocab-size", train.vocab_size, "vocabulary size, special tokens included")->required();
+  t->add_option("--family", family, "bert, gpt2 or t5 (special tokens)")->required();
+  t->add_option("--output", train.output, "PATH.model (tokenizer_config.json goes beside it)")->required();
+  t->add_option("--model-type", train.model_type, "unigram or bpe");
+  t->add_option("--character-coverage", train.character_coverage, "fraction of characters covered")->check(CLI::Range(0.5, 1.0));
+  t->add_flag("!--no-byte-fallback", train.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
+  t->add_option("--max-sentences", train.max_sentences, "lines sampled for training")->check(CLI::PositiveNumber);
+  t->add_option("--threads", train.threads, "threads (0: every core)");
+
+  std::string tokenizer_path, format = "auto", text_field = "text", output;
+  std::vector<std::string> inputs;
+  int threads = 0;
+  auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
+  e->add_option("--tokenizer", tokenizer_path, "PATH.model")->required();
+  e->add_option("--input", inputs, "text files")->required()->expected(1, -1);
+  e->add_option("--output", output, "corpus directory to write")->required();
+  e->add_option("--format", format, "auto, blank-line, lines or jsonl");
+  e->add_option("--text-field", text_field, "JSONL field holding the text");
+  e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it");
+
+  std::string corpus_path, objective, dump;
+  int64_t seq_len = 128, batch_size = 4, batches = 2;
+  uint64_t seed = 0;
+  bool whole_word = false;
+  auto* i = app.add_subcommand("inspect", "print (and dump) a few batches of an objective");
+  i->add_option("--tokenizer", tokenizer_path, "PATH.model")->required();
+  i->add_option("--corpus", corpus_path, "corpus directory")->required();
+  i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->required();
+  i->add_option("--seq-len", seq_len, "sequence (input) length")->check(CLI::PositiveNumber);
+  i->add_option("--batch-size", batch_size, "examples per batch")->check(CLI::PositiveNumber);
+  i->add_option("--batches", batches, "batches to show")->check(CLI::PositiveNumber);
+  i->add_option("--seed", seed, "shuffling and masking seed");
+  i->add_flag("--whole-word", whole_word, "whole-word masking");
+  i->add_option("--dump", dump, "write the batches to a safetensors file");
+
+  return run_app(app, argc, argv, [&] {
+    set_threads(0);
+    if (t->parsed()) {
+      train.family = tokenizer::parse_family(family);
+      auto tok = tokenizer::Tokenizer::train(train);
+      std::printf("%s: %lld tokens (%s family; specials", train.output.c_str(), static_cast<long long>(tok.vocab_size()),
+                  family.c_str());
+      for (int32_t id : tok.special_ids()) {
+        if (id < 8) std::printf(" %s=%d", tok.piece(id).c_str(), id);
+      }
+      if (tok.specials().num_sentinels) std::printf(" + %d sentinels", tok.specials().num_sentinels);
+      std::printf(")\n");
+    } else if (e->parsed()) {
+      auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+      data::EncodeOptions o{inputs, data::parse_text_format(format), text_field, output, threads};
+      ProgressBar bar(0, "encode");
+      Json h = data::encode_corpus(tok, o, &bar);
+      std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
+                  static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
+                  static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());
+    } else {
+      auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+      auto corpus = std::make_shared<const data::Corpus>(corpus_path);
+      corpus->check_tokenizer(tok);
+      data::MaskingOptions masking;
+      masking.whole_word = whole_word;
+      const auto obj = data::parse_objective(objective);
+      auto dataset = data::make_pretraining_dataset(obj, corpus, tok, seq_len, seed, masking);
+      data::LoaderOptions lo;
+      lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
+      data::Loader loader(dataset, lo);
+      std::vector<Batch> all;
+      for (int64_t k = 0; k < batches; ++k) {
+        Batch b = loader.next();
+        std::printf("batch %lld\n", static_cast<long long>(k));
+        for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r).c_str());
+        all.push_back(b);
+      }
+      if (!dump.empty()) {
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        auto cat = [&](const char* name, at::Tensor Batch::*field) {
+          std::vector<at::Tensor> parts;
+          for (auto& b : all) {
+            if ((b.*field).defined()) parts.push_back(b.*field);
+          }
+          if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
+        };
+        cat("input_ids", &Batch::input_ids);
+        cat("attention_mask", &Batch::attention_mask);
+        cat("token_type_ids", &Batch::token_type_ids);
+        cat("labels", &Batch::labels);
+        cat("next_sentence_label", &Batch::next_sentence_label);
+        if (obj == data::Objective::kSpan) {
+          // T5's shift_right: what the decoder reads.
+          at::Tensor labels;
+          for (const auto& [name, tensor] : tensors) {
+            if (name == "labels") labels = tensor;
+          }
+          at::Tensor dec = at::full_like(labels, tok.specials().pad);
+          dec.slice(1, 1).copy_(labels.slice(1, 0, -1));
+          tensors.emplace_back("decoder_input_ids", dec.masked_fill(dec.eq(-100), tok.specials().pad));
+        }
+        const auto specials = tok.special_ids();
+        tensors.emplace_back("special_ids", at::tensor(std::vector<int64_t>(specials.begin(), specials.end()), at::kLong));
+        io::write_safetensors(dump, tensors, {{"objective", objective}, {"seed", std::to_string(seed)}});
+        std::printf("%s: %zu tensors\n", dump.c_str(), tensors.size());
+      }
+    }
+  });
+}

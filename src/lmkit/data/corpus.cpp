@@ -1,0 +1,180 @@
+#include "lmkit/data/corpus.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/io/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace lmkit::data {
+
+namespace {
+
+template <typename T>
+void write_array(const std::string& path, const std::vector<T>& values) {
+  AtomicFile f(path);
+  f.write(values.data(), values.size() * sizeof(T));
+  f.commit();
+}
+
+}  // namespace
+
+Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, ProgressBar* progress) {
+  check_input(!o.inputs.empty(), "encode: no input files");
+  check_input(!o.output.empty(), "encode: no output corpus");
+  // Every sentence, in order, and where each document starts.
+  std::vector<std::string> sentences;
+  std::vector<uint64_t> doc_starts;
+  for (const auto& path : o.inputs) {
+    auto docs = read_documents(path, o.format, o.text_field);
+    for (auto& d : docs) {
+      doc_starts.push_back(sentences.size());
+      for (auto& s : d.sentences) sentences.push_back(std::move(s));
+    }
+  }
+  if (sentences.empty()) {
+    std::string list;
+    for (const auto& p : o.inputs) list += (list.empty() ? "" : ", ") + p;
+    throw InputError(list + ": no text to encode (empty corpus)");
+  }
+  doc_starts.push_back(sentences.size());
+
+  // Encode in parallel: each thread takes whole chunks, results are joined in
+  // order, so the output is the same whatever the thread count.
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t chunk = 1024, num_chunks = (sentences.size() + chunk - 1) / chunk;
+  std::vector<std::vector<int32_t>> encoded(sentences.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    try {
+      for (size_t c; (c = next.fetch_add(1)) < num_chunks;) {
+        for (size_t i = c * chunk; i < std::min(sentences.size(), (c + 1) * chunk); ++i) encoded[i] = tok.encode(sentences[i]);
+        done.fetch_add(1);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  if (progress) {
+    while (done.load() < num_chunks && !failure) {
+      progress->update(static_cast<int64_t>(std::min(done.load() * chunk, sentences.size())));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  if (progress) {
+    progress->update(static_cast<int64_t>(sentences.size()));
+    progress->finish();
+  }
+
+  std::vector<uint64_t> sentence_starts{0};
+  uint64_t total = 0;
+  for (const auto& e : encoded) sentence_starts.push_back(total += e.size());
+  const bool wide = tok.vocab_size() > 65535;
+  Json header = {{"format", "lmkit-corpus-1"},
+                 {"dtype", wide ? "uint32" : "uint16"},
+                 {"vocab_size", tok.vocab_size()},
+                 {"tokenizer_checksum", tok.checksum()},
+                 {"tokenizer_family", tokenizer::family_name(tok.family())},
+                 {"tokens", total},
+                 {"sentences", sentences.size()},
+                 {"documents", doc_starts.size() - 1},
+                 {"sources", o.inputs}};
+  io::write_directory_atomic(o.output, [&](const std::string& tmp) {
+    AtomicFile f(tmp + "/tokens.bin");
+    std::vector<uint16_t> narrow;
+    std::vector<uint32_t> full;
+    for (const auto& e : encoded) {
+      if (wide) {
+        full.assign(e.begin(), e.end());
+        f.write(full.data(), full.size() * sizeof(uint32_t));
+      } else {
+        narrow.assign(e.begin(), e.end());
+        f.write(narrow.data(), narrow.size() * sizeof(uint16_t));
+      }
+    }
+    f.commit();
+    write_array(tmp + "/sentences.bin", sentence_starts);
+    write_array(tmp + "/documents.bin", doc_starts);
+    save_json_file(tmp + "/header.json", header);
+  });
+  return header;
+}
+
+bool is_corpus(const std::string& path) { return fs::is_directory(path) && fs::exists(path + "/header.json"); }
+
+Corpus::Corpus(const std::string& dir) : dir_(dir) {
+  if (!is_corpus(dir)) throw InputError(dir + ": not a token corpus (no header.json); encode one with lmkit-tokenize encode");
+  const std::string hp = dir + "/header.json";
+  header_ = load_json_file(hp);
+  ConfigReader r(header_, hp);
+  std::string format, dtype, family;
+  uint64_t checksum = 0;
+  Json sources;
+  r.require("format", format);
+  check_input(format == "lmkit-corpus-1", hp + ": unknown corpus format '" + format + "'");
+  r.get_choice("dtype", dtype, {"uint16", "uint32"});
+  r.require("vocab_size", vocab_size_);
+  r.require("tokenizer_checksum", checksum);
+  r.get("tokenizer_family", family);
+  r.require("tokens", num_tokens_);
+  r.require("sentences", num_sentences_);
+  r.require("documents", num_documents_);
+  r.get("sources", sources);
+  r.finish();
+  wide_ = dtype == "uint32";
+  tokens_file_ = MappedFile(dir + "/tokens.bin");
+  sentences_file_ = MappedFile(dir + "/sentences.bin");
+  documents_file_ = MappedFile(dir + "/documents.bin");
+  auto expect = [&](const MappedFile& f, uint64_t bytes, const char* name) {
+    if (f.size() != bytes) {
+      throw InputError(dir + "/" + name + ": " + std::to_string(f.size()) + " bytes, header.json implies " +
+                       std::to_string(bytes) + " (damaged corpus)");
+    }
+  };
+  expect(tokens_file_, static_cast<uint64_t>(num_tokens_) * (wide_ ? 4 : 2), "tokens.bin");
+  expect(sentences_file_, static_cast<uint64_t>(num_sentences_ + 1) * 8, "sentences.bin");
+  expect(documents_file_, static_cast<uint64_t>(num_documents_ + 1) * 8, "documents.bin");
+  tokens16_ = reinterpret_cast<const uint16_t*>(tokens_file_.data());
+  tokens32_ = reinterpret_cast<const uint32_t*>(tokens_file_.data());
+  sentences_ = reinterpret_cast<const uint64_t*>(sentences_file_.data());
+  documents_ = reinterpret_cast<const uint64_t*>(documents_file_.data());
+  if (sentences_[num_sentences_] != static_cast<uint64_t>(num_tokens_) ||
+      documents_[num_documents_] != static_cast<uint64_t>(num_sentences_)) {
+    throw InputError(dir + ": the sentence or document index does not match the token count (damaged corpus)");
+  }
+  check_input(num_tokens_ > 0, dir + ": the corpus is empty");
+}
+
+void Corpus::append_tokens(int64_t begin, int64_t end, std::vector<int32_t>& out) const {
+  out.reserve(out.size() + static_cast<size_t>(end - begin));
+  if (wide_) out.insert(out.end(), tokens32_ + begin, tokens32_ + end);
+  else out.insert(out.end(), tokens16_ + begin, tokens16_ + end);
+}
+
+void Corpus::check_tokenizer(const tokenizer::Tokenizer& tok) const {
+  if (header_["tokenizer_checksum"].get<uint64_t>() != tok.checksum()) {
+    throw InputError(dir_ + ": the corpus was encoded with a different tokenizer than the one given "
+                            "(checksums differ); re-encode it with lmkit-tokenize encode");
+  }
+}
+
+void Corpus::check_vocab(int64_t vocab_size, const std::string& model) const {
+  if (vocab_size_ > vocab_size) {
+    throw InputError(dir_ + ": the corpus vocabulary (" + std::to_string(vocab_size_) + ") exceeds " + model + "'s (" +
+                     std::to_string(vocab_size) + ")");
+  }
+}
+
+}  // namespace lmkit::data

@@ -1,0 +1,56 @@
+// Examples and datasets: what objectives produce and the loader batches.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "lmkit/core/runtime.h"
+
+namespace lmkit::data {
+
+/// One training example; empty vectors and negative labels mean "absent".
+struct Example {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> token_type_ids;     ///< BERT segments
+  std::vector<int32_t> labels;             ///< token targets, -100 = ignored (same length as the targets)
+  std::vector<int32_t> decoder_input_ids;  ///< when not derived from labels by the model
+  int64_t next_sentence_label = -1;        ///< NSP: 0 = B follows A, 1 = B is random
+  int64_t class_label = -1;                ///< classification
+  double target = std::numeric_limits<double>::quiet_NaN();  ///< regression
+};
+
+/// A dataset whose examples are pure functions of (index, epoch) and its seed:
+/// the same triple always gives the same example, so masking changes with the
+/// epoch yet a resumed run sees what an uninterrupted one would have.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  /// Number of examples in `epoch` (objectives like NSP vary it slightly by epoch).
+  virtual int64_t size(int64_t epoch) const = 0;
+  virtual Example get(int64_t index, int64_t epoch) const = 0;
+  /// Approximate length of example `index`, for length bucketing (0: unknown).
+  virtual int64_t length_hint(int64_t index) const { return 0; }
+};
+
+/// The RNG for one example: seeded from (seed, epoch, index) only.
+inline std::mt19937_64 example_rng(uint64_t seed, int64_t epoch, int64_t index) {
+  return std::mt19937_64(derive_seed(derive_seed(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(index)));
+}
+
+/// Uniform integer in [lo, hi] (inclusive), platform-independent (unlike std::uniform_int_distribution).
+inline int64_t uniform_int(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  return lo + static_cast<int64_t>(span == 0 ? rng() : rng() % span);
+}
+/// Uniform double in [0, 1), platform-independent.
+inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+/// Fisher–Yates shuffle with uniform_int (std::shuffle's output is not portable).
+template <typename T>
+void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i) std::swap(v[i], v[uniform_int(rng, 0, i)]);
+}
+
+}  // namespace lmkit::data

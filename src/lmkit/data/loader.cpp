@@ -1,0 +1,203 @@
+#include "lmkit/data/loader.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::data {
+
+Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to) {
+  check_input(!examples.empty(), "collate: no examples");
+  const int64_t b = static_cast<int64_t>(examples.size());
+  int64_t t = 0, lt = 0, dt = 0;
+  for (const auto& e : examples) {
+    t = std::max<int64_t>(t, static_cast<int64_t>(e.input_ids.size()));
+    lt = std::max<int64_t>(lt, static_cast<int64_t>(e.labels.size()));
+    dt = std::max<int64_t>(dt, static_cast<int64_t>(e.decoder_input_ids.size()));
+  }
+  if (pad_to > 0) {
+    check_input(t <= pad_to, "an example of " + std::to_string(t) + " tokens exceeds the fixed length " + std::to_string(pad_to));
+    t = pad_to;
+  }
+  const Example& first = examples.front();
+  const bool token_labels = !first.labels.empty();
+  // Labels aligned with the inputs (MLM, causal LM) pad with them; targets of
+  // their own length (seq2seq, span corruption) pad to their own maximum.
+  const bool aligned = token_labels && std::all_of(examples.begin(), examples.end(), [](const Example& e) {
+                         return e.labels.size() == e.input_ids.size();
+                       });
+  if (aligned) lt = t;
+  auto ids = at::full({b, t}, pad_id, at::kLong), mask = at::zeros({b, t}, at::kLong);
+  Batch batch;
+  auto ia = ids.accessor<int64_t, 2>();
+  auto ma = mask.accessor<int64_t, 2>();
+  at::Tensor types, labels, decoder;
+  if (!first.token_type_ids.empty()) types = at::zeros({b, t}, at::kLong);
+  if (token_labels) labels = at::full({b, lt}, -100, at::kLong);
+  if (dt > 0) decoder = at::full({b, dt}, pad_id, at::kLong);
+  for (int64_t i = 0; i < b; ++i) {
+    const Example& e = examples[static_cast<size_t>(i)];
+    for (size_t j = 0; j < e.input_ids.size(); ++j) ia[i][static_cast<int64_t>(j)] = e.input_ids[j], ma[i][static_cast<int64_t>(j)] = 1;
+    if (types.defined()) {
+      auto ta = types.accessor<int64_t, 2>();
+      for (size_t j = 0; j < e.token_type_ids.size(); ++j) ta[i][static_cast<int64_t>(j)] = e.token_type_ids[j];
+    }
+    if (labels.defined()) {
+      auto la = labels.accessor<int64_t, 2>();
+      for (size_t j = 0; j < e.labels.size(); ++j) la[i][static_cast<int64_t>(j)] = e.labels[j];
+    }
+    if (decoder.defined()) {
+      auto da = decoder.accessor<int64_t, 2>();
+      for (size_t j = 0; j < e.decoder_input_ids.size(); ++j) da[i][static_cast<int64_t>(j)] = e.decoder_input_ids[j];
+    }
+  }
+  batch.input_ids = ids;
+  batch.attention_mask = mask;
+  batch.token_type_ids = types;
+  batch.labels = labels;
+  batch.decoder_input_ids = decoder;
+  if (first.next_sentence_label >= 0) {
+    std::vector<int64_t> v;
+    for (const auto& e : examples) v.push_back(e.next_sentence_label);
+    batch.next_sentence_label = at::tensor(v, at::kLong);
+  }
+  if (first.class_label >= 0) {
+    std::vector<int64_t> v;
+    for (const auto& e : examples) v.push_back(e.class_label);
+    batch.labels = at::tensor(v, at::kLong);
+  } else if (!std::isnan(first.target)) {
+    std::vector<float> v;
+    for (const auto& e : examples) v.push_back(static_cast<float>(e.target));
+    batch.labels = at::tensor(v, at::kFloat);
+  }
+  return batch;
+}
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderPosition start)
+    : dataset_(std::move(dataset)), options_(options), position_(start) {
+  check_input(options_.batch_size >= 1, "--batch-size must be >= 1");
+  check_input(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size,
+              "rank must lie in [0, world size)");
+  check_input(batches_per_epoch(position_.epoch) > 0,
+              "the data has fewer examples (" + std::to_string(dataset_->size(position_.epoch)) + ") than one batch of " +
+                  std::to_string(options_.batch_size) + (options_.world_size > 1 ? " per rank" : ""));
+  if (options_.prefetch > 0) start_prefetch();
+}
+
+Loader::~Loader() { stop_prefetch(); }
+
+const std::vector<int64_t>& Loader::epoch_order(int64_t epoch) const {
+  std::lock_guard<std::mutex> lock(order_mutex_);
+  if (order_epoch_ == epoch) return order_;
+  const int64_t n = dataset_->size(epoch);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  std::mt19937_64 rng(derive_seed(derive_seed(options_.seed, 0x4c4f4144), static_cast<uint64_t>(epoch)));
+  if (options_.shuffle) shuffle(order, rng);
+  if (options_.bucket_by_length) {
+    // Similar lengths share a batch (less padding); batches stay in shuffled order.
+    const size_t window = static_cast<size_t>(options_.batch_size * 50);
+    for (size_t s = 0; s < order.size(); s += window) {
+      auto begin = order.begin() + static_cast<std::ptrdiff_t>(s);
+      auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), s + window));
+      std::stable_sort(begin, end, [&](int64_t a, int64_t b) { return dataset_->length_hint(a) < dataset_->length_hint(b); });
+    }
+    const size_t bs = static_cast<size_t>(options_.batch_size);
+    std::vector<size_t> batches(order.size() / bs);
+    for (size_t i = 0; i < batches.size(); ++i) batches[i] = i;
+    if (options_.shuffle) shuffle(batches, rng);
+    std::vector<int64_t> reordered;
+    for (size_t bi : batches) reordered.insert(reordered.end(), order.begin() + static_cast<std::ptrdiff_t>(bi * bs),
+                                               order.begin() + static_cast<std::ptrdiff_t>((bi + 1) * bs));
+    reordered.insert(reordered.end(), order.begin() + static_cast<std::ptrdiff_t>(batches.size() * bs), order.end());
+    order = std::move(reordered);
+  }
+  // This rank's shard: every world_size-th example.
+  std::vector<int64_t> shard;
+  for (size_t i = static_cast<size_t>(options_.rank); i < order.size(); i += static_cast<size_t>(options_.world_size)) {
+    shard.push_back(order[i]);
+  }
+  order_ = std::move(shard);
+  order_epoch_ = epoch;
+  return order_;
+}
+
+int64_t Loader::batches_per_epoch(int64_t epoch) const {
+  const int64_t n = static_cast<int64_t>(epoch_order(epoch).size());
+  return options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+std::vector<int64_t> Loader::batch_indices(LoaderPosition p) const {
+  const auto& order = epoch_order(p.epoch);
+  const size_t begin = static_cast<size_t>(p.batch * options_.batch_size);
+  const size_t end = std::min(order.size(), begin + static_cast<size_t>(options_.batch_size));
+  return std::vector<int64_t>(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+LoaderPosition Loader::advance(LoaderPosition p) const {
+  if (++p.batch >= batches_per_epoch(p.epoch)) p.batch = 0, ++p.epoch;
+  return p;
+}
+
+Batch Loader::make(LoaderPosition p) const {
+  std::vector<Example> examples;
+  for (int64_t i : batch_indices(p)) examples.push_back(dataset_->get(i, p.epoch));
+  return collate(examples, options_.pad_id, options_.pad_to);
+}
+
+void Loader::start_prefetch() {
+  stop_ = false;
+  worker_ = std::thread([this] {
+    LoaderPosition p = position_;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < options_.prefetch; });
+        if (stop_) return;
+      }
+      try {
+        Batch b = make(p);
+        std::lock_guard<std::mutex> lock(mutex_);
+        queue_.emplace_back(p, std::move(b));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        error_ = std::current_exception();
+        cv_.notify_all();
+        return;
+      }
+      cv_.notify_all();
+      p = advance(p);
+    }
+  });
+}
+
+void Loader::stop_prefetch() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  queue_.clear();
+}
+
+Batch Loader::next() {
+  Batch b;
+  if (options_.prefetch > 0) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+    if (queue_.empty() && error_) std::rethrow_exception(error_);
+    b = std::move(queue_.front().second);
+    queue_.pop_front();
+    cv_.notify_all();
+  } else {
+    b = make(position_);
+  }
+  position_ = advance(position_);
+  return b;
+}
+
+}  // namespace lmkit::data

@@ -1,0 +1,80 @@
+// Batches from a Dataset: seeded shuffling per epoch, sharding by (rank, world
+// size), padding to the batch maximum or a fixed length, optional length
+// bucketing, and a background thread that prepares batches ahead of the model.
+// Its position (epoch, batch) is what a checkpoint saves and a resumed run restores.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "lmkit/core/batch.h"
+#include "lmkit/data/dataset.h"
+
+namespace lmkit::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 32;
+  int64_t pad_to = 0;        ///< fixed padded length (0: the longest example of each batch)
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int64_t rank = 0, world_size = 1;
+  bool drop_last = true;     ///< drop an epoch's last incomplete batch
+  bool bucket_by_length = false;  ///< sort examples by length within windows of 50 batches
+  int prefetch = 2;          ///< batches prepared ahead (0: none, batches are made on demand)
+  int32_t pad_id = 0;
+};
+
+/// Where a loader is: the next batch to produce.
+struct LoaderPosition {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
+/// Pads and stacks examples into a Batch: input_ids padded with pad_id,
+/// attention_mask 1/0, token_type_ids with 0, token labels with -100; class
+/// labels (B) int64 or regression targets (B) float; next_sentence_label (B).
+Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to = 0);
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderPosition start = {});
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// The next batch; after an epoch's last batch, the next epoch begins.
+  Batch next();
+  /// The position of the batch next() will return.
+  LoaderPosition position() const { return position_; }
+  /// Batches per epoch for this rank.
+  int64_t batches_per_epoch(int64_t epoch) const;
+  /// The example indices (in order) of one batch: a pure function of the position.
+  std::vector<int64_t> batch_indices(LoaderPosition position) const;
+
+ private:
+  void start_prefetch();
+  void stop_prefetch();
+  Batch make(LoaderPosition position) const;
+  LoaderPosition advance(LoaderPosition p) const;
+  const std::vector<int64_t>& epoch_order(int64_t epoch) const;
+
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderOptions options_;
+  LoaderPosition position_;
+  mutable std::mutex order_mutex_;
+  mutable int64_t order_epoch_ = -1;
+  mutable std::vector<int64_t> order_;
+
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::pair<LoaderPosition, Batch>> queue_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+};
+
+}  // namespace lmkit::data

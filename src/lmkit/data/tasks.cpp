@@ -1,0 +1,211 @@
+#include "lmkit/data/tasks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::data {
+
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// One CSV record (RFC 4180 quoting); TSV splits on tabs without quoting.
+std::vector<std::string> split_record(const std::string& line, char sep) {
+  std::vector<std::string> fields(1);
+  if (sep == '\t') {
+    for (char c : line) {
+      if (c == '\t') fields.emplace_back();
+      else fields.back() += c;
+    }
+    return fields;
+  }
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else fields.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == sep) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+bool is_index(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
+
+}  // namespace
+
+Seq2SeqDataset::Seq2SeqDataset(const std::string& source_file, const std::string& target_file,
+                               const tokenizer::Tokenizer& tok, int64_t max_source_length, int64_t max_target_length) {
+  const auto src = read_lines(source_file), tgt = read_lines(target_file);
+  if (src.size() != tgt.size()) {
+    throw InputError(source_file + " has " + std::to_string(src.size()) + " lines but " + target_file + " has " +
+                     std::to_string(tgt.size()) + ": parallel files must align line by line");
+  }
+  check_input(!src.empty(), source_file + ": empty parallel corpus");
+  const int32_t eos = tok.specials().eos >= 0 ? tok.specials().eos : tok.specials().sep;
+  auto encode = [&](const std::string& text, int64_t max_len) {
+    auto ids = tok.encode(text);
+    if (static_cast<int64_t>(ids.size()) > max_len - 1) ids.resize(static_cast<size_t>(max_len - 1));
+    ids.push_back(eos);
+    return ids;
+  };
+  for (size_t i = 0; i < src.size(); ++i) {
+    sources_.push_back(encode(src[i], max_source_length));
+    targets_.push_back(encode(tgt[i], max_target_length));
+  }
+}
+
+Example Seq2SeqDataset::get(int64_t index, int64_t) const {
+  Example e;
+  e.input_ids = sources_[static_cast<size_t>(index)];
+  e.labels = targets_[static_cast<size_t>(index)];
+  return e;
+}
+
+std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& c) {
+  std::string format = c.format;
+  auto ends = [&](const char* ext) {
+    const std::string e(ext);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  if (format == "auto") format = ends(".jsonl") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
+  check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");
+  const auto lines = read_lines(path);
+  std::vector<LabelledRow> rows;
+  const bool want_pair = !c.text_pair.empty();
+  if (format == "jsonl") {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
+      const std::string where = path + ":" + std::to_string(i + 1);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(lines[i]);
+      } catch (const nlohmann::json::exception&) {
+        throw InputError(where + ": not a JSON object");
+      }
+      auto field = [&](const std::string& name) -> std::string {
+        if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");
+        return j[name].is_string() ? j[name].get<std::string>() : j[name].dump();
+      };
+      rows.push_back({field(c.text), want_pair ? field(c.text_pair) : "", field(c.label), static_cast<int64_t>(i + 1)});
+    }
+  } else {
+    const char sep = format == "csv" ? ',' : '\t';
+    const bool by_index = is_index(c.text) && is_index(c.label) && (!want_pair || is_index(c.text_pair));
+    size_t text_col = 0, pair_col = 0, label_col = 0, first = 0;
+    if (by_index) {
+      text_col = std::stoul(c.text), label_col = std::stoul(c.label);
+      if (want_pair) pair_col = std::stoul(c.text_pair);
+    } else {
+      check_input(!lines.empty(), path + ": empty file");
+      const auto header = split_record(lines[0], sep);
+      auto find = [&](const std::string& name) -> size_t {
+        if (is_index(name)) return std::stoul(name);
+        auto it = std::find(header.begin(), header.end(), name);
+        if (it == header.end()) {
+          std::string cols;
+          for (const auto& h : header) cols += (cols.empty() ? "" : ", ") + h;
+          throw InputError(path + ":1: no column '" + name + "' (columns: " + cols + ")");
+        }
+        return static_cast<size_t>(it - header.begin());
+      };
+      text_col = find(c.text), label_col = find(c.label);
+      if (want_pair) pair_col = find(c.text_pair);
+      first = 1;
+    }
+    const size_t needed = std::max({text_col, label_col, want_pair ? pair_col : 0}) + 1;
+    for (size_t i = first; i < lines.size(); ++i) {
+      if (lines[i].empty()) continue;
+      const auto f = split_record(lines[i], sep);
+      if (f.size() < needed) {
+        throw InputError(path + ":" + std::to_string(i + 1) + ": " + std::to_string(f.size()) + " columns, expected at least " +
+                         std::to_string(needed));
+      }
+      rows.push_back({f[text_col], want_pair ? f[pair_col] : "", f[label_col], static_cast<int64_t>(i + 1)});
+    }
+  }
+  check_input(!rows.empty(), path + ": no labelled rows");
+  return rows;
+}
+
+std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows) {
+  std::set<std::string> labels;
+  for (const auto& r : rows) labels.insert(r.label);
+  std::vector<std::string> sorted(labels.begin(), labels.end());
+  const bool numeric = std::all_of(sorted.begin(), sorted.end(), [](const std::string& s) {
+    char* end = nullptr;
+    std::strtod(s.c_str(), &end);
+    return !s.empty() && end && *end == '\0';
+  });
+  if (numeric) {
+    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) { return std::stod(a) < std::stod(b); });
+  }
+  std::map<std::string, int64_t> map;
+  for (size_t i = 0; i < sorted.size(); ++i) map[sorted[i]] = static_cast<int64_t>(i);
+  return map;
+}
+
+ClassificationDataset::ClassificationDataset(const std::string& path, const ColumnSpec& columns,
+                                             const tokenizer::Tokenizer& tok, int64_t max_length,
+                                             const std::map<std::string, int64_t>& label_map) {
+  check_input(max_length >= 4, "--max-length must be at least 4");
+  const auto& s = tok.specials();
+  const bool bert = tok.family() == tokenizer::Family::kBert;
+  const int32_t sep = bert ? s.sep : s.eos;
+  for (const auto& row : read_labelled_rows(path, columns)) {
+    Example e;
+    if (columns.regression) {
+      char* end = nullptr;
+      e.target = std::strtod(row.label.c_str(), &end);
+      if (row.label.empty() || *end != '\0' || !std::isfinite(e.target)) {
+        throw InputError(path + ":" + std::to_string(row.line) + ": label '" + row.label + "' is not a number");
+      }
+    } else {
+      auto it = label_map.find(row.label);
+      if (it == label_map.end()) {
+        throw InputError(path + ":" + std::to_string(row.line) + ": label '" + row.label + "' is not in the label map");
+      }
+      e.class_label = it->second;
+    }
+    auto a = tok.encode(row.text);
+    auto b = columns.text_pair.empty() ? std::vector<int32_t>{} : tok.encode(row.text_pair);
+    const size_t specials = (bert ? 2 : 1) + (columns.text_pair.empty() ? 0 : 1);
+    const size_t budget = static_cast<size_t>(max_length) - specials;
+    while (a.size() + b.size() > budget) (a.size() >= b.size() ? a : b).pop_back();
+    if (bert) e.input_ids.push_back(s.cls);
+    e.input_ids.insert(e.input_ids.end(), a.begin(), a.end());
+    if (!columns.text_pair.empty()) {
+      e.input_ids.push_back(sep);
+      if (bert) e.token_type_ids.assign(e.input_ids.size(), 0);
+      e.input_ids.insert(e.input_ids.end(), b.begin(), b.end());
+    }
+    e.input_ids.push_back(sep);
+    if (bert) e.token_type_ids.resize(e.input_ids.size(), columns.text_pair.empty() ? 0 : 1);
+    examples_.push_back(std::move(e));
+  }
+}
+
+}  // namespace lmkit::data

@@ -1,0 +1,69 @@
+// Supervised data: parallel text for seq2seq, labelled rows for classification.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lmkit/data/dataset.h"
+#include "lmkit/tokenizer/tokenizer.h"
+
+namespace lmkit::data {
+
+/// Parallel source/target files, line by line (Multi30k's train.de / train.en):
+/// input = source + EOS, labels = target + EOS, each truncated to its maximum.
+class Seq2SeqDataset : public Dataset {
+ public:
+  Seq2SeqDataset(const std::string& source_file, const std::string& target_file, const tokenizer::Tokenizer& tokenizer,
+                 int64_t max_source_length, int64_t max_target_length);
+  int64_t size(int64_t) const override { return static_cast<int64_t>(sources_.size()); }
+  Example get(int64_t index, int64_t epoch) const override;
+  int64_t length_hint(int64_t index) const override { return static_cast<int64_t>(sources_[static_cast<size_t>(index)].size()); }
+
+ private:
+  std::vector<std::vector<int32_t>> sources_, targets_;
+};
+
+/// Where the columns of a labelled file are.
+struct ColumnSpec {
+  std::string text = "sentence";   ///< a header name, or a 0-based index for files without a header
+  std::string text_pair;           ///< optional second text (sentence pairs)
+  std::string label = "label";
+  std::string format = "auto";     ///< auto (by extension), tsv, csv, jsonl
+  bool regression = false;         ///< labels are numbers (num_labels = 1)
+};
+
+/// One labelled row before tokenization.
+struct LabelledRow {
+  std::string text, text_pair, label;
+  int64_t line = 0;
+};
+
+/// Reads labelled rows. TSV/CSV files with a header name columns by name; files
+/// without one (a header is assumed when every column spec is a name) by index.
+/// Missing columns and malformed rows are InputErrors naming the file and line.
+std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& columns);
+
+/// Sentence(-pair) classification: [CLS] a [SEP] (b [SEP]) for BERT,
+/// a (<eos> b) <eos> for GPT (the last token is pooled), a (</s> b) </s> for T5;
+/// truncated to max_length (the longer text first).
+class ClassificationDataset : public Dataset {
+ public:
+  /// `label_map` maps label strings to class ids (build it from the training
+  /// file with make_label_map); a label outside it is an InputError with file and line.
+  ClassificationDataset(const std::string& path, const ColumnSpec& columns, const tokenizer::Tokenizer& tokenizer,
+                        int64_t max_length, const std::map<std::string, int64_t>& label_map);
+  int64_t size(int64_t) const override { return static_cast<int64_t>(examples_.size()); }
+  Example get(int64_t index, int64_t) const override { return examples_[static_cast<size_t>(index)]; }
+  int64_t length_hint(int64_t index) const override {
+    return static_cast<int64_t>(examples_[static_cast<size_t>(index)].input_ids.size());
+  }
+
+ private:
+  std::vector<Example> examples_;
+};
+
+/// The sorted distinct labels of `rows` mapped to 0..n-1 (numbers sort numerically).
+std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows);
+
+}  // namespace lmkit::data

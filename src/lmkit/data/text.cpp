@@ -1,0 +1,133 @@
+#include "lmkit/data/text.h"
+
+#include <cctype>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::data {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+void add_paragraph(Document& doc, std::string_view paragraph) {
+  for (auto& s : split_sentences(paragraph)) doc.sentences.push_back(std::move(s));
+}
+
+}  // namespace
+
+TextFormat parse_text_format(const std::string& name) {
+  if (name == "auto") return TextFormat::kAuto;
+  if (name == "blank-line") return TextFormat::kBlankLine;
+  if (name == "lines") return TextFormat::kLines;
+  if (name == "jsonl") return TextFormat::kJsonl;
+  throw InputError("unknown text format '" + name + "' (expected auto, blank-line, lines or jsonl)");
+}
+
+bool is_wikitext_title(std::string_view line) {
+  std::string_view t = trim(line);
+  return t.size() >= 5 && t.substr(0, 2) == "= " && t.substr(t.size() - 2) == " =" && t[2] != '=';
+}
+
+std::vector<std::string> split_sentences(std::string_view p) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c != '.' && c != '!' && c != '?') continue;
+    size_t j = i + 1;
+    while (j < p.size() && (p[j] == '"' || p[j] == '\'' || p[j] == ')' || p[j] == ']')) ++j;
+    if (j >= p.size() || !std::isspace(static_cast<unsigned char>(p[j]))) continue;
+    size_t k = j;
+    while (k < p.size() && std::isspace(static_cast<unsigned char>(p[k]))) ++k;
+    if (k >= p.size()) break;
+    const unsigned char next = static_cast<unsigned char>(p[k]);
+    if (std::isupper(next) || std::isdigit(next) || next == '"' || next == '\'' || next == '(' || next >= 0x80) {
+      std::string_view s = trim(p.substr(start, j - start));
+      if (!s.empty()) out.emplace_back(s);
+      start = k;
+      i = k - 1;
+    }
+  }
+  std::string_view rest = trim(p.substr(std::min(start, p.size())));
+  if (!rest.empty()) out.emplace_back(rest);
+  return out;
+}
+
+std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  if (format == TextFormat::kAuto) {
+    format = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl" ? TextFormat::kJsonl : TextFormat::kBlankLine;
+  }
+  std::vector<Document> docs;
+  std::string line;
+  int64_t line_no = 0;
+  if (format == TextFormat::kJsonl) {
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (trim(line).empty()) continue;
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception&) {
+        throw InputError(path + ":" + std::to_string(line_no) + ": not a JSON object");
+      }
+      if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
+        throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
+      }
+      Document doc;
+      // Paragraphs inside a JSONL document are separated by newlines.
+      const std::string text = j[text_field].get<std::string>();
+      size_t pos = 0;
+      while (pos <= text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        add_paragraph(doc, std::string_view(text).substr(pos, end - pos));
+        pos = end + 1;
+      }
+      if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    }
+    return docs;
+  }
+  if (format == TextFormat::kLines) {
+    while (std::getline(in, line)) {
+      Document doc;
+      add_paragraph(doc, line);
+      if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    }
+    return docs;
+  }
+  // blank-line; WikiText articles when the file has WikiText titles.
+  std::vector<std::string> lines;
+  bool wikitext = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    wikitext = wikitext || is_wikitext_title(line);
+    lines.push_back(std::move(line));
+  }
+  Document doc;
+  auto close = [&] {
+    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    doc = Document();
+  };
+  for (const auto& l : lines) {
+    if (trim(l).empty()) {
+      if (!wikitext) close();
+      continue;
+    }
+    if (wikitext && is_wikitext_title(l)) close();
+    add_paragraph(doc, l);
+  }
+  close();
+  return docs;
+}
+
+}  // namespace lmkit::data

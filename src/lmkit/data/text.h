@@ -1,0 +1,38 @@
+// Raw text into documents and sentences, from the input formats lmkit reads:
+//   blank-line: paragraphs separated by blank lines, each paragraph a document;
+//               but a WikiText file (lines " = Title = ") makes each article a
+//               document, its headings starting them
+//   lines:      one document per line
+//   jsonl:      one JSON object per line, the document in a text field
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lmkit::data {
+
+enum class TextFormat { kAuto, kBlankLine, kLines, kJsonl };
+/// auto, blank-line, lines, jsonl (InputError otherwise).
+TextFormat parse_text_format(const std::string& name);
+
+/// A document as a list of sentences (the unit NSP segments are built from).
+struct Document {
+  std::vector<std::string> sentences;
+};
+
+/// Reads a file's documents. kAuto: jsonl for *.jsonl, otherwise blank-line.
+/// A missing file, an unreadable JSONL line or a missing text field is an
+/// InputError naming the file and line.
+std::vector<Document> read_documents(const std::string& path, TextFormat format = TextFormat::kAuto,
+                                     const std::string& text_field = "text");
+
+/// Splits a paragraph into sentences after '.', '!' or '?' (and closing quotes
+/// or brackets) followed by whitespace and an upper-case letter, digit or
+/// opening quote. Whitespace at the ends of each sentence is trimmed.
+std::vector<std::string> split_sentences(std::string_view paragraph);
+
+/// Whether a line is a WikiText top-level heading (" = Title = ", not " = = Sub = = ").
+bool is_wikitext_title(std::string_view line);
+
+}  // namespace lmkit::data
