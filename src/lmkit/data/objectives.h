@@ -52,6 +52,8 @@ class MaskedLmDataset : public Dataset {
 /// a different random document (label 1; A's unused sentences go back); target
 /// length seq_len − 3, shorter with probability short_seq_prob; pairs trimmed
 /// by truncate_seq_pair; then masked. The pairing is redrawn each epoch.
+/// One deviation: a one-sentence chunk that draws IsNext takes the next
+/// sentence as B (Google forces a random B there, which biases IsNext below 50%).
 class NextSentenceDataset : public Dataset {
  public:
   NextSentenceDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tokenizer, int64_t seq_len,

@@ -1,0 +1,71 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "data_fixture.h"
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+#include "lmkit/data/text.h"
+
+using namespace lmkit;
+
+TEST_CASE("text: WikiText articles become documents and paragraphs become sentences", "[data][text]") {
+  auto docs = data::read_documents(test::sample("train.txt"));
+  CHECK(docs.size() == 60);  // the sample's 60 articles
+  CHECK(docs[0].sentences[0] == "= Valkyria Chronicles III =");
+  auto s = data::split_sentences("It met with positive sales . After release , it sold . \"Yes\" , he said ! 3 more ? no");
+  REQUIRE(s.size() == 4);
+  CHECK(s[0] == "It met with positive sales .");
+  CHECK(s[1] == "After release , it sold .");
+  CHECK(s[3] == "3 more ? no");
+  CHECK(data::is_wikitext_title(" = Gameplay = "));
+  CHECK_FALSE(data::is_wikitext_title(" = = Gameplay = = "));
+}
+
+TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][text]") {
+  test::TempDir dir;
+  { std::ofstream(dir / "a.txt") << "First doc . Second sentence .\n\nSecond doc .\n"; }
+  CHECK(data::read_documents(dir / "a.txt").size() == 2);
+  CHECK(data::read_documents(dir / "a.txt", data::TextFormat::kLines).size() == 2);
+  { std::ofstream(dir / "b.jsonl") << "{\"text\": \"One . Two .\"}\n{\"text\": \"Three .\"}\n"; }
+  auto docs = data::read_documents(dir / "b.jsonl");
+  REQUIRE(docs.size() == 2);
+  CHECK(docs[0].sentences.size() == 2);
+  { std::ofstream(dir / "c.jsonl") << "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n"; }
+  CHECK_THROWS_WITH(data::read_documents(dir / "c.jsonl"), Catch::Contains("c.jsonl:2: no string field 'text'"));
+  { std::ofstream(dir / "d.jsonl") << "{not json\n"; }
+  CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: not a JSON object"));
+}
+
+TEST_CASE("corpus: encoding is identical whatever the thread count and matches the tokenizer", "[data][corpus]") {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  data::encode_corpus(*f.tok, {{test::sample("train.txt")}, data::TextFormat::kAuto, "text", dir / "one", 1});
+  CHECK(read_file(dir / "one/tokens.bin") == read_file(f.corpus_path + "/tokens.bin"));
+  CHECK(read_file(dir / "one/sentences.bin") == read_file(f.corpus_path + "/sentences.bin"));
+  const data::Corpus& c = *f.corpus;
+  CHECK(c.num_documents() == 60);
+  CHECK(c.num_tokens() > 100000);
+  // The first sentence decodes back to the text.
+  std::vector<int32_t> ids;
+  c.append_tokens(c.sentence_begin(0), c.sentence_end(0), ids);
+  CHECK(f.tok->decode(ids) == "= Valkyria Chronicles III =");
+  CHECK_NOTHROW(c.check_tokenizer(*f.tok));
+  CHECK_THROWS_WITH(c.check_tokenizer(*test::data_fixture(tokenizer::Family::kGpt2).tok),
+                    Catch::Contains("different tokenizer"));
+  CHECK_THROWS_WITH(c.check_vocab(1000, "bert-tiny"), Catch::Contains("exceeds bert-tiny's"));
+}
+
+TEST_CASE("corpus: empty input and damaged corpora are refused", "[data][corpus]") {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  { std::ofstream(dir / "empty.txt") << "\n \n"; }
+  CHECK_THROWS_WITH(data::encode_corpus(*f.tok, {{dir / "empty.txt"}, data::TextFormat::kAuto, "text", dir / "c", 1}),
+                    Catch::Contains("empty corpus"));
+  CHECK_FALSE(std::filesystem::exists(dir / "c"));
+  CHECK_THROWS_WITH(data::Corpus(dir / "nothing"), Catch::Contains("not a token corpus"));
+  std::filesystem::copy(f.corpus_path, dir / "cut");
+  const std::string tokens = read_file(dir / "cut/tokens.bin");
+  write_file_atomic(dir / "cut/tokens.bin", tokens.substr(0, tokens.size() - 10));
+  CHECK_THROWS_WITH(data::Corpus(dir / "cut"), Catch::Contains("damaged corpus"));
+}

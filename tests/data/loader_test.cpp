@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <set>
+
+#include "data_fixture.h"
+#include "lmkit/core/error.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/data/objectives.h"
+#include "lmkit/data/tasks.h"
+
+using namespace lmkit;
+using tokenizer::Family;
+
+namespace {
+std::shared_ptr<data::Dataset> mlm(uint64_t seed = 0) {
+  const auto& f = test::data_fixture(Family::kBert);
+  return std::make_shared<data::MaskedLmDataset>(f.corpus, *f.tok, 64, data::MaskingOptions{}, seed);
+}
+bool same(const Batch& a, const Batch& b) {
+  return at::equal(a.input_ids, b.input_ids) && at::equal(a.labels, b.labels) && at::equal(a.attention_mask, b.attention_mask);
+}
+}  // namespace
+
+TEST_CASE("loader: seeded, reproducible, and restorable from any position", "[data][loader]") {
+  data::LoaderOptions o;
+  o.batch_size = 8, o.seed = 3;
+  auto ds = mlm();
+  data::Loader a(ds, o), b(ds, o);
+  std::vector<Batch> first;
+  for (int i = 0; i < 5; ++i) first.push_back(a.next());
+  for (int i = 0; i < 5; ++i) CHECK(same(first[i], b.next()));
+  // A loader restored at position 3 continues exactly as the uninterrupted one.
+  data::Loader c(ds, o, data::LoaderPosition{0, 3});
+  CHECK(same(c.next(), first[3]));
+  // Without prefetch: the same batches.
+  o.prefetch = 0;
+  data::Loader d(ds, o);
+  for (int i = 0; i < 5; ++i) CHECK(same(d.next(), first[i]));
+  // Another seed: another order.
+  o.seed = 4;
+  data::Loader e(ds, o);
+  CHECK_FALSE(same(e.next(), first[0]));
+}
+
+TEST_CASE("loader: epochs wrap with a new order and shards split the data", "[data][loader]") {
+  auto ds = mlm();
+  data::LoaderOptions o;
+  o.batch_size = 16, o.prefetch = 0;
+  data::Loader l(ds, o);
+  const int64_t n = l.batches_per_epoch(0);
+  CHECK(n == ds->size(0) / 16);
+  for (int64_t i = 0; i < n; ++i) l.next();
+  CHECK(l.position().epoch == 1);
+  CHECK(l.position().batch == 0);
+  CHECK(l.batch_indices({0, 0}) != l.batch_indices({1, 0}));
+
+  o.world_size = 2;
+  o.rank = 0;
+  data::Loader r0(ds, o);
+  o.rank = 1;
+  data::Loader r1(ds, o);
+  std::set<int64_t> seen0, seen1;
+  for (int64_t i = 0; i < r0.batches_per_epoch(0); ++i) {
+    for (int64_t x : r0.batch_indices({0, i})) seen0.insert(x);
+    for (int64_t x : r1.batch_indices({0, i})) seen1.insert(x);
+  }
+  for (int64_t x : seen0) CHECK(seen1.count(x) == 0);
+  CHECK(seen0.size() + seen1.size() >= static_cast<size_t>(ds->size(0) - 32));
+}
+
+TEST_CASE("loader: collate pads ids, masks and labels", "[data][loader]") {
+  data::Example a, b;
+  a.input_ids = {5, 6, 7}, a.labels = {-100, 6, -100}, a.token_type_ids = {0, 0, 1};
+  b.input_ids = {8}, b.labels = {8}, b.token_type_ids = {0};
+  a.next_sentence_label = 1, b.next_sentence_label = 0;
+  Batch batch = data::collate({a, b}, 0);
+  CHECK(at::equal(batch.input_ids, at::tensor({5, 6, 7, 8, 0, 0}, at::kLong).view({2, 3})));
+  CHECK(at::equal(batch.attention_mask, at::tensor({1, 1, 1, 1, 0, 0}, at::kLong).view({2, 3})));
+  CHECK(at::equal(batch.labels, at::tensor({-100, 6, -100, 8, -100, -100}, at::kLong).view({2, 3})));
+  CHECK(at::equal(batch.token_type_ids, at::tensor({0, 0, 1, 0, 0, 0}, at::kLong).view({2, 3})));
+  CHECK(at::equal(batch.next_sentence_label, at::tensor({1, 0}, at::kLong)));
+  CHECK(data::collate({a, b}, 0, 5).input_ids.size(1) == 5);
+  CHECK_THROWS_WITH(data::collate({a}, 0, 2), Catch::Contains("exceeds the fixed length 2"));
+  // Targets of their own length (seq2seq) pad separately.
+  data::Example s;
+  s.input_ids = {1, 2, 3, 4}, s.labels = {9, 1};
+  CHECK(data::collate({s}, 0).labels.sizes() == at::IntArrayRef({1, 2}));
+}
+
+TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]") {
+  const auto& f = test::data_fixture(Family::kBert);
+  test::TempDir dir;
+  { std::ofstream(dir / "train.tsv") << "sentence\tlabel\nit is good\t1\nit is bad\t0\nfine , really\t1\n"; }
+  data::ColumnSpec cols;
+  auto rows = data::read_labelled_rows(dir / "train.tsv", cols);
+  auto map = data::make_label_map(rows);
+  CHECK(map == std::map<std::string, int64_t>{{"0", 0}, {"1", 1}});
+  data::ClassificationDataset ds(dir / "train.tsv", cols, *f.tok, 16, map);
+  REQUIRE(ds.size(0) == 3);
+  auto e = ds.get(0, 0);
+  CHECK(e.class_label == 1);
+  CHECK(e.input_ids.front() == f.tok->specials().cls);
+  CHECK(e.input_ids.back() == f.tok->specials().sep);
+  Batch b = data::collate({ds.get(0, 0), ds.get(1, 0)}, 0);
+  CHECK(at::equal(b.labels, at::tensor({1, 0}, at::kLong)));
+
+  { std::ofstream(dir / "dev.tsv") << "sentence\tlabel\nok\t1\nodd\t7\n"; }
+  CHECK_THROWS_WITH(data::ClassificationDataset(dir / "dev.tsv", cols, *f.tok, 16, map),
+                    Catch::Contains("dev.tsv:3: label '7' is not in the label map"));
+  cols.text = "text";
+  CHECK_THROWS_WITH(data::read_labelled_rows(dir / "dev.tsv", cols), Catch::Contains("dev.tsv:1: no column 'text'"));
+  { std::ofstream(dir / "short.tsv") << "just text\n"; }
+  data::ColumnSpec by_index;
+  by_index.text = "0", by_index.label = "1";
+  CHECK_THROWS_WITH(data::read_labelled_rows(dir / "short.tsv", by_index), Catch::Contains("short.tsv:1: 1 columns"));
+  // CSV quoting and sentence pairs.
+  { std::ofstream(dir / "pairs.csv") << "a,b,y\n\"x, quoted\",second,yes\nthird,fourth,no\n"; }
+  data::ColumnSpec pairs;
+  pairs.text = "a", pairs.text_pair = "b", pairs.label = "y";
+  auto prow = data::read_labelled_rows(dir / "pairs.csv", pairs);
+  CHECK(prow[0].text == "x, quoted");
+  data::ClassificationDataset pds(dir / "pairs.csv", pairs, *f.tok, 32, data::make_label_map(prow));
+  CHECK(pds.get(0, 0).token_type_ids.back() == 1);
+  CHECK(pds.get(0, 0).class_label == 1);  // labels sort: no=0, yes=1
+}
+
+TEST_CASE("tasks: Multi30k-style parallel files", "[data][tasks]") {
+  const auto& f = test::data_fixture(Family::kT5);
+  test::TempDir dir;
+  { std::ofstream(dir / "s.de") << "Ein Hund .\nZwei Katzen .\n"; }
+  { std::ofstream(dir / "s.en") << "A dog .\nTwo cats .\n"; }
+  { std::ofstream(dir / "bad.en") << "A dog .\n"; }
+  data::Seq2SeqDataset ds(dir / "s.de", dir / "s.en", *f.tok, 16, 16);
+  CHECK(ds.size(0) == 2);
+  CHECK(ds.get(0, 0).labels.back() == f.tok->specials().eos);
+  CHECK(f.tok->decode(ds.get(1, 0).labels) == "Two cats .");
+  CHECK_THROWS_WITH(data::Seq2SeqDataset(dir / "s.de", dir / "bad.en", *f.tok, 16, 16),
+                    Catch::Contains("must align line by line"));
+}

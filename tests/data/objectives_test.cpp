@@ -1,0 +1,202 @@
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include <set>
+
+#include "data_fixture.h"
+#include "lmkit/core/error.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/data/objectives.h"
+
+using namespace lmkit;
+using tokenizer::Family;
+
+namespace {
+const data::Corpus& corpus_of(Family f) { return *test::data_fixture(f).corpus; }
+}  // namespace
+
+TEST_CASE("mlm: 15% of non-special positions chosen and 80/10/10 over 100k+ tokens", "[data][mlm]") {
+  const auto& f = test::data_fixture(Family::kBert);
+  const auto& tok = *f.tok;
+  data::MaskedLmDataset ds(f.corpus, tok, 128, {}, 7);
+  int64_t candidates = 0, chosen = 0, masked = 0, random = 0, kept = 0, tokens = 0;
+  for (int64_t i = 0; i < ds.size(0); ++i) {
+    auto e = ds.get(i, 0);
+    REQUIRE(e.input_ids.size() == 128);
+    CHECK(e.input_ids.front() == tok.specials().cls);
+    for (size_t j = 0; j < e.input_ids.size(); ++j) {
+      const int32_t in = e.input_ids[j], label = e.labels[j];
+      const int32_t original = label >= 0 ? label : in;
+      ++tokens;
+      if (tok.is_special(original)) {
+        REQUIRE(label == -100);  // specials are never chosen
+        continue;
+      }
+      ++candidates;
+      if (label < 0) continue;
+      ++chosen;
+      if (in == tok.specials().mask) ++masked;
+      else if (in != label) {
+        ++random;
+        REQUIRE_FALSE(tok.is_special(in));  // random replacements are regular tokens
+      } else ++kept;
+    }
+  }
+  REQUIRE(tokens >= 100000);
+  const double rate = static_cast<double>(chosen) / candidates;
+  INFO("chosen " << rate << " mask " << double(masked) / chosen << " random " << double(random) / chosen << " kept "
+                 << double(kept) / chosen);
+  CHECK(std::abs(rate - 0.15) <= 0.005);
+  CHECK(std::abs(double(masked) / chosen - 0.8) <= 0.015);
+  CHECK(std::abs(double(random) / chosen - 0.1) <= 0.015);
+  CHECK(std::abs(double(kept) / chosen - 0.1) <= 0.015);
+}
+
+TEST_CASE("mlm: same seed gives the same masks and a new epoch new ones", "[data][mlm]") {
+  const auto& f = test::data_fixture(Family::kBert);
+  data::MaskedLmDataset a(f.corpus, *f.tok, 64, {}, 1), b(f.corpus, *f.tok, 64, {}, 1), c(f.corpus, *f.tok, 64, {}, 2);
+  CHECK(a.get(5, 0).labels == b.get(5, 0).labels);
+  CHECK(a.get(5, 0).input_ids == b.get(5, 0).input_ids);
+  CHECK(a.get(5, 0).labels != a.get(5, 1).labels);
+  CHECK(a.get(5, 0).labels != c.get(5, 0).labels);
+}
+
+TEST_CASE("mlm: whole-word masking chooses whole words only", "[data][mlm]") {
+  const auto& f = test::data_fixture(Family::kBert);
+  const auto& tok = *f.tok;
+  data::MaskingOptions o;
+  o.whole_word = true;
+  data::MaskedLmDataset ds(f.corpus, tok, 128, o, 3);
+  int64_t words_checked = 0;
+  for (int64_t i = 0; i < 200; ++i) {
+    auto e = ds.get(i, 0);
+    std::vector<int32_t> original(e.input_ids.size());
+    for (size_t j = 0; j < original.size(); ++j) original[j] = e.labels[j] >= 0 ? e.labels[j] : e.input_ids[j];
+    // Every word is either wholly chosen or wholly not.
+    for (size_t j = 1; j < original.size(); ++j) {
+      if (tok.is_special(original[j]) || tok.starts_word(original[j]) || tok.is_special(original[j - 1])) continue;
+      REQUIRE((e.labels[j] >= 0) == (e.labels[j - 1] >= 0));
+      ++words_checked;
+    }
+  }
+  CHECK(words_checked > 1000);
+}
+
+TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's document", "[data][nsp]") {
+  const auto& f = test::data_fixture(Family::kBert);
+  const auto& c = *f.corpus;
+  data::NextSentenceDataset ds(f.corpus, *f.tok, 128, {}, 11);
+  auto doc_of = [&](int64_t sentence) {
+    int64_t d = 0;
+    while (c.document_end_sentence(d) <= sentence) ++d;
+    return d;
+  };
+  int64_t pairs = 0, is_next = 0;
+  for (int64_t epoch = 0; epoch < 5; ++epoch) {
+    for (const auto& p : ds.plan(epoch)) {
+      ++pairs;
+      REQUIRE(p.a_end > p.a_begin);
+      REQUIRE(p.b_end > p.b_begin);
+      if (p.random_next) {
+        REQUIRE(doc_of(p.b_begin) != doc_of(p.a_begin));
+      } else {
+        ++is_next;
+        REQUIRE(p.b_begin == p.a_end);  // the actual continuation
+        REQUIRE(doc_of(p.b_end - 1) == doc_of(p.a_begin));
+      }
+    }
+  }
+  INFO("IsNext " << double(is_next) / pairs << " over " << pairs << " pairs");
+  CHECK(std::abs(double(is_next) / pairs - 0.5) <= 0.02);
+  // Every example fits, is [CLS] A [SEP] B [SEP] with token types 0 then 1.
+  for (int64_t i = 0; i < ds.size(0); ++i) {
+    auto e = ds.get(i, 0);
+    REQUIRE(e.input_ids.size() <= 128);
+    REQUIRE(e.input_ids.front() == f.tok->specials().cls);
+    REQUIRE(e.input_ids.back() == f.tok->specials().sep);
+    REQUIRE(e.token_type_ids.front() == 0);
+    REQUIRE(e.token_type_ids.back() == 1);
+    REQUIRE(e.next_sentence_label == (ds.plan(0)[static_cast<size_t>(i)].random_next ? 1 : 0));
+  }
+  const bool repaired = ds.plan(0).size() != ds.plan(1).size() || ds.plan(0)[3].a_end != ds.plan(1)[3].a_end ||
+                        ds.plan(0)[3].b_begin != ds.plan(1)[3].b_begin;
+  CHECK(repaired);  // re-paired each epoch
+}
+
+TEST_CASE("span: T5 lengths and 0.15 noise in spans of mean 3 and exact reconstruction", "[data][span]") {
+  const auto t5_512 = data::span_corruption_lengths(512, 0.15, 3.0);
+  CHECK(t5_512.first == 568);
+  CHECK(t5_512.second == 114);
+  const auto t5_128 = data::span_corruption_lengths(128, 0.15, 3.0);
+  CHECK(t5_128.first == 141);  // 21 noise tokens in 7 spans: 120 + 7 + 1 inputs, 21 + 7 + 1 targets
+  CHECK(t5_128.second == 29);
+  const auto& f = test::data_fixture(Family::kT5);
+  const auto& tok = *f.tok;
+  data::SpanCorruptionDataset ds(f.corpus, tok, 128, 5);
+  data::PackedStream stream(f.corpus, tok.specials().eos);
+  int64_t noise = 0, raw = 0, spans = 0;
+  for (int64_t i = 0; i < ds.size(0); ++i) {
+    auto e = ds.get(i, 0);
+    REQUIRE(e.input_ids.size() == 128);
+    REQUIRE(static_cast<int64_t>(e.labels.size()) == ds.target_length());
+    std::vector<int32_t> original;
+    stream.read(i * ds.raw_length(), (i + 1) * ds.raw_length(), original);
+    // Rebuild the original: each sentinel in the input takes the tokens after it in the target.
+    std::vector<int32_t> rebuilt, sentinels;
+    size_t t = 0;
+    for (size_t j = 0; j + 1 < e.input_ids.size(); ++j) {
+      const int32_t id = e.input_ids[j];
+      if (id >= tok.sentinel(99)) {
+        sentinels.push_back(id);
+        REQUIRE(e.labels[t] == id);
+        // A span runs to the next sentinel or the final </s> (spans may hold document separators).
+        for (++t; t + 1 < e.labels.size() && e.labels[t] < tok.sentinel(99); ++t) {
+          rebuilt.push_back(e.labels[t]);
+          ++noise;
+        }
+        ++spans;
+      } else {
+        rebuilt.push_back(id);
+      }
+    }
+    REQUIRE(rebuilt == original);
+    REQUIRE(e.labels.back() == tok.specials().eos);
+    for (size_t s = 1; s < sentinels.size(); ++s) REQUIRE(sentinels[s] == sentinels[s - 1] - 1);  // distinct, descending
+    REQUIRE(sentinels.front() == tok.sentinel(0));
+    raw += ds.raw_length();
+  }
+  REQUIRE(raw >= 100000);
+  INFO("noise " << double(noise) / raw << " mean span " << double(noise) / spans);
+  CHECK(std::abs(double(noise) / raw - 0.15) <= 0.01);
+  CHECK(std::abs(double(noise) / spans - 3.0) <= 0.15);
+}
+
+TEST_CASE("clm: blocks cover the corpus in order with a separator after each document", "[data][clm]") {
+  const auto& f = test::data_fixture(Family::kGpt2);
+  const auto& c = *f.corpus;
+  data::CausalLmDataset ds(f.corpus, *f.tok, 64);
+  std::vector<int32_t> all;
+  for (int64_t i = 0; i < ds.size(0); ++i) {
+    auto e = ds.get(i, 0);
+    REQUIRE(e.labels == e.input_ids);
+    all.insert(all.end(), e.input_ids.begin(), e.input_ids.end());
+  }
+  std::vector<int32_t> expected;
+  for (int64_t d = 0; d < c.num_documents(); ++d) {
+    c.append_tokens(c.document_begin_token(d), c.document_end_token(d), expected);
+    expected.push_back(f.tok->specials().eos);
+  }
+  REQUIRE(all.size() == static_cast<size_t>(ds.size(0) * 64));
+  REQUIRE(expected.size() >= all.size());
+  CHECK(std::equal(all.begin(), all.end(), expected.begin()));
+  CHECK(expected.size() - all.size() < 64);  // only the last partial block is dropped
+}
+
+TEST_CASE("objectives: wrong tokenizer families and tiny corpora are input errors", "[data][objectives]") {
+  const auto& bert = test::data_fixture(Family::kBert);
+  const auto& gpt = test::data_fixture(Family::kGpt2);
+  CHECK_THROWS_WITH(data::MaskedLmDataset(gpt.corpus, *gpt.tok, 64, {}, 0), Catch::Contains("bert-family"));
+  CHECK_THROWS_WITH(data::SpanCorruptionDataset(bert.corpus, *bert.tok, 64, 0), Catch::Contains("t5-family"));
+  CHECK_THROWS_WITH(data::CausalLmDataset(bert.corpus, *bert.tok, 10000000), Catch::Contains("too short"));
+}

@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "../data/data_fixture.h"
+#include "lmkit/core/error.h"
+
+using namespace lmkit;
+using tokenizer::Family;
+
+TEST_CASE("tokenizer: each family's special tokens sit where HF expects them", "[tokenizer]") {
+  const auto& bert = *test::data_fixture(Family::kBert).tok;
+  CHECK(bert.specials().pad == 0);
+  CHECK(bert.piece(bert.specials().cls) == "[CLS]");
+  CHECK(bert.piece(bert.specials().sep) == "[SEP]");
+  CHECK(bert.piece(bert.specials().mask) == "[MASK]");
+  CHECK(bert.is_special(bert.specials().mask));
+  CHECK_FALSE(bert.is_special(bert.specials().unk));  // [UNK] is text, maskable
+  CHECK(bert.vocab_size() == 2000);
+
+  const auto& gpt = *test::data_fixture(Family::kGpt2).tok;
+  CHECK(gpt.piece(gpt.specials().eos) == "<|endoftext|>");
+  CHECK(gpt.specials().pad == -1);
+
+  const auto& t5 = *test::data_fixture(Family::kT5).tok;
+  CHECK(t5.specials().pad == 0);
+  CHECK(t5.specials().eos == 1);
+  CHECK(t5.piece(1) == "</s>");
+  CHECK(t5.vocab_size() == 2000);
+  CHECK(t5.sentinel(0) == 1999);
+  CHECK(t5.sentinel(99) == 1900);
+  CHECK(t5.piece(1999) == "<extra_id_0>");
+  CHECK(t5.piece(1900) == "<extra_id_99>");
+  CHECK(t5.is_special(1950));
+  CHECK_THROWS_AS(t5.sentinel(100), Error);
+}
+
+TEST_CASE("tokenizer: encode -> decode round-trips a WikiText-2 sample exactly", "[tokenizer]") {
+  for (Family family : {Family::kBert, Family::kGpt2, Family::kT5}) {
+    const auto& tok = *test::data_fixture(family).tok;
+    std::ifstream in(test::sample("train.txt"));
+    std::string line;
+    int checked = 0;
+    while (std::getline(in, line) && checked < 400) {
+      if (line.find_first_not_of(' ') == std::string::npos) continue;
+      // SentencePiece drops the leading space it uses as a word marker.
+      const std::string text = line.substr(line.find_first_not_of(' '));
+      INFO(text);
+      REQUIRE(tok.decode(tok.encode(text)) == text);
+      ++checked;
+    }
+    CHECK(checked == 400);
+    // Characters never seen in training come back through byte fallback.
+    const std::string rare = "Ελληνικά 漢字 ∮ emoji 🙂";
+    CHECK(tok.decode(tok.encode(rare)) == rare);
+  }
+}
+
+TEST_CASE("tokenizer: loading infers the family and refuses non-models", "[tokenizer]") {
+  const auto& f = test::data_fixture(Family::kT5);
+  test::TempDir dir;
+  // Without tokenizer_config.json beside it, the family comes from the pieces.
+  std::filesystem::copy_file(*f.dir / "tok.model", dir / "spiece.model");
+  auto t5 = tokenizer::Tokenizer::load(dir / "spiece.model");
+  CHECK(t5.family() == Family::kT5);
+  CHECK(t5.checksum() == f.tok->checksum());
+  CHECK(t5.encode("The game began") == f.tok->encode("The game began"));
+  { std::ofstream(dir / "junk.model") << "not a model"; }
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::load(dir / "junk.model"), Catch::Contains("not a SentencePiece model"));
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::load(dir / "none.model"), Catch::Contains("no such tokenizer model"));
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::load(dir / "spiece.model", Family::kBert), Catch::Contains("not a BERT tokenizer"));
+}
+
+TEST_CASE("tokenizer: training refuses bad requests", "[tokenizer]") {
+  test::TempDir dir;
+  tokenizer::TrainOptions o;
+  o.inputs = {dir / "none.txt"};
+  o.output = dir / "t.model";
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::train(o), Catch::Contains("none.txt: no such file"));
+  { std::ofstream(dir / "empty.txt"); }
+  o.inputs = {dir / "empty.txt"};
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::train(o), Catch::Contains("empty"));
+  o.inputs = {test::sample("valid.txt")};
+  o.output = dir / "t.bin";
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::train(o), Catch::Contains(".model"));
+  CHECK_THROWS_WITH(tokenizer::parse_family("xlnet"), Catch::Contains("unknown tokenizer family 'xlnet'"));
+}
