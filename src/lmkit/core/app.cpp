@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "lmkit/core/error.h"
@@ -14,7 +15,59 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
   app.add_option("--seed", options.seed, "seed for every random number generator");
 }
 
+void add_config_flag(CLI::App& app) {
+  app.add_option("--config", "a JSON file of option values (keys: long option names); flags given override it");
+}
+
 namespace {
+
+// argv with the --config file's options put first, so later command-line flags win.
+std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) path = args[i + 1];
+    else if (args[i].rfind("--config=", 0) == 0) path = args[i].substr(9);
+  }
+  if (path.empty() || app.get_option_no_throw("--config") == nullptr) return args;
+  const Json j = load_json_file(path);
+  if (!j.is_object()) throw InputError(path + ": the config must be a JSON object");
+  std::vector<std::string> from_file;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = it.key();
+    const CLI::Option* opt = key == "config" ? nullptr : app.get_option_no_throw("--" + key);
+    if (!opt) {
+      std::string hint;
+      for (const CLI::Option* o : app.get_options()) {
+        const std::string name = o->get_name(false, true);
+        if (name.rfind("--", 0) != 0) continue;
+        const std::string bare = name.substr(2);
+        size_t common = 0;
+        while (common < bare.size() && common < key.size() && bare[common] == key[common]) ++common;
+        if (common >= std::max<size_t>(3, std::min(bare.size(), key.size()) - 2)) hint = bare;
+      }
+      throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+    const Json& v = it.value();
+    if (opt->get_type_size() == 0) {  // a flag
+      if (!v.is_boolean()) throw InputError(path + ": key '" + key + "' must be true or false");
+      if (v.get<bool>()) from_file.push_back("--" + key);
+      continue;
+    }
+    auto scalar = [&](const Json& x) {
+      if (x.is_string()) return x.get<std::string>();
+      if (x.is_number() || x.is_boolean()) return x.dump();
+      throw InputError(path + ": key '" + key + "' must be a string, number or list of them");
+    };
+    if (v.is_array()) {
+      for (const auto& x : v) from_file.push_back("--" + key), from_file.push_back(scalar(x));
+    } else {
+      from_file.push_back("--" + key), from_file.push_back(scalar(v));
+    }
+  }
+  from_file.insert(from_file.end(), args.begin(), args.end());
+  return from_file;
+}
 
 int fail(const std::string& message, ExitCode code) {
   // One line: the first line of the message is what the user needs.
@@ -27,7 +80,10 @@ int fail(const std::string& message, ExitCode code) {
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   // Subcommand callbacks run inside parse(), so parsing and the body share one handler.
   try {
-    app.parse(argc, argv);
+    // CLI11 wants the arguments reversed when given as a vector.
+    std::vector<std::string> args = expand_config(app, argc, argv);
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
     body();
     return 0;
   } catch (const CLI::ParseError& e) {
@@ -42,6 +98,24 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const std::exception& e) {
     return fail(e.what(), ExitCode::kRuntime);
   }
+}
+
+Json resolved_options(const CLI::App& app) {
+  Json j = Json::object();
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string name = o->get_name(false, true);
+    if (name.rfind("--", 0) != 0 || name == "--help" || name == "--config") continue;
+    const std::string key = name.substr(2);
+    if (o->get_type_size() == 0) {
+      j[key] = o->count() > 0;
+    } else if (o->count() > 0) {
+      const auto& r = o->results();
+      j[key] = r.size() == 1 ? Json(r[0]) : Json(r);
+    } else if (!o->get_default_str().empty()) {
+      j[key] = o->get_default_str();
+    }
+  }
+  return j;
 }
 
 }  // namespace lmkit

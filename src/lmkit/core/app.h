@@ -7,12 +7,22 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
 
 namespace lmkit {
 
 /// Adds --threads, --device and --seed to `app`, filling `options`.
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
+
+/// Adds `--config run.json`: a JSON object whose keys are the app's long option
+/// names without dashes ("steps", "batch-size"); command-line flags override it.
+/// Unknown keys and wrong types are errors naming the key and the file. Call
+/// before run_app, after every option is added.
+void add_config_flag(CLI::App& app);
+
+/// Every option's value after parsing, as JSON keyed like --config files (the resolved config).
+Json resolved_options(const CLI::App& app);
 
 /// Parses argv into `app` and runs `body`. Returns the process exit code:
 /// 0 on success, 2 for usage/config/input errors (lmkit::Error of kind kInput,

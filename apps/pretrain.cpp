@@ -1,0 +1,213 @@
+// lmkit-pretrain: pretrain BERT (MLM + NSP), GPT (causal LM) or T5 (span
+// corruption) from a preset and a corpus; writes checkpoints, metrics.jsonl and
+// a final checkpoint a researcher can finetune, evaluate or load in Python.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "lmkit/core/app.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/data/pipeline.h"
+#include "lmkit/models/registry.h"
+#include "lmkit/models/summary.h"
+#include "lmkit/train/trainer.h"
+
+using namespace lmkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  RuntimeOptions runtime;
+  std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear";
+  int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
+  int64_t stop_at = 0;
+  int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
+  double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6;
+  bool resume = false, whole_word = false;
+};
+
+std::string default_objective(const std::string& model_type) {
+  if (model_type == "bert") return "mlm+nsp";
+  if (model_type == "gpt2") return "clm";
+  if (model_type == "t5") return "span";
+  return "seq2seq";
+}
+
+tokenizer::Family family_of(const std::string& model_type) {
+  if (model_type == "bert") return tokenizer::Family::kBert;
+  if (model_type == "gpt2") return tokenizer::Family::kGpt2;
+  return tokenizer::Family::kT5;
+}
+
+// A corpus directory as given, or raw text encoded once into DIR/cache/ (keyed by
+// the tokenizer and the file's size and time, so an edited file is re-encoded).
+std::shared_ptr<const data::Corpus> corpus_for(const std::string& path, const tokenizer::Tokenizer& tok,
+                                               const std::string& run_dir, const std::string& split) {
+  if (data::is_corpus(path)) {
+    auto c = std::make_shared<const data::Corpus>(path);
+    c->check_tokenizer(tok);
+    return c;
+  }
+  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
+  const auto stamp = fs::last_write_time(path).time_since_epoch().count();
+  const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
+                                          std::to_string(stamp) + "|" + std::to_string(tok.checksum()));
+  const std::string dir = run_dir + "/cache/" + split + "-" + std::to_string(key);
+  if (!data::is_corpus(dir)) {
+    ProgressBar bar(0, "encode " + split);
+    data::encode_corpus(tok, {{path}, data::TextFormat::kAuto, "text", dir, 0}, &bar);
+  }
+  return std::make_shared<const data::Corpus>(dir);
+}
+
+void run(const Args& a, const Json& resolved) {
+  const c10::Device device = init_runtime(a.runtime);
+  check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
+  check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
+  fs::create_directories(a.output);
+
+  // The model's config, and the tokenizer: given, from --init, or trained on the training text.
+  Json config = !a.init.empty() ? load_json_file(a.init + "/config.json") : load_json_file(a.model);
+  const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
+  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
+              config_name + ": key 'model_type' is required");
+  const std::string type = config["model_type"].get<std::string>();
+  const std::string objective = a.objective.empty() ? default_objective(type) : a.objective;
+  const std::map<std::string, std::set<std::string>> allowed = {
+      {"bert", {"mlm", "mlm+nsp"}}, {"gpt2", {"clm"}}, {"t5", {"span"}}, {"transformer", {"seq2seq"}}};
+  if (!allowed.count(type) || !allowed.at(type).count(objective)) {
+    throw InputError("objective '" + objective + "' does not apply to model_type '" + type + "' (use " +
+                     default_objective(type) + ")");
+  }
+  check_input(objective != "seq2seq", "seq2seq pretraining of the Transformer is not available in this build");
+
+  std::string tok_path = a.tokenizer;
+  if (tok_path.empty() && !a.init.empty() && fs::exists(a.init + "/tokenizer.model")) tok_path = a.init + "/tokenizer.model";
+  if (tok_path.empty()) tok_path = a.output + "/tokenizer.model";
+  if (!fs::exists(tok_path)) {
+    check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");
+    check_input(!data::is_corpus(a.train), "a corpus directory needs the --tokenizer it was encoded with");
+    check_input(fs::is_regular_file(a.train), a.train + ": no such text file or corpus directory");
+    tokenizer::TrainOptions t;
+    t.inputs = {a.train};
+    t.vocab_size = a.vocab_size;
+    t.family = family_of(type);
+    t.output = tok_path;
+    std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
+                 tokenizer::family_name(t.family).c_str(), a.train.c_str());
+    tokenizer::Tokenizer::train(t);
+  }
+  const auto tok = tokenizer::Tokenizer::load(tok_path, family_of(type));
+
+  // Presets carry the reference vocabularies; training takes the tokenizer's.
+  if (a.init.empty()) {
+    config["vocab_size"] = tok.vocab_size();
+    if (type == "gpt2") config["bos_token_id"] = config["eos_token_id"] = tok.specials().eos;
+  }
+  const std::string arch = type == "bert" ? (objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining") : "";
+  std::shared_ptr<models::Model> model =
+      a.init.empty() ? models::create_model(config, config_name, arch) : models::load_pretrained(a.init, arch);
+  const Json mc = model->config_json();
+  if (mc.contains("vocab_size") && mc["vocab_size"].get<int64_t>() != tok.vocab_size()) {
+    throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
+                     std::to_string(tok.vocab_size()));
+  }
+  const char* positions = type == "bert" ? "max_position_embeddings" : type == "gpt2" ? "n_positions" : nullptr;
+  if (positions && a.seq_len > mc[positions].get<int64_t>()) {
+    throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + positions + " (" +
+                     mc[positions].dump() + ")");
+  }
+
+  auto train_corpus = corpus_for(a.train, tok, a.output, "train");
+  train_corpus->check_vocab(tok.vocab_size(), model->architecture());
+  data::MaskingOptions masking;
+  masking.whole_word = a.whole_word;
+  const auto obj = data::parse_objective(objective);
+  auto train_set = data::make_pretraining_dataset(obj, train_corpus, tok, a.seq_len, a.runtime.seed, masking);
+  std::shared_ptr<data::Dataset> valid_set;
+  if (!a.valid.empty()) {
+    auto valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
+    // A fixed seed for validation: the same masks at every evaluation and in every run.
+    valid_set = data::make_pretraining_dataset(obj, valid_corpus, tok, a.seq_len, 12345, masking);
+  }
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
+  data::LoaderOptions vlo = lo;
+
+  train::TrainerOptions o;
+  o.steps = a.steps, o.accumulation = a.accumulation, o.clip = a.clip, o.weight_decay = a.weight_decay, o.eps = a.adam_eps;
+  o.schedule.schedule = train::parse_schedule(a.schedule);
+  o.schedule.lr = a.lr;
+  o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
+  o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
+  o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
+
+  Json run_config = resolved;
+  run_config["objective"] = objective;
+  run_config["tokenizer"] = tok_path;
+  run_config["warmup"] = o.schedule.warmup;
+  run_config["model_config"] = model->config_json();
+  save_json_file(a.output + "/config.json", run_config);
+  std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
+               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
+               objective.c_str(), static_cast<long long>(train_set->size(0)));
+
+  train::Trainer trainer(model, o, train_set, lo, valid_set, vlo, device, [&](const std::string& dir) { tok.save(dir); });
+  Json summary = trainer.run();
+  if (summary.contains("stopped_at")) {
+    std::printf("stopped after step %lld; continue with --resume\n", static_cast<long long>(summary["stopped_at"].get<int64_t>()));
+    return;
+  }
+  std::printf("trained %lld steps in %.0f s: train loss %.4f", static_cast<long long>(a.steps),
+              summary["elapsed_s"].get<double>(), summary["train_loss"].get<double>());
+  if (summary.contains("valid")) {
+    const Json& v = summary["valid"];
+    std::printf(", valid loss %.4f, perplexity %.2f", v["loss"].get<double>(), v["perplexity"].get<double>());
+    if (v.contains("mlm_loss")) {
+      std::printf(" (MLM loss %.4f, MLM perplexity %.2f, NSP accuracy %.3f)", v["mlm_loss"].get<double>(),
+                  v["mlm_perplexity"].get<double>(), v.value("nsp_accuracy", 0.0));
+    }
+  }
+  std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-pretrain: pretrain BERT (mlm, mlm+nsp), GPT (clm) or T5 (span) on a text file or token corpus");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  Args a;
+  app.add_option("--model", a.model, "model preset JSON (models/bert-mini.json)");
+  app.add_option("--init", a.init, "continue pretraining from a checkpoint directory");
+  app.add_option("--train", a.train, "training text file or token corpus directory")->required();
+  app.add_option("--valid", a.valid, "validation text file or token corpus directory");
+  app.add_option("--output", a.output, "run directory")->required();
+  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), clm (GPT), span (T5); default by model type");
+  app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
+  app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(CLI::Range(128, 1 << 20));
+  app.add_option("--steps", a.steps, "optimizer steps")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", a.seq_len, "tokens per sequence (T5: input length)")->check(CLI::Range(8, 1 << 16));
+  app.add_option("--lr", a.lr, "peak learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(CLI::NonNegativeNumber);
+  app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
+  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (not on biases and norms)")->check(CLI::NonNegativeNumber);
+  app.add_option("--adam-eps", a.adam_eps, "AdamW epsilon")->check(CLI::PositiveNumber);
+  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--accumulation", a.accumulation, "batches per optimizer step")->check(CLI::PositiveNumber);
+  app.add_option("--eval-every", a.eval_every, "validate every N steps (0: at the end)")->check(CLI::NonNegativeNumber);
+  app.add_option("--eval-batches", a.eval_batches, "validation batches (0: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--save-every", a.save_every, "checkpoint every N steps (0: at the end)")->check(CLI::NonNegativeNumber);
+  app.add_option("--keep-last", a.keep_last, "step checkpoints kept")->check(CLI::PositiveNumber);
+  app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(CLI::PositiveNumber);
+  app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(CLI::NonNegativeNumber);
+  app.add_flag("--whole-word", a.whole_word, "whole-word masking (BERT)");
+  app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
+  app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
+      ->check(CLI::NonNegativeNumber);
+  add_runtime_flags(app, a.runtime);
+  add_config_flag(app);
+  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
+}

@@ -1,0 +1,329 @@
+#include "lmkit/train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize/archive.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/io/checkpoint.h"
+#include "lmkit/models/registry.h"
+
+namespace fs = std::filesystem;
+
+namespace lmkit::train {
+
+namespace {
+
+bool complete_checkpoint(const std::string& dir) {
+  for (const char* f : {"config.json", "model.safetensors", "trainer_state.json", "optimizer.pt"}) {
+    if (!fs::exists(dir + "/" + f)) return false;
+  }
+  return true;
+}
+
+// Keeps metrics.jsonl lines up to `step`: a resumed run rewrites what the killed one logged after its checkpoint.
+void truncate_metrics(const std::string& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      if (Json::parse(line).value("step", int64_t{0}) <= step) kept += line + "\n";
+    } catch (const std::exception&) {
+      break;  // a torn last line from a killed process
+    }
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace
+
+std::string latest_checkpoint(const std::string& run_dir) {
+  const std::string latest = run_dir + "/checkpoints/latest";
+  if (!fs::exists(latest)) return "";
+  std::string name = read_file(latest);
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  if (!std::regex_match(name, std::regex("step-[0-9]+"))) {
+    throw InputError(latest + ": corrupt (expected a checkpoint name like step-100, got '" + name.substr(0, 40) + "')");
+  }
+  const std::string dir = run_dir + "/checkpoints/" + name;
+  if (!complete_checkpoint(dir)) throw InputError(latest + ": names " + name + ", which is missing or incomplete");
+  return dir;
+}
+
+int64_t count_targets(const models::Model& model, const Batch& b) {
+  if (!b.labels.defined()) return b.input_ids.size(0);
+  if (b.labels.dim() == 1) return b.labels.size(0);  // classification
+  if (model.model_type() == "gpt2") return b.labels.slice(1, 1).ne(-100).sum().item<int64_t>();
+  return b.labels.ne(-100).sum().item<int64_t>();
+}
+
+Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
+                   c10::Device device, int64_t max_batches) {
+  lo.shuffle = false, lo.drop_last = false, lo.rank = 0, lo.world_size = 1;
+  data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
+  const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
+  const bool was_training = model.is_training();
+  model.eval();
+  at::NoGradGuard no_grad;
+  double loss_sum = 0, mlm_sum = 0;
+  int64_t targets = 0, nsp_correct = 0, nsp_total = 0, tokens = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Batch b = loader.next().to(device);
+    Output out = model.forward(b);
+    const int64_t t = count_targets(model, b);
+    tokens += b.num_tokens();
+    if (out.mlm_loss.defined()) {
+      mlm_sum += out.mlm_loss.item<double>() * t;
+      if (out.nsp_loss.defined()) loss_sum += out.nsp_loss.item<double>() * b.input_ids.size(0);
+      nsp_correct += out.seq_relationship_logits.argmax(-1).eq(b.next_sentence_label).sum().item<int64_t>();
+      nsp_total += b.input_ids.size(0);
+    } else {
+      loss_sum += out.loss.item<double>() * t;
+    }
+    targets += t;
+  }
+  model.train(was_training);
+  Json r;
+  if (nsp_total > 0 || mlm_sum > 0) {
+    const double mlm = mlm_sum / std::max<int64_t>(targets, 1);
+    r["mlm_loss"] = mlm;
+    r["mlm_perplexity"] = std::exp(mlm);
+    if (nsp_total > 0) {
+      r["nsp_loss"] = loss_sum / nsp_total;
+      r["nsp_accuracy"] = static_cast<double>(nsp_correct) / nsp_total;
+    }
+    r["loss"] = mlm + (nsp_total > 0 ? loss_sum / nsp_total : 0.0);
+    r["perplexity"] = std::exp(mlm);
+  } else {
+    r["loss"] = loss_sum / std::max<int64_t>(targets, 1);
+    r["perplexity"] = std::exp(r["loss"].get<double>());
+  }
+  r["targets"] = targets;
+  r["tokens"] = tokens;
+  r["batches"] = n;
+  return r;
+}
+
+Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, std::shared_ptr<const data::Dataset> train,
+                 data::LoaderOptions train_loader, std::shared_ptr<const data::Dataset> valid,
+                 data::LoaderOptions valid_loader, c10::Device device, std::function<void(const std::string&)> save_extra)
+    : model_(std::move(model)), o_(std::move(options)), train_(std::move(train)), valid_(std::move(valid)),
+      train_loader_(train_loader), valid_loader_(valid_loader), device_(device), save_extra_(std::move(save_extra)) {
+  check_input(o_.steps >= 1, "--steps must be >= 1");
+  check_input(o_.accumulation >= 1, "--accumulation must be >= 1");
+  check_input(!o_.output.empty(), "--output is required");
+  o_.schedule.total_steps = o_.steps;
+  model_->to(device_);
+  // AdamW groups (Loshchilov & Hutter): no weight decay on biases and norm weights (1-D parameters).
+  std::vector<at::Tensor> decay, no_decay;
+  for (auto& p : model_->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
+  }
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(o_.schedule.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, opts(o_.weight_decay));
+  groups.emplace_back(no_decay, opts(0.0));
+  optimizer_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o_.schedule.lr));
+}
+
+void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir) {
+  Json state = {{"step", step},
+                {"epoch", position.epoch},
+                {"batch", position.batch},
+                {"best_valid_loss", std::isfinite(best_valid_) ? Json(best_valid_) : Json(nullptr)},
+                {"skipped_steps", skipped_steps_},
+                {"schedule", schedule_name(o_.schedule.schedule)},
+                {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))}};
+  models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
+    torch::serialize::OutputArchive archive;
+    optimizer_->save(archive);
+    // The dropout RNG: a resumed run draws the same masks an uninterrupted one would.
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    at::Tensor rng;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      rng = gen.get_state();
+    }
+    archive.write("cpu_rng_state", rng);
+    archive.save_to(tmp + "/optimizer.pt");
+    save_json_file(tmp + "/trainer_state.json", state);
+    if (save_extra_) save_extra_(tmp);
+  });
+}
+
+data::LoaderPosition Trainer::restore(const std::string& dir) {
+  auto loaded = models::load_pretrained(dir, model_->architecture());
+  {
+    at::NoGradGuard no_grad;
+    auto src = models::hf_state_dict(*loaded);
+    auto dst = model_->hf_tensors();
+    for (size_t i = 0; i < dst.size(); ++i) dst[i].param.copy_(dst[i].transpose ? src[i].second.t() : src[i].second);
+  }
+  torch::serialize::InputArchive archive;
+  archive.load_from(dir + "/optimizer.pt");
+  optimizer_->load(archive);
+  at::Tensor rng;
+  archive.read("cpu_rng_state", rng);
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng);
+  }
+  const Json state = load_json_file(dir + "/trainer_state.json");
+  start_step_ = state.at("step").get<int64_t>();
+  skipped_steps_ = state.value("skipped_steps", int64_t{0});
+  if (state.contains("best_valid_loss") && state["best_valid_loss"].is_number()) best_valid_ = state["best_valid_loss"].get<double>();
+  return {state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
+}
+
+Json Trainer::validate(int64_t step) {
+  Json r = evaluate_loss(*model_, valid_, valid_loader_, device_, o_.eval_batches);
+  r["step"] = step;
+  r["split"] = "valid";
+  return r;
+}
+
+Json Trainer::run() {
+  const bool writer = o_.rank == 0;
+  const std::string ckpt_dir = o_.output + "/checkpoints";
+  if (writer) fs::create_directories(ckpt_dir);
+  data::LoaderPosition position;
+  if (o_.resume) {
+    const std::string latest = latest_checkpoint(o_.output);
+    if (!latest.empty()) {
+      position = restore(latest);
+      std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
+    }
+  }
+  if (writer) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
+  MetricsWriter metrics(o_.output + "/metrics.jsonl");
+  data::Loader loader(train_, train_loader_, position);
+  model_->to(device_);
+  model_->train();
+  ProgressBar bar(o_.steps, "train");
+  bar.update(start_step_);
+  const auto start = std::chrono::steady_clock::now();
+  auto window_start = start;
+  int64_t window_tokens = 0, bad_in_row = 0, step = start_step_;
+  double last_loss = NAN;
+  Json last_valid;
+  const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
+  while (step < stop) {
+    const double lr = learning_rate(o_.schedule, step + 1);
+    for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    optimizer_->zero_grad();
+    double loss_sum = 0;
+    bool finite = true;
+    for (int64_t micro = 0; micro < o_.accumulation; ++micro) {
+      Batch b = loader.next().to(device_);
+      window_tokens += b.num_tokens();
+      Output out = model_->forward(b);
+      at::Tensor loss = out.loss / static_cast<double>(o_.accumulation);
+      const double value = out.loss.item<double>();
+      finite = finite && std::isfinite(value);
+      if (!finite) break;
+      loss.backward();
+      loss_sum += value / static_cast<double>(o_.accumulation);
+    }
+    double grad_norm = 0;
+    if (finite) {
+      grad_norm = o_.clip > 0 ? torch::nn::utils::clip_grad_norm_(model_->parameters(), o_.clip)
+                              : torch::nn::utils::clip_grad_norm_(model_->parameters(), 1e30);
+      finite = std::isfinite(grad_norm);
+    }
+    ++step;
+    if (!finite) {
+      // Skip the update; the data moves on. Too many in a row means training has diverged.
+      ++skipped_steps_;
+      if (++bad_in_row >= o_.max_bad_steps) {
+        const std::string latest = latest_checkpoint(o_.output);
+        throw RuntimeError("stopping at step " + std::to_string(step) + ": " + std::to_string(bad_in_row) +
+                           " consecutive steps had a non-finite loss or gradient" +
+                           (latest.empty() ? "" : "; the last good checkpoint is " + latest));
+      }
+      continue;
+    }
+    bad_in_row = 0;
+    optimizer_->step();
+    last_loss = loss_sum;
+    const auto now = std::chrono::steady_clock::now();
+    const double window_s = std::chrono::duration<double>(now - window_start).count();
+    const double tokens_per_sec = window_s > 0 ? window_tokens / window_s : 0;
+    bar.update(step, {{"loss", fmt(loss_sum)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
+    if (writer && (step % o_.log_every == 0 || step == o_.steps)) {
+      metrics.write({{"step", step},
+                     {"split", "train"},
+                     {"loss", loss_sum},
+                     {"lr", lr},
+                     {"grad_norm", grad_norm},
+                     {"tokens_per_sec", tokens_per_sec},
+                     {"epoch", loader.position().epoch},
+                     {"elapsed_s", std::chrono::duration<double>(now - start).count()}});
+      window_start = now, window_tokens = 0;
+    }
+    const bool last = step == o_.steps;
+    if (valid_ && ((o_.eval_every > 0 && step % o_.eval_every == 0) || last)) {
+      last_valid = validate(step);
+      if (writer) metrics.write(last_valid);
+      const double v = last_valid["loss"].get<double>();
+      if (writer && v < best_valid_) {
+        best_valid_ = v;
+        save_checkpoint(step, loader.position(), ckpt_dir + "/best");
+      }
+    }
+    if (writer && ((o_.save_every > 0 && step % o_.save_every == 0) || last)) {
+      const std::string name = "step-" + std::to_string(step);
+      save_checkpoint(step, loader.position(), ckpt_dir + "/" + name);
+      write_file_atomic(ckpt_dir + "/latest", name + "\n");
+      // Keep the newest keep_last step checkpoints.
+      std::vector<std::pair<int64_t, fs::path>> steps;
+      for (auto& e : fs::directory_iterator(ckpt_dir)) {
+        std::smatch m;
+        const std::string f = e.path().filename().string();
+        if (std::regex_match(f, m, std::regex("step-([0-9]+)"))) steps.emplace_back(std::stoll(m[1]), e.path());
+      }
+      std::sort(steps.begin(), steps.end());
+      for (size_t i = 0; i + static_cast<size_t>(std::max<int64_t>(o_.keep_last, 1)) < steps.size(); ++i) fs::remove_all(steps[i].second);
+    }
+  }
+  bar.finish();
+  if (step < o_.steps) {
+    // Interrupted on purpose (--stop-at): checkpoints as they are, no final/.
+    if (writer) {
+      const std::string name = "step-" + std::to_string(step);
+      if (!fs::exists(ckpt_dir + "/" + name)) {
+        save_checkpoint(step, loader.position(), ckpt_dir + "/" + name);
+        write_file_atomic(ckpt_dir + "/latest", name + "\n");
+      }
+    }
+    return {{"steps", step}, {"stopped_at", step}, {"train_loss", last_loss}};
+  }
+  Json summary = {{"steps", o_.steps},
+                  {"resumed_from", start_step_},
+                  {"skipped_steps", skipped_steps_},
+                  {"train_loss", last_loss},
+                  {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+  if (!last_valid.is_null()) summary["valid"] = last_valid;
+  if (writer) {
+    save_checkpoint(step, loader.position(), o_.output + "/final");
+    save_json_file(o_.output + "/result.json", summary);
+  }
+  return summary;
+}
+
+}  // namespace lmkit::train

@@ -1,0 +1,83 @@
+// The training loop, for any model: AdamW with parameter groups, LR schedule,
+// gradient accumulation and clipping, a guard against non-finite steps,
+// periodic validation, and atomic checkpoints that resume exactly.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <limits>
+#include <string>
+
+#include <torch/optim/optimizer.h>
+
+#include "lmkit/core/config.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/models/model.h"
+#include "lmkit/train/schedule.h"
+
+namespace lmkit::train {
+
+struct TrainerOptions {
+  int64_t steps = 1000;         ///< optimizer steps
+  ScheduleOptions schedule;     ///< lr, warmup, schedule (total_steps is set to `steps`)
+  double weight_decay = 0.01;   ///< AdamW; never on biases and norm weights
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double clip = 1.0;            ///< global gradient-norm clip (0: off)
+  int64_t accumulation = 1;     ///< batches per optimizer step
+  int64_t log_every = 10;       ///< train lines in metrics.jsonl
+  int64_t eval_every = 0;       ///< validation interval in steps (0: only at the end)
+  int64_t eval_batches = 0;     ///< validation batches (0: the whole split)
+  int64_t save_every = 0;       ///< checkpoint interval in steps (0: only at the end)
+  int64_t keep_last = 2;        ///< step checkpoints kept (the best is kept apart)
+  int64_t max_bad_steps = 10;   ///< consecutive non-finite steps before giving up
+  bool resume = false;          ///< continue from checkpoints/latest
+  int64_t stop_at = 0;          ///< stop after this step as if interrupted (0: run to `steps`)
+  std::string output;           ///< the run directory
+  int64_t rank = 0;             ///< only rank 0 logs and writes checkpoints
+};
+
+/// Validation figures: loss (mean over targets), perplexity = exp(loss), the
+/// number of targets, and for BERT pre-training mlm_loss, mlm_perplexity, nsp_accuracy.
+Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions loader,
+                   c10::Device device, int64_t max_batches = 0);
+
+class Trainer {
+ public:
+  /// `save_extra(dir)` adds files to every checkpoint (the tokenizer).
+  Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, std::shared_ptr<const data::Dataset> train,
+          data::LoaderOptions train_loader, std::shared_ptr<const data::Dataset> valid, data::LoaderOptions valid_loader,
+          c10::Device device, std::function<void(const std::string&)> save_extra = nullptr);
+
+  /// Trains to options.steps (from the latest checkpoint with resume), writes
+  /// metrics.jsonl, checkpoints/step-N, checkpoints/latest, checkpoints/best and
+  /// final/; returns the summary (also in result.json).
+  Json run();
+
+  /// The step a resumed run continues from (0 for a fresh one).
+  int64_t start_step() const { return start_step_; }
+
+ private:
+  void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir);
+  data::LoaderPosition restore(const std::string& dir);
+  Json validate(int64_t step);
+
+  std::shared_ptr<models::Model> model_;
+  TrainerOptions o_;
+  std::shared_ptr<const data::Dataset> train_, valid_;
+  data::LoaderOptions train_loader_, valid_loader_;
+  c10::Device device_;
+  std::function<void(const std::string&)> save_extra_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  int64_t start_step_ = 0;
+  double best_valid_ = std::numeric_limits<double>::infinity();
+  int64_t skipped_steps_ = 0;
+};
+
+/// The newest complete checkpoint of a run directory named by checkpoints/latest,
+/// or "" when there is none; a `latest` naming a missing or incomplete checkpoint is an InputError.
+std::string latest_checkpoint(const std::string& run_dir);
+
+/// Number of positions that carry a loss in a batch (shifted for causal LM).
+int64_t count_targets(const models::Model& model, const Batch& batch);
+
+}  // namespace lmkit::train
