@@ -11,27 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "lmkit/io/safetensors.h"
+#include "app_runner.h"
 #include "test_util.h"
 
 using namespace lmkit;
+using lmkit::test::Run;
+using lmkit::test::run;
 
 namespace {
-
-struct Run {
-  int code;
-  std::string out;  // stdout and stderr
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = test::bin_dir() + "/" + args + " 2>&1";
-  std::array<char, 4096> buf{};
-  std::string out;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
 
 std::string fixture(const std::string& name) { return test::source_dir() + "/tests/fixtures/hf/" + name; }
 

@@ -85,9 +85,11 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
     tokens += b.num_tokens();
     if (out.mlm_loss.defined()) {
       mlm_sum += out.mlm_loss.item<double>() * t;
-      if (out.nsp_loss.defined()) loss_sum += out.nsp_loss.item<double>() * b.input_ids.size(0);
-      nsp_correct += out.seq_relationship_logits.argmax(-1).eq(b.next_sentence_label).sum().item<int64_t>();
-      nsp_total += b.input_ids.size(0);
+      if (out.nsp_loss.defined()) {
+        loss_sum += out.nsp_loss.item<double>() * b.input_ids.size(0);
+        nsp_correct += out.seq_relationship_logits.argmax(-1).eq(b.next_sentence_label).sum().item<int64_t>();
+        nsp_total += b.input_ids.size(0);
+      }
     } else {
       loss_sum += out.loss.item<double>() * t;
     }
@@ -95,7 +97,8 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
   }
   model.train(was_training);
   Json r;
-  if (nsp_total > 0 || mlm_sum > 0) {
+  const bool bert_pretraining = model.architecture() == "BertForPreTraining" || model.architecture() == "BertForMaskedLM";
+  if (bert_pretraining) {
     const double mlm = mlm_sum / std::max<int64_t>(targets, 1);
     r["mlm_loss"] = mlm;
     r["mlm_perplexity"] = std::exp(mlm);

@@ -1,0 +1,31 @@
+// Runs an lmkit app as a user would: a shell command, its exit code and output.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "test_util.h"
+
+namespace lmkit::test {
+
+struct Run {
+  int code;
+  std::string out;  // stdout and stderr
+};
+
+/// Runs `bin/ARGS` with stderr merged into the output.
+inline Run run(const std::string& args) {
+  const std::string cmd = test::bin_dir() + "/" + args + " 2>&1";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+}  // namespace lmkit::test
