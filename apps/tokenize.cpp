@@ -23,11 +23,12 @@ std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t 
   std::string out;
   const auto ids = b.input_ids[row], mask = b.attention_mask[row];
   const bool aligned = b.labels.defined() && b.labels.dim() == 2 && b.labels.size(1) == b.input_ids.size(1);
+  const bool masked_lm = aligned && tok.specials().mask >= 0;  // causal LM labels just repeat the inputs
   for (int64_t j = 0; j < ids.size(0); ++j) {
     if (mask[j].item<int64_t>() == 0) break;
     const int32_t id = static_cast<int32_t>(ids[j].item<int64_t>());
     std::string piece = tok.piece(id);
-    if (aligned) {
+    if (masked_lm) {
       const int64_t label = b.labels[row][j].item<int64_t>();
       if (label >= 0 && id == tok.specials().mask) piece += "→" + tok.piece(static_cast<int32_t>(label));
       else if (label >= 0 && label != id) piece = "~" + piece + "→" + tok.piece(static_cast<int32_t>(label));
