@@ -137,13 +137,21 @@ void save_pretrained(Model& model, const std::string& dir, const std::function<v
   });
 }
 
-std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report) {
+std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report,
+                                       const Json& overrides) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw InputError(dir + ": not a checkpoint directory");
   const std::string config_path = dir + "/config.json", weights_path = dir + "/model.safetensors";
   if (!fs::exists(config_path)) throw InputError(dir + ": no config.json (incomplete checkpoint?)");
   if (!fs::exists(weights_path)) throw InputError(dir + ": no model.safetensors (incomplete checkpoint?)");
-  auto model = create_model(load_json_file(config_path), config_path, architecture);
+  Json merged = load_json_file(config_path);
+  if (merged.is_object()) {
+    for (auto it = overrides.begin(); it != overrides.end(); ++it) {
+      merged[it.key()] = it.value();
+      if (it.key() == "num_labels") merged.erase("id2label"), merged.erase("label2id");
+    }
+  }
+  auto model = create_model(merged, config_path, architecture);
   // The checkpoint's own head must be complete; a different, requested head may start fresh.
   Json config = load_json_file(config_path);
   const bool own_head = architecture.empty() || !config.contains("architectures") ||

@@ -43,7 +43,8 @@ void save_pretrained(Model& model, const std::string& dir,
 /// Loads a checkpoint directory (config.json + model.safetensors). With
 /// `architecture` set, a different head may be requested: tensors it lacks are
 /// initialised fresh (e.g. a classifier on a pretrained encoder) and listed in `report`.
+/// `overrides` are merged into the config first (e.g. {"num_labels": 5} for a new head).
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture = "",
-                                       LoadReport* report = nullptr);
+                                       LoadReport* report = nullptr, const Json& overrides = Json::object());
 
 }  // namespace lmkit::models

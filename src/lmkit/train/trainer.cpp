@@ -148,7 +148,8 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
   Json state = {{"step", step},
                 {"epoch", position.epoch},
                 {"batch", position.batch},
-                {"best_valid_loss", std::isfinite(best_valid_) ? Json(best_valid_) : Json(nullptr)},
+                {"best_valid", std::isfinite(best_valid_) ? Json(best_valid_) : Json(nullptr)},
+                {"best_metric", o_.best_metric},
                 {"skipped_steps", skipped_steps_},
                 {"schedule", schedule_name(o_.schedule.schedule)},
                 {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))}};
@@ -190,12 +191,12 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
   const Json state = load_json_file(dir + "/trainer_state.json");
   start_step_ = state.at("step").get<int64_t>();
   skipped_steps_ = state.value("skipped_steps", int64_t{0});
-  if (state.contains("best_valid_loss") && state["best_valid_loss"].is_number()) best_valid_ = state["best_valid_loss"].get<double>();
+  if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
   return {state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
 }
 
 Json Trainer::validate(int64_t step) {
-  Json r = evaluate_loss(*model_, valid_, valid_loader_, device_, o_.eval_batches);
+  Json r = o_.evaluator ? o_.evaluator(*model_) : evaluate_loss(*model_, valid_, valid_loader_, device_, o_.eval_batches);
   r["step"] = step;
   r["split"] = "valid";
   return r;
@@ -280,13 +281,21 @@ Json Trainer::run() {
       window_start = now, window_tokens = 0;
     }
     const bool last = step == o_.steps;
-    if (valid_ && ((o_.eval_every > 0 && step % o_.eval_every == 0) || last)) {
+    bool stop_early = false;
+    if ((valid_ || o_.evaluator) && ((o_.eval_every > 0 && step % o_.eval_every == 0) || last)) {
       last_valid = validate(step);
+      last_valid["epoch"] = loader.position().epoch;
       if (writer) metrics.write(last_valid);
-      const double v = last_valid["loss"].get<double>();
-      if (writer && v < best_valid_) {
+      if (!last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
+      const double v = last_valid[o_.best_metric].get<double>();
+      const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);
+      if (better) {
         best_valid_ = v;
-        save_checkpoint(step, loader.position(), ckpt_dir + "/best");
+        best_step_ = step;
+        evals_since_best_ = 0;
+        if (writer) save_checkpoint(step, loader.position(), o_.best_dir.empty() ? ckpt_dir + "/best" : o_.best_dir);
+      } else if (o_.patience > 0 && ++evals_since_best_ >= o_.patience) {
+        stop_early = true;  // early stopping: no improvement in `patience` validations
       }
     }
     if (writer && ((o_.save_every > 0 && step % o_.save_every == 0) || last)) {
@@ -303,9 +312,13 @@ Json Trainer::run() {
       std::sort(steps.begin(), steps.end());
       for (size_t i = 0; i + static_cast<size_t>(std::max<int64_t>(o_.keep_last, 1)) < steps.size(); ++i) fs::remove_all(steps[i].second);
     }
+    if (stop_early) {
+      early_stopped_ = true;
+      break;
+    }
   }
   bar.finish();
-  if (step < o_.steps) {
+  if (step < o_.steps && !early_stopped_) {
     // Interrupted on purpose (--stop-at): checkpoints as they are, no final/.
     if (writer) {
       const std::string name = "step-" + std::to_string(step);
@@ -316,7 +329,10 @@ Json Trainer::run() {
     }
     return {{"steps", step}, {"stopped_at", step}, {"train_loss", last_loss}};
   }
-  Json summary = {{"steps", o_.steps},
+  Json summary = {{"steps", step},
+                  {"early_stopped", early_stopped_},
+                  {"best_step", best_step_},
+                  {"best_" + o_.best_metric, std::isnan(best_valid_) ? Json(nullptr) : Json(best_valid_)},
                   {"resumed_from", start_step_},
                   {"skipped_steps", skipped_steps_},
                   {"train_loss", last_loss},

@@ -34,6 +34,12 @@ struct TrainerOptions {
   int64_t stop_at = 0;          ///< stop after this step as if interrupted (0: run to `steps`)
   std::string output;           ///< the run directory
   int64_t rank = 0;             ///< only rank 0 logs and writes checkpoints
+  /// Validation: evaluate_loss on the validation set unless this is given (finetuning's metrics).
+  std::function<Json(models::Model&)> evaluator;
+  std::string best_metric = "loss";  ///< the validation field that picks the best checkpoint
+  bool higher_is_better = false;     ///< e.g. accuracy
+  int64_t patience = 0;              ///< stop after this many validations without improvement (0: never)
+  std::string best_dir;              ///< where the best checkpoint goes (default OUTPUT/checkpoints/best)
 };
 
 /// Validation figures: loss (mean over targets), perplexity = exp(loss), the
@@ -69,8 +75,10 @@ class Trainer {
   std::function<void(const std::string&)> save_extra_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t start_step_ = 0;
-  double best_valid_ = std::numeric_limits<double>::infinity();
+  double best_valid_ = std::numeric_limits<double>::quiet_NaN();  // NaN: none yet
   int64_t skipped_steps_ = 0;
+  int64_t best_step_ = 0, evals_since_best_ = 0;
+  bool early_stopped_ = false;
 };
 
 /// The newest complete checkpoint of a run directory named by checkpoints/latest,

@@ -1,0 +1,187 @@
+// lmkit-finetune: sequence(-pair) classification or regression from a
+// pretrained checkpoint (BERT: pooled [CLS]; GPT: last token; T5: encoder) or
+// from random initialisation, with dev evaluation each epoch, early stopping,
+// the best checkpoint kept, a predictions file and result.json.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "lmkit/core/app.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/data/pipeline.h"
+#include "lmkit/data/tasks.h"
+#include "lmkit/eval/classification.h"
+#include "lmkit/models/registry.h"
+#include "lmkit/train/trainer.h"
+
+using namespace lmkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  RuntimeOptions runtime;
+  std::string checkpoint, init, model, tokenizer, train, dev, output;
+  data::ColumnSpec columns;
+  int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
+  double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
+};
+
+std::string classifier_of(const std::string& model_type) {
+  if (model_type == "bert") return "BertForSequenceClassification";
+  if (model_type == "gpt2") return "GPT2ForSequenceClassification";
+  if (model_type == "t5") return "T5EncoderForSequenceClassification";
+  throw InputError("model_type '" + model_type + "' has no sequence classifier (bert, gpt2 or t5)");
+}
+
+void run(const Args& a, const Json& resolved) {
+  const c10::Device device = init_runtime(a.runtime);
+  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
+  fs::create_directories(a.output);
+
+  // Tokenizer and label map.
+  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint + "/tokenizer.model";
+  check_input(fs::exists(tok_path), tok_path + ": no tokenizer (give --tokenizer)");
+  const auto tok = tokenizer::Tokenizer::load(tok_path);
+  const auto train_rows = data::read_labelled_rows(a.train, a.columns);
+  std::map<std::string, int64_t> label_map;
+  if (!a.columns.regression) label_map = data::make_label_map(train_rows);
+  const int64_t num_labels = a.columns.regression ? 1 : static_cast<int64_t>(label_map.size());
+  check_input(num_labels >= 1 && (a.columns.regression || num_labels >= 2), a.train + ": needs at least two labels");
+  auto train_set = std::make_shared<data::ClassificationDataset>(a.train, a.columns, tok, a.max_length, label_map);
+  auto dev_set = std::make_shared<data::ClassificationDataset>(a.dev, a.columns, tok, a.max_length, label_map);
+
+  // The model: a classifier on the pretrained body, or initialised at random.
+  std::shared_ptr<models::Model> model;
+  models::LoadReport report;
+  if (!a.checkpoint.empty()) {
+    const Json config = load_json_file(a.checkpoint + "/config.json");
+    const std::string type = config.value("model_type", "");
+    model = models::load_pretrained(a.checkpoint, classifier_of(type), &report, {{"num_labels", num_labels}});
+    if (!report.missing.empty()) {
+      std::fprintf(stderr, "new head (initialised): %zu tensors, e.g. %s\n", report.missing.size(), report.missing[0].c_str());
+    }
+  } else {
+    check_input(!a.model.empty(), "--init random needs --model PRESET.json");
+    Json config = load_json_file(a.model);
+    check_input(config.contains("model_type"), a.model + ": key 'model_type' is required");
+    config["vocab_size"] = tok.vocab_size();
+    config["num_labels"] = num_labels;
+    model = models::create_model(config, a.model, classifier_of(config["model_type"].get<std::string>()));
+  }
+  if (model->model_type() == "gpt2") {
+    // GPT-2 pools the last real token; pad with EOS (masked out).
+    check_input(tok.specials().eos >= 0, tok_path + ": a GPT tokenizer needs <|endoftext|>");
+  }
+  const Json mc = model->config_json();
+  if (mc.value("vocab_size", tok.vocab_size()) != tok.vocab_size()) {
+    throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
+                     std::to_string(tok.vocab_size()));
+  }
+
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.drop_last = false;
+  data::Loader probe(train_set, lo);
+  const int64_t per_epoch = probe.batches_per_epoch(0);
+
+  train::TrainerOptions o;
+  o.steps = a.epochs * per_epoch;
+  o.schedule.schedule = train::Schedule::kLinear;
+  o.schedule.lr = a.lr;
+  o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
+  o.weight_decay = a.weight_decay, o.clip = a.clip, o.eps = 1e-8;
+  o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
+  o.output = a.output;
+  o.patience = a.patience;
+  o.best_metric = a.columns.regression ? "pearson" : "accuracy";
+  o.higher_is_better = true;
+  o.best_dir = a.output + "/best";
+  const int32_t pad = data::pad_id(tok);
+  o.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, a.batch_size, pad, device); };
+  Json labels_json = label_map;
+  auto save_extra = [&](const std::string& dir) {
+    tok.save(dir);
+    save_json_file(dir + "/label_map.json", labels_json);
+  };
+  Json run_config = resolved;
+  run_config["num_labels"] = num_labels;
+  run_config["label_map"] = labels_json;
+  run_config["steps"] = o.steps;
+  save_json_file(a.output + "/config.json", run_config);
+  std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
+               static_cast<long long>(train_set->size(0)), static_cast<long long>(dev_set->size(0)),
+               static_cast<long long>(num_labels), static_cast<long long>(o.steps));
+
+  train::Trainer trainer(model, o, train_set, lo, nullptr, lo, device, save_extra);
+  Json summary = trainer.run();
+
+  // The best checkpoint's dev figures and predictions.
+  auto best = models::load_pretrained(a.output + "/best");
+  best->to(device);
+  eval::Predictions p;
+  Json dev = eval::evaluate_classifier(*best, dev_set, a.batch_size, pad, device, &p);
+  std::vector<std::string> names(static_cast<size_t>(num_labels));
+  for (const auto& [name, id] : label_map) names[static_cast<size_t>(id)] = name;
+  std::string tsv = a.columns.regression ? "index\ttarget\tprediction\n" : "index\tlabel\tprediction\tprobabilities\n";
+  for (size_t i = 0; i < std::max(p.predicted.size(), p.values.size()); ++i) {
+    if (a.columns.regression) {
+      tsv += std::to_string(i) + "\t" + std::to_string(p.targets[i]) + "\t" + std::to_string(p.values[i]) + "\n";
+    } else {
+      std::string probs;
+      for (float x : p.probabilities[i]) probs += (probs.empty() ? "" : ",") + std::to_string(x);
+      tsv += std::to_string(i) + "\t" + names[static_cast<size_t>(p.labels[i])] + "\t" +
+             names[static_cast<size_t>(p.predicted[i])] + "\t" + probs + "\n";
+    }
+  }
+  write_file_atomic(a.output + "/predictions.tsv", tsv);
+  Json result = dev;
+  result["best_step"] = summary.value("best_step", int64_t{0});
+  result["best_epoch"] = per_epoch > 0 ? (summary.value("best_step", int64_t{0}) + per_epoch - 1) / per_epoch : 0;
+  result["early_stopped"] = summary.value("early_stopped", false);
+  result["train_loss"] = summary["train_loss"];
+  result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
+  save_json_file(a.output + "/result.json", result);
+  if (a.columns.regression) {
+    std::printf("best dev (epoch %lld): pearson %.4f, spearman %.4f\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
+                dev["pearson"].get<double>(), dev["spearman"].get<double>());
+  } else {
+    std::printf("best dev (epoch %lld): accuracy %.4f, macro-F1 %.4f, MCC %.4f\n",
+                static_cast<long long>(result["best_epoch"].get<int64_t>()), dev["accuracy"].get<double>(),
+                dev["macro_f1"].get<double>(), dev["mcc"].get<double>());
+  }
+  std::printf("checkpoint: %s/best, predictions: %s/predictions.tsv\n", a.output.c_str(), a.output.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-finetune: sequence(-pair) classification from a pretrained checkpoint or random initialisation");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  Args a;
+  app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory (BERT, GPT-2 or T5)");
+  app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");
+  app.add_option("--model", a.model, "model preset for --init random");
+  app.add_option("--tokenizer", a.tokenizer, "SentencePiece model (default: the checkpoint's)");
+  app.add_option("--train", a.train, "training file: TSV, CSV or JSONL")->required();
+  app.add_option("--dev", a.dev, "dev file, same format")->required();
+  app.add_option("--output", a.output, "run directory")->required();
+  app.add_option("--text-column", a.columns.text, "text column: header name or 0-based index");
+  app.add_option("--text-pair-column", a.columns.text_pair, "second text column for sentence pairs");
+  app.add_option("--label-column", a.columns.label, "label column: header name or 0-based index");
+  app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl");
+  app.add_flag("--regression", a.columns.regression, "numeric labels, one output (MSE; Pearson/Spearman)");
+  app.add_option("--epochs", a.epochs, "passes over the training data")->check(CLI::PositiveNumber);
+  app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", a.batch_size, "examples per batch")->check(CLI::PositiveNumber);
+  app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(CLI::Range(4, 1 << 16));
+  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  add_runtime_flags(app, a.runtime);
+  add_config_flag(app);
+  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
+}

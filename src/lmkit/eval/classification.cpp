@@ -1,0 +1,63 @@
+#include "lmkit/eval/classification.h"
+
+#include <ATen/ATen.h>
+
+#include "lmkit/data/loader.h"
+#include "lmkit/eval/metrics.h"
+
+namespace lmkit::eval {
+
+Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Dataset> dataset, int64_t batch_size,
+                         int32_t pad_id, c10::Device device, Predictions* out) {
+  data::LoaderOptions lo;
+  lo.batch_size = batch_size, lo.shuffle = false, lo.drop_last = false, lo.pad_id = pad_id, lo.prefetch = 1;
+  data::Loader loader(std::move(dataset), lo);
+  const int64_t n = loader.batches_per_epoch(0);
+  const bool was_training = model.is_training();
+  model.eval();
+  at::NoGradGuard no_grad;
+  Predictions p;
+  double loss_sum = 0;
+  int64_t examples = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Batch b = loader.next();
+    Output o = model.forward(b.to(device));
+    const int64_t rows = b.input_ids.size(0);
+    loss_sum += o.loss.item<double>() * static_cast<double>(rows);
+    examples += rows;
+    at::Tensor logits = o.logits.to(at::kCPU).to(at::kFloat);
+    if (logits.size(1) == 1) {
+      for (int64_t r = 0; r < rows; ++r) {
+        p.values.push_back(logits[r][0].item<double>());
+        p.targets.push_back(b.labels[r].item<double>());
+      }
+    } else {
+      at::Tensor probs = logits.softmax(-1);
+      at::Tensor predicted = logits.argmax(-1);
+      for (int64_t r = 0; r < rows; ++r) {
+        p.labels.push_back(b.labels[r].item<int64_t>());
+        p.predicted.push_back(predicted[r].item<int64_t>());
+        auto row = probs[r];
+        p.probabilities.emplace_back(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+      }
+    }
+  }
+  model.train(was_training);
+  Json r = {{"loss", loss_sum / static_cast<double>(std::max<int64_t>(examples, 1))}, {"examples", examples}};
+  if (!p.values.empty()) {
+    double mse = 0;
+    for (size_t i = 0; i < p.values.size(); ++i) mse += (p.values[i] - p.targets[i]) * (p.values[i] - p.targets[i]);
+    r["mse"] = mse / static_cast<double>(p.values.size());
+    r["pearson"] = pearson(p.values, p.targets);
+    r["spearman"] = spearman(p.values, p.targets);
+  } else {
+    const auto s = classification_scores(p.labels, p.predicted);
+    r["accuracy"] = s.accuracy;
+    r["macro_f1"] = s.macro_f1;
+    r["mcc"] = s.mcc;
+  }
+  if (out) *out = std::move(p);
+  return r;
+}
+
+}  // namespace lmkit::eval

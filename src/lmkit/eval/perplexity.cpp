@@ -1,0 +1,185 @@
+#include "lmkit/eval/perplexity.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/data/objectives.h"
+#include "lmkit/data/text.h"
+#include "lmkit/train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace lmkit::eval {
+
+TextStats text_stats(const std::string& path) {
+  TextStats s;
+  s.bytes = static_cast<int64_t>(fs::file_size(path));
+  for (const auto& doc : data::read_documents(path)) {
+    for (const auto& sentence : doc.sentences) {
+      std::istringstream in(sentence);
+      std::string w;
+      while (in >> w) ++s.words;
+    }
+    ++s.words;  // the document's end
+  }
+  return s;
+}
+
+std::shared_ptr<const data::Corpus> corpus_of(const std::string& path, const tokenizer::Tokenizer& tok,
+                                              const std::string& work_dir) {
+  if (data::is_corpus(path)) {
+    auto c = std::make_shared<const data::Corpus>(path);
+    c->check_tokenizer(tok);
+    return c;
+  }
+  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
+  const std::string dir = work_dir + "/corpus";
+  data::encode_corpus(tok, {{path}, data::TextFormat::kAuto, "text", dir, 0});
+  return std::make_shared<const data::Corpus>(dir);
+}
+
+Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t separator, const SlidingWindow& w,
+                       c10::Device device, const TextStats* stats) {
+  check_input(w.context >= 2, "--context must be at least 2");
+  const int64_t stride = w.stride > 0 ? w.stride : w.context;
+  check_input(stride <= w.context, "--stride must not exceed --context");
+  data::PackedStream stream(std::shared_ptr<const data::Corpus>(&corpus, [](const data::Corpus*) {}), separator);
+  const int64_t n = stream.size();
+  // Windows: [begin, end) scoring its last (end − prev_end) tokens.
+  struct Window {
+    int64_t begin, end, scored;
+  };
+  std::vector<Window> windows;
+  for (int64_t begin = 0, prev_end = 0; prev_end < n; begin += stride) {
+    const int64_t end = std::min(begin + w.context, n);
+    windows.push_back({begin, end, end - prev_end});
+    prev_end = end;
+  }
+  const bool was_training = model.is_training();
+  model.eval();
+  at::NoGradGuard no_grad;
+  double nll = 0;
+  int64_t scored = 0;
+  ProgressBar bar(static_cast<int64_t>(windows.size()), "perplexity");
+  for (size_t i = 0; i < windows.size();) {
+    // A batch of equally long windows (only the last window can be shorter).
+    const int64_t len = windows[i].end - windows[i].begin;
+    std::vector<int64_t> ids, labels;
+    int64_t rows = 0;
+    for (; i < windows.size() && rows < w.batch_size && windows[i].end - windows[i].begin == len; ++i, ++rows) {
+      std::vector<int32_t> tokens;
+      stream.read(windows[i].begin, windows[i].end, tokens);
+      for (int64_t t = 0; t < len; ++t) {
+        ids.push_back(tokens[static_cast<size_t>(t)]);
+        labels.push_back(t >= len - windows[i].scored ? tokens[static_cast<size_t>(t)] : -100);
+      }
+    }
+    Batch b;
+    b.input_ids = at::tensor(ids, at::kLong).view({rows, len}).to(device);
+    b.labels = at::tensor(labels, at::kLong).view({rows, len}).to(device);
+    const int64_t targets = train::count_targets(model, b);
+    if (targets > 0) {
+      nll += model.forward(b).loss.item<double>() * static_cast<double>(targets);
+      scored += targets;
+    }
+    bar.update(static_cast<int64_t>(i));
+  }
+  bar.finish();
+  model.train(was_training);
+  const double loss = nll / static_cast<double>(std::max<int64_t>(scored, 1));
+  Json r = {{"loss", loss},
+            {"perplexity", std::exp(loss)},
+            {"tokens", scored},
+            {"stream_tokens", n},
+            {"context", w.context},
+            {"stride", stride}};
+  if (stats && stats->words > 0) {
+    // Extrapolate the mean NLL to every token of the stream, then normalise per word / byte.
+    const double total = loss * static_cast<double>(n);
+    r["words"] = stats->words;
+    r["bytes"] = stats->bytes;
+    r["word_perplexity"] = std::exp(total / static_cast<double>(stats->words));
+    r["bits_per_byte"] = total / (std::log(2.0) * static_cast<double>(stats->bytes));
+  }
+  return r;
+}
+
+Json masked_lm_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> corpus,
+                          const tokenizer::Tokenizer& tok, int64_t seq_len, int64_t batch_size, c10::Device device) {
+  auto ds = std::make_shared<data::MaskedLmDataset>(corpus, tok, seq_len, data::MaskingOptions{}, 0);
+  data::LoaderOptions lo;
+  lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
+  Json r = train::evaluate_loss(model, ds, lo, device);
+  const double mlm = r.value("mlm_loss", r["loss"].get<double>());
+  return {{"loss", mlm}, {"perplexity", std::exp(mlm)}, {"tokens", r["targets"]}};
+}
+
+Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> corpus, const tokenizer::Tokenizer& tok,
+                       int64_t seq_len, int64_t max_sequences, c10::Device device) {
+  data::MaskingOptions none;
+  none.probability = 0;  // the plain [CLS] block [SEP] sequences; masking is done here
+  data::MaskedLmDataset ds(corpus, tok, seq_len, none, 0);
+  const int64_t n = max_sequences > 0 ? std::min(max_sequences, ds.size(0)) : ds.size(0);
+  const bool was_training = model.is_training();
+  model.eval();
+  at::NoGradGuard no_grad;
+  double nll = 0;
+  int64_t scored = 0;
+  ProgressBar bar(n, "pseudo-perplexity");
+  for (int64_t s = 0; s < n; ++s) {
+    // The original sequence (the dataset always chooses at least one position).
+    const data::Example e = ds.get(s, 0);
+    std::vector<int32_t> ids = e.input_ids;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (e.labels[i] >= 0) ids[i] = e.labels[i];
+    }
+    // One row per maskable position, that position masked.
+    std::vector<int64_t> rows, labels;
+    int64_t count = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (tok.is_special(ids[i])) continue;
+      for (size_t j = 0; j < ids.size(); ++j) {
+        rows.push_back(j == i ? tok.specials().mask : ids[j]);
+        labels.push_back(j == i ? ids[j] : -100);
+      }
+      ++count;
+    }
+    if (count == 0) continue;
+    const int64_t t = static_cast<int64_t>(ids.size());
+    for (int64_t start = 0; start < count; start += 32) {
+      const int64_t m = std::min<int64_t>(32, count - start);
+      Batch b;
+      b.input_ids = at::tensor(std::vector<int64_t>(rows.begin() + start * t, rows.begin() + (start + m) * t), at::kLong)
+                        .view({m, t})
+                        .to(device);
+      b.labels = at::tensor(std::vector<int64_t>(labels.begin() + start * t, labels.begin() + (start + m) * t), at::kLong)
+                     .view({m, t})
+                     .to(device);
+      Output out = model.forward(b);
+      at::Tensor loss = out.mlm_loss.defined() ? out.mlm_loss : out.loss;
+      nll += loss.item<double>() * static_cast<double>(m);
+      scored += m;
+    }
+    bar.update(s + 1);
+  }
+  bar.finish();
+  model.train(was_training);
+  const double loss = nll / static_cast<double>(std::max<int64_t>(scored, 1));
+  return {{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", scored}, {"sequences", n}};
+}
+
+Json span_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> corpus, const tokenizer::Tokenizer& tok,
+                     int64_t input_length, int64_t batch_size, c10::Device device) {
+  auto ds = std::make_shared<data::SpanCorruptionDataset>(corpus, tok, input_length, 0);
+  data::LoaderOptions lo;
+  lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
+  Json r = train::evaluate_loss(model, ds, lo, device);
+  return {{"loss", r["loss"]}, {"perplexity", r["perplexity"]}, {"tokens", r["targets"]}};
+}
+
+}  // namespace lmkit::eval
