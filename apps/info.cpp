@@ -25,6 +25,7 @@ lmkit::Json system_info(const lmkit::RuntimeOptions& runtime) {
   j["cpu_bf16"] = lmkit::cpu_has_bf16();
   j["cuda_devices"] = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   j["gemm_fp32_gflops"] = lmkit::measure_gemm_gflops(1024, 0.3);
+  j["blas"] = lmkit::blas_library();
   return j;
 }
 
@@ -34,6 +35,7 @@ void print_system(const lmkit::Json& s) {
   const double gemm = s["gemm_fp32_gflops"].get<double>();
   std::printf("fp32 GEMM 1024^2   %.1f GFLOP/s%s\n", gemm,
               gemm < lmkit::kImplausibleGemmGflops ? "  (reference BLAS? run scripts/setup.sh)" : "");
+  std::printf("BLAS               %s\n", s["blas"].get<std::string>().c_str());
   std::printf("CPU bf16           %s\n", s["cpu_bf16"].get<bool>() ? "yes (avx512_bf16/amx)" : "no");
   std::printf("CUDA devices       %d\n", s["cuda_devices"].get<int>());
 }

@@ -52,3 +52,11 @@ TEST_CASE("runtime: the GEMM rate is measured and plausible", "[core][runtime]")
   CHECK(gflops < 1e5);
   CHECK(lmkit::peak_rss_mib() > 1.0);
 }
+
+TEST_CASE("runtime: the loaded BLAS is identified from the process maps", "[core][runtime]") {
+  at::mm(at::randn({8, 8}), at::randn({8, 8}));  // make sure BLAS is in use
+  const std::string blas = lmkit::blas_library();
+  INFO(blas);
+  // scripts/setup.sh selects the OpenMP OpenBLAS; anything else here means the setup was skipped.
+  CHECK(blas == "openblas-openmp");
+}

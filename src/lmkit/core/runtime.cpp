@@ -88,14 +88,30 @@ c10::Device init_runtime(const RuntimeOptions& options) {
   set_threads(options.threads);
   seed_everything(options.seed);
   if (device.is_cpu()) {
-    const double gflops = measure_gemm_gflops(512, 0.05);
-    if (gflops < kImplausibleGemmGflops) {
-      std::cerr << "warning: fp32 matmul runs at " << static_cast<int>(gflops)
-                << " GFLOP/s: LibTorch is probably using the reference BLAS; install libopenblas0-openmp "
-                   "(scripts/setup.sh)\n";
+    const std::string blas = blas_library();
+    if (blas == "reference" || blas == "openblas-pthread") {
+      const double gflops = measure_gemm_gflops(512, 0.05);
+      std::cerr << "warning: LibTorch uses the " << blas << " BLAS (fp32 matmul at " << static_cast<int>(gflops)
+                << " GFLOP/s); install libopenblas0-openmp and select it (scripts/setup.sh)\n";
     }
   }
   return device;
+}
+
+std::string blas_library() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (path.find("libblas.so") == std::string::npos && path.find("libopenblas") == std::string::npos) continue;
+    if (path.find("openblas-openmp") != std::string::npos) return "openblas-openmp";
+    if (path.find("openblas-pthread") != std::string::npos) return "openblas-pthread";
+    if (path.find("/blas/") != std::string::npos) return "reference";
+    return path;
+  }
+  return "";
 }
 
 bool cpu_has_bf16() {

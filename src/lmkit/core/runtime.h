@@ -30,13 +30,19 @@ void seed_everything(uint64_t seed);
 /// sub-seeds, e.g. derive_seed(seed, epoch) for an epoch's shuffling.
 uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
-/// Applies threads and seed, parses the device, and warns on stderr when the
-/// fp32 GEMM rate is implausibly low (reference BLAS). Returns the device.
+/// Applies threads and seed, parses the device, and warns on stderr when LibTorch
+/// runs on a slow BLAS (see blas_library()), quoting the measured GEMM rate.
+/// Returns the device.
 c10::Device init_runtime(const RuntimeOptions& options);
 
 /// Measured fp32 (or other dtype) n x n GEMM rate on `device`, in GFLOP/s
 /// (2n^3 flops per product), median over repetitions lasting about `seconds`.
 double measure_gemm_gflops(int64_t n = 1024, double seconds = 0.3, c10::Device device = c10::kCPU);
+
+/// The BLAS library this process has mapped (from /proc/self/maps): "openblas-openmp",
+/// "openblas-pthread", "reference", another path, or "" when none is mapped.
+/// Decided by what is loaded, not by timing, so a busy machine gives no false alarm.
+std::string blas_library();
 
 /// Below this fp32 GEMM rate on CPU, LibTorch is almost certainly on reference BLAS.
 constexpr double kImplausibleGemmGflops = 20.0;

@@ -1,0 +1,89 @@
+// lmkit-finetune and lmkit-evaluate end to end.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../data/data_fixture.h"
+#include "app_runner.h"
+#include "lmkit/core/config.h"
+
+using namespace lmkit;
+using test::run;
+
+namespace {
+std::string preset(const std::string& name) { return test::source_dir() + "/models/" + name + ".json"; }
+
+void write_separable(const std::string& path) {
+  std::ofstream out(path);
+  out << "sentence\tlabel\n";
+  const char* good[] = {"great wonderful excellent", "wonderful great", "excellent film , great", "great great"};
+  const char* bad[] = {"awful terrible horrible", "terrible awful", "horrible film , awful", "awful awful"};
+  for (int i = 0; i < 4; ++i) out << good[i] << "\tpos\n" << bad[i] << "\tneg\n";
+}
+}  // namespace
+
+TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the dev accuracy", "[apps][finetune]") {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  write_separable(dir / "train.tsv");
+  auto r = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+               " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
+               " --epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json result = load_json_file(dir / "ft/result.json");
+  CHECK(result["accuracy"].get<double>() == 1.0);
+  for (const char* file : {"best/model.safetensors", "best/label_map.json", "best/tokenizer.model", "predictions.tsv"}) {
+    CHECK(std::filesystem::exists(dir / "ft/" + file));
+  }
+  CHECK(load_json_file(dir / "ft/best/label_map.json") == Json({{"neg", 0}, {"pos", 1}}));
+  auto e = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + (dir / "train.tsv") +
+               " --metric classification --output " + (dir / "eval.json") + " --threads 1");
+  INFO(e.out);
+  REQUIRE(e.code == 0);
+  const Json ev = load_json_file(dir / "eval.json");
+  CHECK(ev["accuracy"] == result["accuracy"]);
+  CHECK(ev["mcc"].get<double>() == Approx(result["mcc"].get<double>()));
+}
+
+TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[apps][finetune]") {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  write_separable(dir / "train.tsv");
+  REQUIRE(run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+              " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
+              " --epochs 1 --batch-size 4 --max-length 16 --threads 1")
+              .code == 0);
+  { std::ofstream(dir / "odd.tsv") << "sentence\tlabel\ngreat\tpos\nmeh\tmaybe\n"; }
+  { std::ofstream(dir / "nocol.tsv") << "text\tlabel\ngreat\tpos\n"; }
+  // A pretraining checkpoint (no classification head) with a tokenizer.
+  REQUIRE(run("lmkit-pretrain --model " + preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --tokenizer " +
+              (*f.dir / "tok.model") + " --output " + (dir / "pre") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1")
+              .code == 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "odd.tsv") + " --metric classification",
+       "odd.tsv:3: label 'maybe' is not in the label map"},
+      {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "nocol.tsv") + " --metric classification",
+       "no column 'sentence'"},
+      {"--checkpoint " + (dir / "pre/final") + " --data " + (dir / "train.tsv") + " --metric classification",
+       "has no classification head"},
+      {"--checkpoint " + (dir / "pre/final") + " --data " + (dir / "train.tsv") + " --metric perplexity",
+       "is for causal LMs"},
+      {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "none.tsv") + " --metric classification",
+       "none.tsv: no such file"},
+      {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "train.tsv") + " --metric accuracy",
+       "--metric 'accuracy' is not one of"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run("lmkit-evaluate " + args + " --output " + (dir / "r.json"));
+    INFO(args << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
+  }
+  // Finetuning data errors are caught the same way.
+  auto bad = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+                 " --train " + (dir / "train.tsv") + " --dev " + (dir / "odd.tsv") + " --output " + (dir / "ft2"));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("label 'maybe' is not in the label map"));
+}
