@@ -20,7 +20,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
-  std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear";
+  std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
@@ -143,6 +143,7 @@ void run(const Args& a, const Json& resolved) {
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
   o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
   o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
+  o.bf16 = a.dtype == "bf16";
 
   Json run_config = resolved;
   run_config["objective"] = objective;
@@ -204,6 +205,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(CLI::PositiveNumber);
   app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(CLI::NonNegativeNumber);
   app.add_flag("--whole-word", a.whole_word, "whole-word masking (BERT)");
+  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
   app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
       ->check(CLI::NonNegativeNumber);

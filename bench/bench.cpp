@@ -20,5 +20,8 @@ int main(int argc, char** argv) {
   CLI::App app("lmkit-bench: throughput benchmarks for lmkit");
   app.require_subcommand(1);
   lmkit::bench::add_layer_command(app);
+  lmkit::bench::add_train_command(app);
+  lmkit::bench::add_data_command(app);
+  lmkit::bench::add_generate_command(app);
   return lmkit::run_app(app, argc, argv, [] {});
 }

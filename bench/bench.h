@@ -8,6 +8,13 @@ namespace lmkit::bench {
 /// `lmkit-bench layer`: forward + backward of one encoder layer.
 void add_layer_command(CLI::App& app);
 
+/// `lmkit-bench train`: the training step of lmkit-pretrain.
+void add_train_command(CLI::App& app);
+/// `lmkit-bench data`: objective throughput through the loader.
+void add_data_command(CLI::App& app);
+/// `lmkit-bench generate`: generation with and without the KV cache.
+void add_generate_command(CLI::App& app);
+
 /// Median of `samples` (copied).
 double median(std::vector<double> samples);
 

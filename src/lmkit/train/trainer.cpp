@@ -17,6 +17,7 @@
 #include "lmkit/core/progress.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/train/step.h"
 
 namespace fs = std::filesystem;
 
@@ -128,20 +129,7 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
   check_input(!o_.output.empty(), "--output is required");
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
-  // AdamW groups (Loshchilov & Hutter): no weight decay on biases and norm weights (1-D parameters).
-  std::vector<at::Tensor> decay, no_decay;
-  for (auto& p : model_->named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
-  }
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(o_.schedule.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(o_.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  optimizer_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o_.schedule.lr));
+  optimizer_ = make_adamw(*model_, {o_.schedule.lr, o_.weight_decay, o_.beta1, o_.beta2, o_.eps});
 }
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir) {
@@ -229,29 +217,14 @@ Json Trainer::run() {
   const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
   while (step < stop) {
     const double lr = learning_rate(o_.schedule, step + 1);
-    for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    optimizer_->zero_grad();
-    double loss_sum = 0;
-    bool finite = true;
-    for (int64_t micro = 0; micro < o_.accumulation; ++micro) {
-      Batch b = loader.next().to(device_);
-      window_tokens += b.num_tokens();
-      Output out = model_->forward(b);
-      at::Tensor loss = out.loss / static_cast<double>(o_.accumulation);
-      const double value = out.loss.item<double>();
-      finite = finite && std::isfinite(value);
-      if (!finite) break;
-      loss.backward();
-      loss_sum += value / static_cast<double>(o_.accumulation);
-    }
-    double grad_norm = 0;
-    if (finite) {
-      grad_norm = o_.clip > 0 ? torch::nn::utils::clip_grad_norm_(model_->parameters(), o_.clip)
-                              : torch::nn::utils::clip_grad_norm_(model_->parameters(), 1e30);
-      finite = std::isfinite(grad_norm);
-    }
+    set_learning_rate(*optimizer_, lr);
+    std::vector<Batch> batches;
+    for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loader.next().to(device_));
+    const StepResult result = train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16);
+    window_tokens += result.tokens;
+    const double loss_sum = result.loss, grad_norm = result.grad_norm;
     ++step;
-    if (!finite) {
+    if (!result.finite) {
       // Skip the update; the data moves on. Too many in a row means training has diverged.
       ++skipped_steps_;
       if (++bad_in_row >= o_.max_bad_steps) {
@@ -263,7 +236,6 @@ Json Trainer::run() {
       continue;
     }
     bad_in_row = 0;
-    optimizer_->step();
     last_loss = loss_sum;
     const auto now = std::chrono::steady_clock::now();
     const double window_s = std::chrono::duration<double>(now - window_start).count();

@@ -1,0 +1,170 @@
+// lmkit-bench train: the training step of lmkit-pretrain (train::train_step:
+// forward, backward, clip, AdamW) on random token data, so no tokenizer or
+// corpus is needed. Warm-up steps are excluded; the median step time is reported.
+//
+// FLOPs counted (matmuls only, 2 per multiply-add; a training step is 3× the forward):
+//   per token, per layer:  2·(matrix parameters of the layer) + 4·T·H·hd   (projections; QKᵀ and P·V)
+//   per predicted token:   2·d·V (+ 2·d² for BERT's MLM transform)        (only where a loss is taken)
+// Encoder–decoder models count encoder tokens through the encoder and decoder
+// tokens through the decoder (cross-attention against the S encoder positions).
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "bench.h"
+#include "lmkit/core/app.h"
+#include "lmkit/data/objectives.h"
+#include "lmkit/models/bert.h"
+#include "lmkit/models/registry.h"
+#include "lmkit/models/summary.h"
+#include "lmkit/nn/transformer_layer.h"
+#include "lmkit/train/step.h"
+
+namespace lmkit::bench {
+
+namespace {
+
+struct TrainArgs {
+  RuntimeOptions runtime;
+  std::string model, objective, dtype = "fp32";
+  int64_t batch = 32, seq = 128, vocab = 0, target_len = 0;
+  int steps = 10, warmup = 3;
+};
+
+// Matrix parameters (2-D, in layers) of a TransformerLayer list, and its attention FLOPs per token.
+double layer_flops_per_token(torch::nn::ModuleList& layers, int64_t keys) {
+  double flops = 0;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    for (const auto& p : layer->parameters()) {
+      if (p.dim() == 2) flops += 2.0 * static_cast<double>(p.numel());
+    }
+    const double inner = static_cast<double>(layer->self_attn->inner_dim());
+    flops += 4.0 * static_cast<double>(keys) * inner;                        // self-attention
+    if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
+  }
+  return flops;
+}
+
+Batch random_batch(const std::string& type, const std::string& objective, int64_t b, int64_t t, int64_t target_len,
+                   int64_t vocab, c10::Device device) {
+  auto ids = at::randint(5, vocab, {b, t}, at::kLong);
+  Batch batch;
+  batch.input_ids = ids;
+  batch.attention_mask = at::ones({b, t}, at::kLong);
+  if (objective == "mlm" || objective == "mlm+nsp") {
+    // 15% of positions carry a label, as the MLM objective makes them.
+    auto chosen = at::rand({b, t}).lt(0.15);
+    batch.labels = at::where(chosen, at::randint(5, vocab, {b, t}, at::kLong), at::full({b, t}, -100, at::kLong));
+    if (objective == "mlm+nsp") {
+      batch.token_type_ids = at::cat({at::zeros({b, t / 2}, at::kLong), at::ones({b, t - t / 2}, at::kLong)}, 1);
+      batch.next_sentence_label = at::randint(0, 2, {b}, at::kLong);
+    }
+  } else if (objective == "clm") {
+    batch.labels = ids;
+  } else {  // span / seq2seq: a separate target sequence
+    batch.labels = at::randint(5, vocab, {b, target_len}, at::kLong);
+  }
+  (void)type;
+  return batch.to(device);
+}
+
+void run_train(const TrainArgs& a) {
+  const c10::Device device = init_runtime(a.runtime);
+  Json config = load_json_file(a.model);
+  if (a.vocab > 0) config["vocab_size"] = a.vocab;
+  const std::string type = config.value("model_type", "");
+  std::string objective = a.objective;
+  if (objective.empty()) objective = type == "bert" ? "mlm" : type == "gpt2" ? "clm" : type == "t5" ? "span" : "seq2seq";
+  const std::string arch = type == "bert" ? (objective == "mlm+nsp" ? "BertForPreTraining" : "BertForMaskedLM") : "";
+  auto model = models::create_model(config, a.model, arch);
+  model->to(device);
+  model->train();
+  const Json mc = model->config_json();
+  const int64_t vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc["tgt_vocab_size"].get<int64_t>();
+  int64_t target_len = a.target_len;
+  if (target_len == 0) target_len = type == "t5" ? data::span_corruption_lengths(a.seq, 0.15, 3.0).second : a.seq;
+
+  auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
+  const bool bf16 = a.dtype == "bf16";
+  std::vector<double> ms;
+  double loss = 0;
+  for (int i = 0; i < a.warmup + a.steps; ++i) {
+    Batch b = random_batch(type, objective, a.batch, a.seq, target_len, vocab, device);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16);
+    if (device.is_cuda()) model->parameters()[0].cpu();
+    const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= a.warmup) ms.push_back(dt);
+    loss = r.loss;
+  }
+  const double step_ms = median(ms);
+
+  // Useful matmul FLOPs of one step (see the header comment).
+  double per_step = 0;
+  const double bt = static_cast<double>(a.batch * a.seq);
+  const double d = static_cast<double>(mc.value("hidden_size", mc.value("n_embd", mc.value("d_model", int64_t{0}))));
+  if (auto* bert = dynamic_cast<models::BertImpl*>(model.get())) {
+    per_step = 3 * (bt * layer_flops_per_token(bert->layers, a.seq) + 0.15 * bt * (2 * d * vocab + 2 * d * d));
+  } else if (type == "gpt2") {
+    auto layers = model->named_children();
+    for (auto& c : layers) {
+      if (c.key() == "layers") {
+        auto list = torch::nn::ModuleList(std::dynamic_pointer_cast<torch::nn::ModuleListImpl>(c.value()));
+        per_step = 3 * (bt * layer_flops_per_token(list, a.seq) + bt * 2 * d * vocab);
+      }
+    }
+  } else {
+    // Encoder–decoder: both stacks' matrix parameters, split by the tokens they see.
+    const double bd = static_cast<double>(a.batch * target_len);
+    double enc = 0, dec = 0;
+    for (auto& p : model->named_parameters()) {
+      if (p.value().dim() != 2 || p.key().find("embed") != std::string::npos || p.key() == "shared.weight") continue;
+      if (p.key().find("relative_bias") != std::string::npos || p.key().find("lm_head") != std::string::npos) continue;
+      const bool decoder = p.key().find("decoder") != std::string::npos;
+      (decoder ? dec : enc) += 2.0 * static_cast<double>(p.value().numel());
+    }
+    const int64_t heads = mc.value("num_heads", int64_t{1}), kv = mc.value("d_kv", d / heads);
+    const double inner = static_cast<double>(heads * kv);
+    const int64_t enc_layers = mc.value("num_layers", mc.value("encoder_layers", int64_t{0}));
+    const int64_t dec_layers = mc.value("num_decoder_layers", mc.value("decoder_layers", int64_t{0}));
+    per_step = 3 * (bt * (enc + 4.0 * a.seq * inner * enc_layers) +
+                    bd * (dec + 4.0 * (target_len + a.seq) * inner * dec_layers + 2 * d * vocab));
+  }
+  const double gflops = per_step / (step_ms / 1e3) / 1e9;
+  const double gemm = measure_gemm_gflops(1024, 0.5, device);
+  const double tokens_per_sec = bt / (step_ms / 1e3);
+  std::printf("model                  %s (%s, %lld parameters, vocab %lld) objective %s dtype %s\n", a.model.c_str(),
+              model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
+              static_cast<long long>(vocab), objective.c_str(), a.dtype.c_str());
+  std::printf("shape                  batch %lld x %lld tokens%s, threads %d, device %s\n", static_cast<long long>(a.batch),
+              static_cast<long long>(a.seq),
+              type == "t5" || type == "transformer" ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
+              at::get_num_threads(), device.str().c_str());
+  std::printf("step (median of %d)    %.1f ms  (forward + backward + clip + AdamW; loss %.3f)\n", a.steps, step_ms, loss);
+  std::printf("achieved               %.1f GFLOP/s useful matmul FLOPs (%.2f GFLOP/step)\n", gflops, per_step / 1e9);
+  std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
+  std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
+  std::printf("tokens_per_sec %.0f\n", tokens_per_sec);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "the lmkit-pretrain training step on random tokens: ms, tokens/s, GFLOP/s");
+  cmd->add_option("--model", a->model, "model preset JSON")->required();
+  cmd->add_option("--batch-size", a->batch, "batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-len", a->seq, "tokens per sequence (encoder length for T5)")->check(CLI::PositiveNumber);
+  cmd->add_option("--target-len", a->target_len, "decoder length (T5 default: span corruption's)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--steps", a->steps, "timed steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast)")->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
+  cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary");
+  add_runtime_flags(*cmd, a->runtime);
+  cmd->callback([a] { run_train(*a); });
+}
+
+}  // namespace lmkit::bench
