@@ -9,6 +9,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/data/tasks.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
 #include "lmkit/train/trainer.h"
@@ -21,6 +22,7 @@ namespace {
 struct Args {
   RuntimeOptions runtime;
   std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
+  std::string source_lang, target_lang;
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
@@ -81,7 +83,12 @@ void run(const Args& a, const Json& resolved) {
     throw InputError("objective '" + objective + "' does not apply to model_type '" + type + "' (use " +
                      default_objective(type) + ")");
   }
-  check_input(objective != "seq2seq", "seq2seq pretraining of the Transformer is not available in this build");
+  const bool seq2seq = objective == "seq2seq";
+  if (seq2seq) {
+    check_input(!a.source_lang.empty() && !a.target_lang.empty(),
+                "seq2seq needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
+  }
+  auto side = [&](const std::string& prefix, const std::string& lang) { return prefix + "." + lang; };
 
   std::string tok_path = a.tokenizer;
   if (tok_path.empty() && !a.init.empty() && fs::exists(a.init + "/tokenizer.model")) tok_path = a.init + "/tokenizer.model";
@@ -89,9 +96,10 @@ void run(const Args& a, const Json& resolved) {
   if (!fs::exists(tok_path)) {
     check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");
     check_input(!data::is_corpus(a.train), "a corpus directory needs the --tokenizer it was encoded with");
-    check_input(fs::is_regular_file(a.train), a.train + ": no such text file or corpus directory");
     tokenizer::TrainOptions t;
-    t.inputs = {a.train};
+    t.inputs = seq2seq ? std::vector<std::string>{side(a.train, a.source_lang), side(a.train, a.target_lang)}
+                       : std::vector<std::string>{a.train};
+    for (const auto& in : t.inputs) check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
     t.vocab_size = a.vocab_size;
     t.family = family_of(type);
     t.output = tok_path;
@@ -105,35 +113,55 @@ void run(const Args& a, const Json& resolved) {
   if (a.init.empty()) {
     config["vocab_size"] = tok.vocab_size();
     if (type == "gpt2") config["bos_token_id"] = config["eos_token_id"] = tok.specials().eos;
+    if (type == "transformer") {
+      // One joint vocabulary; decoding starts from the pad id, as T5 does.
+      config.erase("src_vocab_size"), config.erase("tgt_vocab_size");
+      config["pad_token_id"] = tok.specials().pad, config["eos_token_id"] = tok.specials().eos;
+      config["bos_token_id"] = config["decoder_start_token_id"] = tok.specials().pad;
+    }
   }
   const std::string arch = type == "bert" ? (objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining") : "";
   std::shared_ptr<models::Model> model =
       a.init.empty() ? models::create_model(config, config_name, arch) : models::load_pretrained(a.init, arch);
   const Json mc = model->config_json();
-  if (mc.contains("vocab_size") && mc["vocab_size"].get<int64_t>() != tok.vocab_size()) {
-    throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
+  const int64_t model_vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", int64_t{0});
+  if (model_vocab != tok.vocab_size()) {
+    throw InputError("vocabulary mismatch: the model has " + std::to_string(model_vocab) + " tokens, the tokenizer " +
                      std::to_string(tok.vocab_size()));
   }
-  const char* positions = type == "bert" ? "max_position_embeddings" : type == "gpt2" ? "n_positions" : nullptr;
+  const char* positions = type == "bert" || type == "transformer" ? "max_position_embeddings"
+                          : type == "gpt2"                        ? "n_positions"
+                                                                  : nullptr;
   if (positions && a.seq_len > mc[positions].get<int64_t>()) {
     throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + positions + " (" +
                      mc[positions].dump() + ")");
   }
 
-  auto train_corpus = corpus_for(a.train, tok, a.output, "train");
-  train_corpus->check_vocab(tok.vocab_size(), model->architecture());
-  data::MaskingOptions masking;
-  masking.whole_word = a.whole_word;
-  const auto obj = data::parse_objective(objective);
-  auto train_set = data::make_pretraining_dataset(obj, train_corpus, tok, a.seq_len, a.runtime.seed, masking);
-  std::shared_ptr<data::Dataset> valid_set;
-  if (!a.valid.empty()) {
-    auto valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
-    // A fixed seed for validation: the same masks at every evaluation and in every run.
-    valid_set = data::make_pretraining_dataset(obj, valid_corpus, tok, a.seq_len, 12345, masking);
+  std::shared_ptr<data::Dataset> train_set, valid_set;
+  if (seq2seq) {
+    // Parallel text: PREFIX.SRC / PREFIX.TGT, line by line (Multi30k's files as given).
+    train_set = std::make_shared<data::Seq2SeqDataset>(side(a.train, a.source_lang), side(a.train, a.target_lang), tok,
+                                                       a.seq_len, a.seq_len);
+    if (!a.valid.empty()) {
+      valid_set = std::make_shared<data::Seq2SeqDataset>(side(a.valid, a.source_lang), side(a.valid, a.target_lang), tok,
+                                                         a.seq_len, a.seq_len);
+    }
+  } else {
+    auto train_corpus = corpus_for(a.train, tok, a.output, "train");
+    train_corpus->check_vocab(tok.vocab_size(), model->architecture());
+    data::MaskingOptions masking;
+    masking.whole_word = a.whole_word;
+    const auto obj = data::parse_objective(objective);
+    train_set = data::make_pretraining_dataset(obj, train_corpus, tok, a.seq_len, a.runtime.seed, masking);
+    if (!a.valid.empty()) {
+      auto valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
+      // A fixed seed for validation: the same masks at every evaluation and in every run.
+      valid_set = data::make_pretraining_dataset(obj, valid_corpus, tok, a.seq_len, 12345, masking);
+    }
   }
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
+  lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
   data::LoaderOptions vlo = lo;
 
   train::TrainerOptions o;
@@ -185,8 +213,10 @@ int main(int argc, char** argv) {
   app.add_option("--train", a.train, "training text file or token corpus directory")->required();
   app.add_option("--valid", a.valid, "validation text file or token corpus directory");
   app.add_option("--output", a.output, "run directory")->required();
-  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), clm (GPT), span (T5); default by model type");
+  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), clm (GPT), span (T5), seq2seq (Transformer); default by model type");
   app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
+  app.add_option("--source-lang", a.source_lang, "seq2seq: source suffix (--train PREFIX reads PREFIX.SRC)");
+  app.add_option("--target-lang", a.target_lang, "seq2seq: target suffix (PREFIX.TGT)");
   app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(CLI::Range(128, 1 << 20));
   app.add_option("--steps", a.steps, "optimizer steps")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(CLI::PositiveNumber);

@@ -161,3 +161,44 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
     CHECK_THAT(r.out, Catch::Contains("error: " ) && Catch::Contains(message));
   }
 }
+
+TEST_CASE("pretrain: the Transformer learns seq2seq from parallel files and evaluate scores BLEU", "[apps][pretrain]") {
+  test::TempDir dir;
+  // A copy task on real sentences: PREFIX.src and PREFIX.tgt hold the same lines.
+  int n = 0;
+  {
+    std::ifstream in(sample("valid.txt"));
+    std::ofstream src(dir / "pairs.src"), tgt(dir / "pairs.tgt");
+    std::string line;
+    while (std::getline(in, line) && n < 300) {
+      if (line.size() < 20) continue;
+      const std::string s = line.substr(0, line.find(' ', 60) == std::string::npos ? line.size() : line.find(' ', 60));
+      src << s << "\n";
+      tgt << s << "\n";
+      ++n;
+    }
+  }
+  const std::string out = dir / "s2s";
+  auto r = run("lmkit-pretrain --model " + preset("transformer-small") + " --train " + (dir / "pairs") + " --valid " +
+               (dir / "pairs") + " --source-lang src --target-lang tgt --output " + out +
+               " --vocab-size 1000 --steps 25 --batch-size 16 --seq-len 48 --lr 1e-3 --warmup 3 --log-every 1 --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  auto train = metrics(out, "train");
+  REQUIRE(train.size() == 25);
+  CHECK(mean_loss(train, 20, 25) < mean_loss(train, 0, 5) - 0.3);
+  CHECK(models::load_pretrained(out + "/final")->architecture() == "TransformerForSeq2Seq");
+  auto bleu = run("lmkit-evaluate --checkpoint " + out + "/final --data " + (dir / "pairs.src") + " --references " +
+                  (dir / "pairs.tgt") + " --metric bleu --beams 2 --max-new-tokens 8 --output " + (dir / "bleu.json") +
+                  " --threads 1");
+  INFO(bleu.out);
+  REQUIRE(bleu.code == 0);
+  const Json b = load_json_file(dir / "bleu.json");
+  CHECK(b["sentences"] == n);
+  CHECK(b["bleu"].get<double>() >= 0.0);
+  // Missing language flags are an input error.
+  auto bad = run("lmkit-pretrain --model " + preset("transformer-small") + " --train " + (dir / "pairs") + " --output " +
+                 (dir / "bad"));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--source-lang and --target-lang"));
+}
