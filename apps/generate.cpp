@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "lmkit/core/app.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -51,7 +53,9 @@ int main(int argc, char** argv) {
   auto* t = app.add_option("--temperature", o.temperature, "sampling temperature")->check(CLI::PositiveNumber);
   auto* b = app.add_option("--beams", o.num_beams, "beam search with B beams")->check(CLI::PositiveNumber);
   app.add_option("--length-penalty", o.length_penalty, "beam score = log p / length^penalty");
-  app.add_flag("--ids", print_ids, "print the generated ids (prompt excluded), comma-separated, one line per prompt");
+  app.add_flag("--ids", print_ids,
+               "print the generated ids (prompt excluded), comma-separated, one line per prompt; "
+               "without it, text when the checkpoint has a tokenizer");
   app.add_flag("--no-cache", no_cache, "re-run the whole sequence each step (slow; for checking the cache)");
   g->excludes(k)->excludes(p)->excludes(t)->excludes(b);
   b->excludes(k)->excludes(p)->excludes(t);
@@ -59,10 +63,12 @@ int main(int argc, char** argv) {
   return lmkit::run_app(app, argc, argv, [&] {
     if (prompts.empty() && prompt_ids.empty()) throw lmkit::InputError("give --prompt TEXT or --prompt-ids 1,2,3");
     const c10::Device device = lmkit::init_runtime(runtime);
-    if (!prompts.empty() && !std::filesystem::exists(checkpoint + "/tokenizer.model")) {
+    const bool has_tokenizer = std::filesystem::exists(checkpoint + "/tokenizer.model");
+    if (!prompts.empty() && !has_tokenizer) {
       throw lmkit::InputError(checkpoint + ": no tokenizer.model, so text prompts cannot be encoded; use --prompt-ids");
     }
-    if (!prompts.empty()) throw lmkit::InputError("text prompts need the tokenizer module, which this build lacks");
+    std::optional<lmkit::tokenizer::Tokenizer> tok;
+    if (has_tokenizer) tok = lmkit::tokenizer::Tokenizer::load(checkpoint + "/tokenizer.model");
     o.search = b->count() ? lmkit::eval::Search::kBeam
                : (k->count() || p->count() || t->count()) ? lmkit::eval::Search::kSample
                                                           : lmkit::eval::Search::kGreedy;
@@ -70,14 +76,27 @@ int main(int argc, char** argv) {
     o.use_cache = !no_cache;
     auto model = lmkit::models::load_pretrained(checkpoint);
     model->to(device);
-    for (const auto& text_ids : prompt_ids) {
-      // One prompt at a time: decoder-only prompts cannot share a batch unpadded.
-      at::Tensor input = at::tensor(parse_ids(text_ids), at::kLong).unsqueeze(0).to(device);
-      auto out = lmkit::eval::generate(*model, input, {}, o)[0];
-      std::string line;
-      for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
-      std::printf("%s\n", line.c_str());
+    const auto spec = model->generation_spec();
+    std::vector<std::vector<int64_t>> inputs;
+    for (const auto& text_ids : prompt_ids) inputs.push_back(parse_ids(text_ids));
+    for (const auto& text : prompts) {
+      auto ids = tok->encode(text);
+      // An encoder reads a whole sentence, ended as in training.
+      if (spec.encoder_decoder && tok->specials().eos >= 0) ids.push_back(tok->specials().eos);
+      lmkit::check_input(!ids.empty(), "--prompt: the prompt is empty");
+      inputs.emplace_back(ids.begin(), ids.end());
     }
-    (void)print_ids;  // ids are the only output until the checkpoint carries a tokenizer
+    for (const auto& ids : inputs) {
+      // One prompt at a time: decoder-only prompts cannot share a batch unpadded.
+      at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0).to(device);
+      auto out = lmkit::eval::generate(*model, input, {}, o)[0];
+      if (print_ids || !tok) {
+        std::string line;
+        for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
+        std::printf("%s\n", line.c_str());
+      } else {
+        std::printf("%s\n", tok->decode(std::vector<int32_t>(out.begin(), out.end())).c_str());
+      }
+    }
   });
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -82,6 +83,32 @@ TEST_CASE("apps: lmkit-generate prints HF's greedy ids and refuses what it canno
   Run text = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt hello");
   CHECK(text.code == 2);
   CHECK_THAT(text.out, Catch::Contains("no tokenizer.model"));
+}
+
+TEST_CASE("apps: lmkit-generate continues a text prompt with the checkpoint's tokenizer", "[apps]") {
+  // A checkpoint with a tokenizer: a two-step GPT pretraining run on the bundled text.
+  test::TempDir dir;
+  auto pre = run("lmkit-pretrain --model " + test::source_dir() + "/models/gpt-mini.json --train " + test::source_dir() +
+                 "/data/wikitext-2-sample/valid.txt --output " + (dir / "gpt") +
+                 " --vocab-size 1000 --steps 2 --batch-size 2 --seq-len 16 --threads 1");
+  REQUIRE(pre.code == 0);
+  Run text = run("lmkit-generate --checkpoint " + (dir / "gpt/final") + " --prompt \"The game\" --max-new-tokens 5");
+  INFO(text.out);
+  CHECK(text.code == 0);
+  CHECK_FALSE(text.out.empty());
+  Run ids = run("lmkit-generate --checkpoint " + (dir / "gpt/final") + " --prompt \"The game\" --max-new-tokens 5 --ids");
+  CHECK(ids.code == 0);
+  // At most five ids (fewer if EOS came first), each an integer within the 1000-token vocabulary.
+  std::stringstream in(ids.out.substr(0, ids.out.find('\n')));
+  std::string item;
+  int count = 0;
+  while (std::getline(in, item, ',')) {
+    CHECK(std::stoll(item) >= 0);
+    CHECK(std::stoll(item) < 1000);
+    ++count;
+  }
+  CHECK(count >= 1);
+  CHECK(count <= 5);
 }
 
 TEST_CASE("apps: lmkit-info reports the reference parameter counts", "[apps]") {

@@ -162,13 +162,7 @@ Output BertImpl::forward(const Batch& batch) {
     const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
     at::Tensor pooled = is_training() && p > 0 ? at::dropout(out.pooler_output, p, true) : out.pooler_output;
     out.logits = classifier(pooled);  // (B, num_labels)
-    if (batch.labels.defined()) {
-      if (config.num_labels == 1) {
-        out.loss = at::mse_loss(out.logits.squeeze(-1), batch.labels.to(out.logits.scalar_type()));
-      } else {
-        out.loss = cross_entropy(out.logits, batch.labels);
-      }
-    }
+    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
   }
   return out;
 }

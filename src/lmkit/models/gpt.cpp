@@ -179,10 +179,7 @@ Output GptImpl::forward(const Batch& batch) {
                                                      : at::full({b}, t - 1, batch.input_ids.options());
     at::Tensor rows = out.last_hidden_state.index({at::arange(b, last.options()), last});  // (B, D)
     out.logits = score(rows);                                                              // (B, num_labels)
-    if (batch.labels.defined()) {
-      out.loss = config.num_labels == 1 ? at::mse_loss(out.logits.squeeze(-1), batch.labels.to(out.logits.scalar_type()))
-                                        : cross_entropy(out.logits, batch.labels);
-    }
+    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
   }
   return out;
 }

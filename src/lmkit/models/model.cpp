@@ -130,6 +130,11 @@ at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, do
   return at::cross_entropy_loss(flat, t, {}, at::Reduction::Mean, -100, label_smoothing);
 }
 
+at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels) {
+  if (logits.size(-1) == 1) return at::mse_loss(logits.squeeze(-1), labels.to(logits.scalar_type()));
+  return cross_entropy(logits, labels);
+}
+
 std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels) {
   at::Tensor flat_labels = labels.reshape({-1});
   at::Tensor index = flat_labels.ne(-100).nonzero().squeeze(1);  // (N)

@@ -113,6 +113,10 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Ten
 /// Mean cross-entropy over targets != -100 (HF's CrossEntropyLoss(ignore_index=-100)).
 at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing = 0.0);
 
+/// Sequence-classification loss: cross-entropy over class ids, or MSE against
+/// float targets when the head has one output (regression, HF's convention).
+at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);
+
 /// Rows of `hidden` (B, T, D) at positions where `labels` (B, T) != -100, as (N, D),
 /// and the matching labels (N): the vocabulary projection then runs only where a loss is taken.
 std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);

@@ -218,10 +218,7 @@ Output T5Impl::forward(const Batch& batch) {
     const double p = is_training() ? config.classifier_dropout : 0.0;
     at::Tensor h = at::tanh(classifier_dense(p > 0 ? at::dropout(pooled, p, true) : pooled));
     out.logits = classifier_out(p > 0 ? at::dropout(h, p, true) : h);  // (B, num_labels)
-    if (batch.labels.defined()) {
-      out.loss = config.num_labels == 1 ? at::mse_loss(out.logits.squeeze(-1), batch.labels.to(out.logits.scalar_type()))
-                                        : cross_entropy(out.logits, batch.labels);
-    }
+    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
     return out;
   }
   out.encoder_last_hidden_state = memory;
