@@ -134,7 +134,10 @@ void run_train(const TrainArgs& a) {
   }
   const double gflops = per_step / (step_ms / 1e3) / 1e9;
   const double gemm = measure_gemm_gflops(1024, 0.5, device);
-  const double tokens_per_sec = bt / (step_ms / 1e3);
+  // Encoder–decoder models count encoder + decoder tokens (as the HuggingFace reference does).
+  const bool encoder_decoder = type == "t5" || type == "transformer";
+  const double step_tokens = bt + (encoder_decoder ? static_cast<double>(a.batch * target_len) : 0.0);
+  const double tokens_per_sec = step_tokens / (step_ms / 1e3);
   std::printf("model                  %s (%s, %lld parameters, vocab %lld) objective %s dtype %s\n", a.model.c_str(),
               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
               static_cast<long long>(vocab), objective.c_str(), a.dtype.c_str());
@@ -146,6 +149,7 @@ void run_train(const TrainArgs& a) {
   std::printf("achieved               %.1f GFLOP/s useful matmul FLOPs (%.2f GFLOP/step)\n", gflops, per_step / 1e9);
   std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
   std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
+  std::printf("tokens/s               %.0f%s\n", tokens_per_sec, encoder_decoder ? " (encoder + decoder tokens)" : "");
   std::printf("tokens_per_sec %.0f\n", tokens_per_sec);
 }
 
