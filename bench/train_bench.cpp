@@ -16,6 +16,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/models/bert.h"
+#include "lmkit/models/gpt.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
 #include "lmkit/nn/transformer_layer.h"
@@ -107,14 +108,8 @@ void run_train(const TrainArgs& a) {
   const double d = static_cast<double>(mc.value("hidden_size", mc.value("n_embd", mc.value("d_model", int64_t{0}))));
   if (auto* bert = dynamic_cast<models::BertImpl*>(model.get())) {
     per_step = 3 * (bt * layer_flops_per_token(bert->layers, a.seq) + 0.15 * bt * (2 * d * vocab + 2 * d * d));
-  } else if (type == "gpt2") {
-    auto layers = model->named_children();
-    for (auto& c : layers) {
-      if (c.key() == "layers") {
-        auto list = torch::nn::ModuleList(std::dynamic_pointer_cast<torch::nn::ModuleListImpl>(c.value()));
-        per_step = 3 * (bt * layer_flops_per_token(list, a.seq) + bt * 2 * d * vocab);
-      }
-    }
+  } else if (auto* gpt = dynamic_cast<models::GptImpl*>(model.get())) {
+    per_step = 3 * (bt * layer_flops_per_token(gpt->layers, a.seq) + bt * 2 * d * vocab);
   } else {
     // Encoder–decoder: both stacks' matrix parameters, split by the tokens they see.
     const double bd = static_cast<double>(a.batch * target_len);

@@ -176,12 +176,7 @@ void BertImpl::check_batch(const Batch& b) const {
   check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
-  if (config.head == BertHead::kSequenceClassification) {
-    check_class_labels(b.labels, b.input_ids.size(0), config.num_labels);
-  } else {
-    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
-    check_labels(b.labels, config.vocab_size, "labels");
-  }
+  check_input_labels(b, config.head == BertHead::kSequenceClassification, config.num_labels, config.vocab_size);
   check_token_ids(b.next_sentence_label, 2, "next_sentence_label");
 }
 

@@ -206,12 +206,7 @@ void GptImpl::check_batch(const Batch& b) const {
   check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
   check_token_ids(b.input_ids, config.vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
-  if (config.head == GptHead::kSequenceClassification) {
-    check_class_labels(b.labels, b.input_ids.size(0), config.num_labels);
-  } else {
-    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
-    check_labels(b.labels, config.vocab_size, "labels");
-  }
+  check_input_labels(b, config.head == GptHead::kSequenceClassification, config.num_labels, config.vocab_size);
 }
 
 std::vector<HfTensor> GptImpl::hf_tensors() {

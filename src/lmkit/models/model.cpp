@@ -78,6 +78,15 @@ void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::st
   }
 }
 
+void check_input_labels(const Batch& b, bool classifier, int64_t num_labels, int64_t vocab_size) {
+  if (classifier) {
+    check_class_labels(b.labels, b.input_ids.size(0), num_labels);
+  } else {
+    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
+    check_labels(b.labels, vocab_size, "labels");
+  }
+}
+
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model) {
   if (t.defined()) throw InputError(model + " does not take " + what);
 }

@@ -93,6 +93,9 @@ void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& wh
 void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what);
 /// Throws InputError unless `t` is undefined or has the shape `like` has.
 void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what);
+/// Labels of an encoder or decoder-only model: one class per row for a
+/// classifier head, else token labels shaped like input_ids (ids or -100).
+void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels, int64_t vocab_size);
 /// Throws InputError if `t` is defined: `model` has no use for the field `what`.
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
 /// Checks sequence-classification labels: class ids in [0, n), or floats when n == 1.

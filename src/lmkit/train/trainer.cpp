@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adamw.h>
 #include <torch/serialize/archive.h>
 
 #include <chrono>
@@ -159,13 +157,8 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
 }
 
 data::LoaderPosition Trainer::restore(const std::string& dir) {
-  auto loaded = models::load_pretrained(dir, model_->architecture());
-  {
-    at::NoGradGuard no_grad;
-    auto src = models::hf_state_dict(*loaded);
-    auto dst = model_->hf_tensors();
-    for (size_t i = 0; i < dst.size(); ++i) dst[i].param.copy_(dst[i].transpose ? src[i].second.t() : src[i].second);
-  }
+  const std::string weights = dir + "/model.safetensors";
+  models::load_hf_weights(*model_, io::read_safetensors(weights), weights, /*strict=*/true);
   torch::serialize::InputArchive archive;
   archive.load_from(dir + "/optimizer.pt");
   optimizer_->load(archive);
