@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <iostream>
+#include <malloc.h>
 #include <thread>
 #include <vector>
 
@@ -83,7 +85,21 @@ double measure_gemm_gflops(int64_t n, double seconds, c10::Device device) {
   return rates[rates.size() / 2];
 }
 
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  // glibc serves blocks above a (dynamic) threshold with mmap and gives freed heap
+  // tops back to the kernel; a training step allocates and frees the same
+  // activation buffers every step, so each step re-faults them page by page
+  // (measured: 13% of a bert-mini step in the kernel, 15% slower). Serve blocks up
+  // to glibc's ceiling (32 MiB) from the heap and never trim it: the process keeps
+  // its high-water mark, which the next step reuses.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
 c10::Device init_runtime(const RuntimeOptions& options) {
+  keep_freed_memory();
   c10::Device device = parse_device(options.device);
   set_threads(options.threads);
   seed_everything(options.seed);
@@ -125,13 +141,21 @@ bool cpu_has_bf16() {
   return false;
 }
 
-double peak_rss_mib() {
+namespace {
+
+double status_field_mib(const std::string& field) {  // e.g. "VmHWM:", reported in kB
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    if (line.rfind(field, 0) == 0) return std::stod(line.substr(field.size())) / 1024.0;
   }
   return 0.0;
 }
+
+}  // namespace
+
+double peak_rss_mib() { return status_field_mib("VmHWM:"); }
+
+double current_rss_mib() { return status_field_mib("VmRSS:"); }
 
 }  // namespace lmkit

@@ -30,7 +30,12 @@ void seed_everything(uint64_t seed);
 /// sub-seeds, e.g. derive_seed(seed, epoch) for an epoch's shuffling.
 uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
-/// Applies threads and seed, parses the device, and warns on stderr when LibTorch
+/// Makes the C allocator keep freed memory for reuse instead of returning it to
+/// the kernel (glibc: heap for blocks up to 32 MiB, no trimming), so the buffers of
+/// one training step are not page-faulted in again by the next. Called by init_runtime.
+void keep_freed_memory();
+
+/// Applies the allocator setting, threads and seed, parses the device, and warns on stderr when LibTorch
 /// runs on a slow BLAS (see blas_library()), quoting the measured GEMM rate.
 /// Returns the device.
 c10::Device init_runtime(const RuntimeOptions& options);
@@ -53,5 +58,8 @@ bool cpu_has_bf16();
 
 /// Resident-set size high-water mark of this process, in MiB (from /proc/self/status).
 double peak_rss_mib();
+
+/// Resident-set size of this process now, in MiB (from /proc/self/status).
+double current_rss_mib();
 
 }  // namespace lmkit
