@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
 
@@ -121,7 +122,7 @@ at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& atten
   // HF: position_ids = arange(T), whatever the padding.
   at::Tensor x = word_embeddings(input_ids) + position_embeddings(t) + token_type_embeddings(types);  // (B, T, D)
   x = embeddings_norm(x);
-  if (is_training() && config.hidden_dropout_prob > 0) x = at::dropout(x, config.hidden_dropout_prob, true);
+  if (is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   if (hidden_states) hidden_states->push_back(x);
   at::Tensor bias = nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
   return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
@@ -160,7 +161,7 @@ Output BertImpl::forward(const Batch& batch) {
   }
   if (config.head == BertHead::kSequenceClassification) {
     const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
-    at::Tensor pooled = is_training() && p > 0 ? at::dropout(out.pooler_output, p, true) : out.pooler_output;
+    at::Tensor pooled = is_training() && p > 0 ? nn::dropout(out.pooler_output, p, true) : out.pooler_output;
     out.logits = classifier(pooled);  // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
 
@@ -141,7 +142,7 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   // HF forward(): position_ids = arange(past, past + T), whatever the padding.
   at::Tensor x = wte(input_ids) + wpe(t, past);  // (B, T, D)
-  if (is_training() && config.embd_pdrop > 0) x = at::dropout(x, config.embd_pdrop, true);
+  if (is_training() && config.embd_pdrop > 0) x = nn::dropout(x, config.embd_pdrop, true);
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
   at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
 
@@ -110,7 +111,7 @@ at::Tensor T5StackImpl::forward(at::Tensor x, const at::Tensor& mask, const at::
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   const double p = is_training() ? dropout_rate : 0.0;
   if (hidden_states) hidden_states->push_back(x);
-  if (p > 0) x = at::dropout(x, p, true);
+  if (p > 0) x = nn::dropout(x, p, true);
   // Block 0 computes the position bias; HF adds the mask to it and every block reuses the sum.
   at::Tensor bias = relative_bias(t, past + t);  // (1, H, T, past + T)
   at::Tensor mask_bias = nn::attention_bias(mask, decoder, t, past + t, x.scalar_type(), x.device());
@@ -120,7 +121,7 @@ at::Tensor T5StackImpl::forward(at::Tensor x, const at::Tensor& mask, const at::
   x = run_layers(layers, x, bias, memory, cross_bias, caches, hidden_states);
   x = final_norm(x);
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after the final norm
-  return p > 0 ? at::dropout(x, p, true) : x;
+  return p > 0 ? nn::dropout(x, p, true) : x;
 }
 
 T5Impl::T5Impl(T5Config config_) : config(std::move(config_)) {
@@ -216,8 +217,8 @@ Output T5Impl::forward(const Batch& batch) {
                                                      : at::ones({memory.size(0), memory.size(1), 1}, memory.options());
     at::Tensor pooled = (memory * mask).sum(1) / mask.sum(1).clamp_min(1);  // (B, D) mean over real tokens
     const double p = is_training() ? config.classifier_dropout : 0.0;
-    at::Tensor h = at::tanh(classifier_dense(p > 0 ? at::dropout(pooled, p, true) : pooled));
-    out.logits = classifier_out(p > 0 ? at::dropout(h, p, true) : h);  // (B, num_labels)
+    at::Tensor h = at::tanh(classifier_dense(p > 0 ? nn::dropout(pooled, p, true) : pooled));
+    out.logits = classifier_out(p > 0 ? nn::dropout(h, p, true) : h);  // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
     return out;
   }

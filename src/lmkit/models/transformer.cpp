@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
 
@@ -111,7 +112,7 @@ void TransformerImpl::reset_parameters() {
 at::Tensor TransformerImpl::embed(torch::nn::Embedding& table, const at::Tensor& ids, int64_t offset) {
   // §3.4: embeddings multiplied by sqrt(d_model); §3.5: plus sinusoidal positions; §5.4: dropout.
   at::Tensor x = table(ids) * std::sqrt(static_cast<double>(config.d_model)) + positions(ids.size(1), offset);
-  return is_training() && config.dropout > 0 ? at::dropout(x, config.dropout, true) : x;  // (B, T, D)
+  return is_training() && config.dropout > 0 ? nn::dropout(x, config.dropout, true) : x;  // (B, T, D)
 }
 
 at::Tensor TransformerImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "lmkit/core/error.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::nn {
 
@@ -69,7 +70,7 @@ at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at
   if (bias.defined()) scores.add_(bias);
   at::Tensor probs = at::softmax(scores, -1);
   if (weights) *weights = probs;
-  if (p > 0) probs = at::dropout(probs, p, true);
+  if (p > 0) probs = nn::dropout(probs, p, true);
   return at::matmul(probs, v);  // (B, H, Tq, hd)
 }
 

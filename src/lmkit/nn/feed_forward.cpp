@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lmkit/core/error.h"
+#include "lmkit/nn/dropout.h"
 
 namespace lmkit::nn {
 
@@ -50,7 +51,7 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   } else {
     h = activate(h, options.activation());
   }
-  if (options.dropout() > 0 && is_training()) h = at::dropout(h, options.dropout(), true);
+  if (options.dropout() > 0 && is_training()) h = nn::dropout(h, options.dropout(), true);
   return out(h);  // (B, T, D)
 }
 

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/nn/dropout.h"
+
 namespace lmkit::nn {
 
 TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : options(std::move(options_)) {
@@ -34,10 +36,10 @@ at::Tensor TransformerLayerImpl::residual(const at::Tensor& x, Norm& norm,
   const double p = is_training() ? options.dropout() : 0.0;
   if (options.pre_norm()) {
     at::Tensor h = sublayer(norm(x));
-    return x + (p > 0 ? at::dropout(h, p, true) : h);
+    return x + (p > 0 ? nn::dropout(h, p, true) : h);
   }
   at::Tensor h = sublayer(x);
-  return norm(x + (p > 0 ? at::dropout(h, p, true) : h));
+  return norm(x + (p > 0 ? nn::dropout(h, p, true) : h));
 }
 
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& self_bias, const at::Tensor& memory,
