@@ -89,17 +89,22 @@ void run_train(const TrainArgs& a) {
 
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
   const bool bf16 = a.dtype == "bf16";
-  std::vector<double> ms;
-  double loss = 0;
+  std::vector<double> ms, forward_ms, backward_ms, update_ms;
+  double loss = 0, rss_after_warmup = 0;
   for (int i = 0; i < a.warmup + a.steps; ++i) {
     Batch b = random_batch(type, objective, a.batch, a.seq, target_len, vocab, device);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16);
     if (device.is_cuda()) model->parameters()[0].cpu();
     const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (i >= a.warmup) ms.push_back(dt);
+    if (i + 1 == a.warmup) rss_after_warmup = current_rss_mib();
+    if (i >= a.warmup) {
+      ms.push_back(dt);
+      forward_ms.push_back(r.forward_ms), backward_ms.push_back(r.backward_ms), update_ms.push_back(r.update_ms);
+    }
     loss = r.loss;
   }
+  const double rss_end = current_rss_mib();
   const double step_ms = median(ms);
 
   // Useful matmul FLOPs of one step (see the header comment).
@@ -141,9 +146,15 @@ void run_train(const TrainArgs& a) {
               type == "t5" || type == "transformer" ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
               at::get_num_threads(), device.str().c_str());
   std::printf("step (median of %d)    %.1f ms  (forward + backward + clip + AdamW; loss %.3f)\n", a.steps, step_ms, loss);
+  std::printf("parts (medians)        forward %.1f ms, backward %.1f ms, clip + AdamW %.1f ms\n", median(forward_ms),
+              median(backward_ms), median(update_ms));
   std::printf("achieved               %.1f GFLOP/s useful matmul FLOPs (%.2f GFLOP/step)\n", gflops, per_step / 1e9);
   std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
   std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
+  if (a.warmup > 0) {
+    std::printf("RSS                    %.0f MiB after warm-up, %.0f MiB after %d more steps (%+.0f MiB)\n",
+                rss_after_warmup, rss_end, a.steps, rss_end - rss_after_warmup);
+  }
   std::printf("tokens/s               %.0f%s\n", tokens_per_sec, encoder_decoder ? " (encoder + decoder tokens)" : "");
   std::printf("tokens_per_sec %.0f\n", tokens_per_sec);
 }

@@ -1,14 +1,115 @@
 #include "lmkit/train/step.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adamw.h>
+#include <ATen/Parallel.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "lmkit/core/autocast.h"
+#include "lmkit/core/simd.h"
 
 namespace lmkit::train {
+
+namespace {
+
+// One AdamW update of n float32 elements, in torch::optim::AdamW's order of operations:
+//   p *= 1 - lr·wd;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  p += -(lr/bc1) · m / (√v/√bc2 + ε)
+struct AdamWStep {
+  float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, sqrt_bc2, eps, step_size, grad_scale;
+  bool weight_decay;
+};
+
+LMKIT_MULTIVERSION void adamw_range(float* p, const float* g, float* m, float* v, int64_t n, const AdamWStep& s) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float grad = g[i] * s.grad_scale;
+    const float param = s.weight_decay ? p[i] * s.decay : p[i];
+    const float mi = m[i] * s.beta1 + grad * s.one_minus_beta1;
+    const float vi = v[i] * s.beta2 + grad * grad * s.one_minus_beta2;
+    const float denom = std::sqrt(vi) / s.sqrt_bc2 + s.eps;
+    p[i] = param + -s.step_size * (mi / denom);
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, const AdamWStep& s) {
+  at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
+    adamw_range(p + begin, g + begin, m + begin, v + begin, end - begin, s);
+  });
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+bool FusedAdamW::fusable() const {
+  for (const auto& group : param_groups_) {
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      const at::Tensor& g = p.grad();
+      if (!g.defined()) continue;
+      if (!p.device().is_cpu() || p.scalar_type() != at::kFloat || !p.is_contiguous()) return false;
+      if (g.is_sparse() || g.scalar_type() != at::kFloat || !g.is_contiguous()) return false;
+    }
+  }
+  return true;
+}
+
+at::Tensor FusedAdamW::step(LossClosure closure) {
+  const double scale = grad_scale_;
+  grad_scale_ = 1.0;
+  if (closure || !fusable()) {
+    if (scale != 1.0) {
+      at::NoGradGuard no_grad;
+      for (auto& group : param_groups_) {
+        for (auto& p : group.params()) {
+          if (p.grad().defined()) p.grad().mul_(scale);
+        }
+      }
+    }
+    return torch::optim::AdamW::step(std::move(closure));
+  }
+  at::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto it = state_.find(key);
+      if (it == state_.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
+        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
+        it = state_.emplace(key, std::move(fresh)).first;
+      }
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      st.step(st.step() + 1);
+      const double bc1 = 1 - std::pow(beta1, static_cast<double>(st.step()));
+      const double bc2 = 1 - std::pow(beta2, static_cast<double>(st.step()));
+      const AdamWStep s{static_cast<float>(1 - o.lr() * o.weight_decay()),
+                        static_cast<float>(beta1),
+                        static_cast<float>(beta2),
+                        static_cast<float>(1 - beta1),
+                        static_cast<float>(1 - beta2),
+                        static_cast<float>(std::sqrt(bc2)),
+                        static_cast<float>(o.eps()),
+                        static_cast<float>(o.lr() / bc1),
+                        static_cast<float>(scale),
+                        o.weight_decay() != 0};
+      at::Tensor m = st.exp_avg().contiguous(), v = st.exp_avg_sq().contiguous();
+      if (!m.is_same(st.exp_avg())) st.exp_avg(m);  // a loaded state may be strided
+      if (!v.is_same(st.exp_avg_sq())) st.exp_avg_sq(v);
+      adamw_kernel(p.data_ptr<float>(), p.grad().data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
+                   p.numel(), s);
+    }
+  }
+  return {};
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, const OptimizerOptions& o) {
   std::vector<at::Tensor> decay, no_decay;
@@ -23,7 +124,7 @@ std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, co
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, opts(o.weight_decay));
   groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+  return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(o.lr));
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
@@ -33,7 +134,8 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
                       double clip, bool bf16) {
   StepResult r;
-  optimizer.zero_grad();
+  auto t0 = std::chrono::steady_clock::now();
+  model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
   const double n = static_cast<double>(batches.size());
   const c10::Device device = batches.front().input_ids.device();
   for (const Batch& b : batches) {
@@ -44,19 +146,40 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
       loss = model.forward(b).loss;
     }
     const double value = loss.item<double>();
+    r.forward_ms += elapsed_ms(t0);
     if (!std::isfinite(value)) {
       r.finite = false;
       return r;
     }
+    t0 = std::chrono::steady_clock::now();
     (loss / n).backward();
+    r.backward_ms += elapsed_ms(t0);
+    t0 = std::chrono::steady_clock::now();
     r.loss += value / n;
   }
-  r.grad_norm = torch::nn::utils::clip_grad_norm_(model.parameters(), clip > 0 ? clip : 1e30);
+  // Global gradient norm (one read pass); the clipping multiply goes into the update.
+  std::vector<at::Tensor> grads;
+  for (const auto& p : model.parameters()) {
+    if (p.grad().defined()) grads.push_back(p.grad().norm());
+  }
+  r.grad_norm = grads.empty() ? 0.0 : at::stack(grads).norm().item<double>();
   if (!std::isfinite(r.grad_norm)) {
     r.finite = false;
     return r;
   }
+  const double coef = clip > 0 ? clip / (r.grad_norm + 1e-6) : 1.0;  // as torch::nn::utils::clip_grad_norm_
+  if (coef < 1.0) {
+    if (auto* fused = dynamic_cast<FusedAdamW*>(&optimizer)) {
+      fused->set_grad_scale(coef);
+    } else {
+      at::NoGradGuard no_grad;
+      for (auto& p : model.parameters()) {
+        if (p.grad().defined()) p.grad().mul_(coef);
+      }
+    }
+  }
   optimizer.step();
+  r.update_ms = elapsed_ms(t0);
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
 #include "lmkit/core/batch.h"
@@ -16,8 +17,25 @@ struct OptimizerOptions {
   double lr = 1e-4, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
+/// torch::optim::AdamW with the update of each parameter done in one parallel pass
+/// over (param, grad, exp_avg, exp_avg_sq) instead of eight tensor operations, and
+/// an optional gradient scale (the clipping coefficient) folded into that pass.
+/// Same arithmetic, state and checkpoint format as torch::optim::AdamW; falls back
+/// to it for what the kernel does not cover (CUDA, non-float32, amsgrad, closures).
+class FusedAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  /// Multiplies every gradient by `scale` in the next step() (then resets to 1).
+  void set_grad_scale(double scale) { grad_scale_ = scale; }
+  at::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  bool fusable() const;
+  double grad_scale_ = 1.0;
+};
+
 /// AdamW (Loshchilov & Hutter) with two groups: weight decay on matrices and
-/// embeddings, none on biases and norm weights (1-D parameters).
+/// embeddings, none on biases and norm weights (1-D parameters). A FusedAdamW.
 std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, const OptimizerOptions& options);
 
 /// Sets the learning rate of every parameter group.
@@ -28,12 +46,14 @@ struct StepResult {
   double grad_norm = 0;  ///< before clipping
   int64_t tokens = 0;    ///< real (non-padding) input tokens
   bool finite = true;    ///< false: the update was skipped
+  double forward_ms = 0, backward_ms = 0, update_ms = 0;  ///< wall time of the parts (update: clip + optimizer)
 };
 
 /// Forward and backward over `batches` (gradient accumulation: the loss of each
 /// divided by their number), clip the global norm to `clip` (0: off), and step
 /// — unless the loss or the gradient norm is not finite, which skips the update.
 /// With `bf16`, the forward pass runs under bf16 autocast (float32 master weights).
+/// A FusedAdamW applies the clipping coefficient inside its update pass.
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
                       double clip, bool bf16);
 
