@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/simd.h"
@@ -37,6 +40,19 @@ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, const
   at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
     adamw_range(p + begin, g + begin, m + begin, v + begin, end - begin, s);
   });
+}
+
+// The optimizer state's key for a parameter: LibTorch 1.13 uses the printed address
+// of its TensorImpl (c10::guts::to_string), 2.x the address itself.
+template <typename Key>
+Key state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << p.unsafeGetTensorImpl();
+    return address.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
@@ -78,7 +94,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = state_key<std::decay_t<decltype(state_)>::key_type>(p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
