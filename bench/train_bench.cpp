@@ -9,6 +9,7 @@
 // tokens through the decoder (cross-attention against the S encoder positions).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -90,21 +91,24 @@ void run_train(const TrainArgs& a) {
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
   const bool bf16 = a.dtype == "bf16";
   std::vector<double> ms, forward_ms, backward_ms, update_ms;
-  double loss = 0, rss_after_warmup = 0;
+  double loss = 0;
+  double rss_warm = 0, rss_tenth = 0, heap_warm = 0, heap_tenth = 0;
+  const int tenth = std::max(1, a.steps / 10);
   for (int i = 0; i < a.warmup + a.steps; ++i) {
     Batch b = random_batch(type, objective, a.batch, a.seq, target_len, vocab, device);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16);
     if (device.is_cuda()) model->parameters()[0].cpu();
     const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (i + 1 == a.warmup) rss_after_warmup = current_rss_mib();
+    if (i + 1 == a.warmup) rss_warm = current_rss_mib(), heap_warm = heap_in_use_mib();
+    if (i + 1 == a.warmup + tenth) rss_tenth = current_rss_mib(), heap_tenth = heap_in_use_mib();
     if (i >= a.warmup) {
       ms.push_back(dt);
       forward_ms.push_back(r.forward_ms), backward_ms.push_back(r.backward_ms), update_ms.push_back(r.update_ms);
     }
     loss = r.loss;
   }
-  const double rss_end = current_rss_mib();
+  const double rss_end = current_rss_mib(), heap_end = heap_in_use_mib();
   const double step_ms = median(ms);
 
   // Useful matmul FLOPs of one step (see the header comment).
@@ -151,9 +155,14 @@ void run_train(const TrainArgs& a) {
   std::printf("achieved               %.1f GFLOP/s useful matmul FLOPs (%.2f GFLOP/step)\n", gflops, per_step / 1e9);
   std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
   std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
-  if (a.warmup > 0) {
-    std::printf("RSS                    %.0f MiB after warm-up, %.0f MiB after %d more steps (%+.0f MiB)\n",
-                rss_after_warmup, rss_end, a.steps, rss_end - rss_after_warmup);
+  // Memory after warm-up, after the first tenth of the timed steps and at the end. The RSS
+  // keeps freed memory (keep_freed_memory) and grows with fragmentation while the
+  // allocator settles; the heap in use is what a leak would grow.
+  std::printf("RSS                    %.0f / %.0f / %.0f MiB after warm-up / timed step %d / step %d\n", rss_warm,
+              rss_tenth, rss_end, tenth, a.steps);
+  if (heap_end >= 0) {
+    std::printf("heap in use            %.1f / %.1f / %.1f MiB: %+.2f MiB over the last %d steps\n", heap_warm,
+                heap_tenth, heap_end, heap_end - heap_tenth, a.steps - tenth);
   }
   std::printf("tokens/s               %.0f%s\n", tokens_per_sec, encoder_decoder ? " (encoder + decoder tokens)" : "");
   std::printf("tokens_per_sec %.0f\n", tokens_per_sec);

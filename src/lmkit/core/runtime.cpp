@@ -158,4 +158,13 @@ double peak_rss_mib() { return status_field_mib("VmHWM:"); }
 
 double current_rss_mib() { return status_field_mib("VmRSS:"); }
 
+double heap_in_use_mib() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
+#else
+  return -1.0;
+#endif
+}
+
 }  // namespace lmkit

@@ -62,4 +62,9 @@ double peak_rss_mib();
 /// Resident-set size of this process now, in MiB (from /proc/self/status).
 double current_rss_mib();
 
+/// Bytes the C allocator has handed out and not yet freed, in MiB (glibc mallinfo2;
+/// -1 elsewhere). Unlike the RSS it does not count freed memory kept for reuse, so
+/// it is the figure that shows a leak.
+double heap_in_use_mib();
+
 }  // namespace lmkit

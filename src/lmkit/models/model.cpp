@@ -146,9 +146,18 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
 
 std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels) {
   at::Tensor flat_labels = labels.reshape({-1});
-  at::Tensor index = flat_labels.ne(-100).nonzero().squeeze(1);  // (N)
+  at::Tensor index = flat_labels.ne(-100).nonzero().squeeze(1);  // (n)
+  at::Tensor targets = flat_labels.index_select(0, index);
+  const int64_t n = index.size(0);
+  int64_t granule = 8;
+  while (granule * 2 * 16 <= n) granule *= 2;
+  const int64_t padded = (n + granule - 1) / granule * granule;
+  if (padded > n) {
+    index = at::cat({index, at::zeros({padded - n}, index.options())});
+    targets = at::cat({targets, at::full({padded - n}, -100, targets.options())});
+  }
   at::Tensor rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, index);  // (N, D)
-  return {rows, flat_labels.index_select(0, index)};
+  return {rows, targets};
 }
 
 void ignore_generic_hf_keys(ConfigReader& r) {

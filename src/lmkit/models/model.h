@@ -122,6 +122,10 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
 
 /// Rows of `hidden` (B, T, D) at positions where `labels` (B, T) != -100, as (N, D),
 /// and the matching labels (N): the vocabulary projection then runs only where a loss is taken.
+/// N is rounded up (by at most 1/16, to a multiple of a power of two >= 8) with copies
+/// of row 0 labelled -100, which cross_entropy ignores: the masked-LM count changes
+/// every batch, and a few sizes per octave keep the allocator's heap from growing
+/// over a long run (lmkit-bench train's heap figures).
 std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);
 
 /// HF's generic PretrainedConfig keys (generation defaults, bookkeeping): accepted and ignored.
