@@ -195,8 +195,9 @@ void run(const Args& a, const Json& resolved) {
     const Json& v = summary["valid"];
     std::printf(", valid loss %.4f, perplexity %.2f", v["loss"].get<double>(), v["perplexity"].get<double>());
     if (v.contains("mlm_loss")) {
-      std::printf(" (MLM loss %.4f, MLM perplexity %.2f, NSP accuracy %.3f)", v["mlm_loss"].get<double>(),
-                  v["mlm_perplexity"].get<double>(), v.value("nsp_accuracy", 0.0));
+      std::printf(" (MLM loss %.4f, MLM perplexity %.2f", v["mlm_loss"].get<double>(), v["mlm_perplexity"].get<double>());
+      if (v.contains("nsp_accuracy")) std::printf(", NSP accuracy %.3f", v["nsp_accuracy"].get<double>());
+      std::printf(")");
     }
   }
   std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
