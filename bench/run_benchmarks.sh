@@ -12,7 +12,7 @@ run() {  # name, then lmkit-bench arguments
   local name=$1
   shift
   echo "== $name: lmkit-bench $*"
-  "$b" "$@" | tee "$out/$name.log" | grep -E "step \(|parts|achieved|GEMM|tokens/s|peak|RSS|heap|speed-up|same tokens|x training|slowest|ratio"
+  "$b" "$@" | tee "$out/$name.log" | grep -E "step \(|parts|achieved|GEMM|tokens/s|peak|RSS|heap|cache|speed-up|same tokens|x training|slowest|ratio"
 }
 # The shapes of the HuggingFace reference table (batch 32 x 128, AdamW, 2 threads).
 run bert-mini-30522-fp32 train --model models/bert-mini.json --batch-size 32 --seq-len 128 --steps "$steps"

@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "bench.h"
+#include "lmkit/core/allocator.h"
 #include "lmkit/core/app.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/models/bert.h"
@@ -160,6 +161,9 @@ void run_train(const TrainArgs& a) {
   // allocator settles; the heap in use is what a leak would grow.
   std::printf("RSS                    %.0f / %.0f / %.0f MiB after warm-up / timed step %d / step %d\n", rss_warm,
               rss_tenth, rss_end, tenth, a.steps);
+  const CpuCacheStats cache = cpu_cache_stats();
+  std::printf("tensor cache           %.0f MiB held by tensors, %.0f MiB cached for reuse; %zu hits, %zu misses\n",
+              cache.live_bytes / 1048576.0, cache.cached_bytes / 1048576.0, cache.hits, cache.misses);
   if (heap_end >= 0) {
     std::printf("heap in use            %.1f / %.1f / %.1f MiB: %+.2f MiB over the last %d steps\n", heap_warm,
                 heap_tenth, heap_end, heap_end - heap_tenth, a.steps - tenth);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "lmkit/core/allocator.h"
 #include "lmkit/core/error.h"
 
 namespace lmkit {
@@ -100,6 +101,7 @@ void keep_freed_memory() {
 
 c10::Device init_runtime(const RuntimeOptions& options) {
   keep_freed_memory();
+  install_caching_cpu_allocator();
   c10::Device device = parse_device(options.device);
   set_threads(options.threads);
   seed_everything(options.seed);

@@ -35,8 +35,9 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// one training step are not page-faulted in again by the next. Called by init_runtime.
 void keep_freed_memory();
 
-/// Applies the allocator setting, threads and seed, parses the device, and warns on stderr when LibTorch
-/// runs on a slow BLAS (see blas_library()), quoting the measured GEMM rate.
+/// Applies the allocator settings (keep_freed_memory, install_caching_cpu_allocator),
+/// threads and seed, parses the device, and warns on stderr when LibTorch runs on
+/// a slow BLAS (see blas_library()), quoting the measured GEMM rate.
 /// Returns the device.
 c10::Device init_runtime(const RuntimeOptions& options);
 

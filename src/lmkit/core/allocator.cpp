@@ -1,0 +1,165 @@
+#include "lmkit/core/allocator.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace lmkit {
+
+namespace {
+
+constexpr size_t kMinCached = size_t{1} << 20;  // smaller blocks: the C allocator
+
+// Cached blocks come in size classes of 1/8 octave (at most 12.5% larger than asked
+// for), so tensors whose size varies a little from step to step — the masked-LM
+// rows, a batch's padded length — share blocks instead of each size adding its own.
+size_t size_class(size_t n) {
+  int octave = 0;
+  while ((size_t{2} << octave) <= n) ++octave;  // 2^octave <= n < 2^(octave+1)
+  const size_t step = size_t{1} << (octave - 3);
+  return (n + step - 1) / step * step;
+}
+
+// LibTorch 2.3 made allocate() non-const and copy_data() a required override.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define LMKIT_ALLOCATE_CONST
+#define LMKIT_COPY_DATA 1
+#else
+#define LMKIT_ALLOCATE_CONST const
+#define LMKIT_COPY_DATA 0
+#endif
+
+class CachingCpuAllocator final : public c10::Allocator {
+ public:
+  static CachingCpuAllocator& instance() {
+    static auto* allocator = new CachingCpuAllocator();  // never destroyed: tensors may outlive main
+    return *allocator;
+  }
+
+  c10::DataPtr allocate(size_t n) LMKIT_ALLOCATE_CONST override {
+    void* p = const_cast<CachingCpuAllocator*>(this)->take(n);
+    // Small blocks skip the cache's lock on free.
+    return {p, p, n < kMinCached ? &c10::free_cpu : &release_block, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &release_block; }
+
+#if LMKIT_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
+
+  CpuCacheStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void set_limit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = bytes;
+    trim(limit_);
+  }
+
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trim(0);
+  }
+
+ private:
+  static void release_block(void* p) {
+    if (p != nullptr) instance().give_back(p);
+  }
+
+  void* take(size_t n) {
+    if (n < kMinCached) return n == 0 ? nullptr : c10::alloc_cpu(n);
+    const size_t size = size_class(n);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end()) {
+        void* p = it->second;
+        const size_t got = it->first;
+        free_.erase(it);
+        stats_.cached_bytes -= got;
+        stats_.live_bytes += got;
+        ++stats_.hits;
+        live_[p] = got;
+        return p;
+      }
+      ++stats_.misses;
+    }
+    void* p = nullptr;
+    try {
+      p = c10::alloc_cpu(size);
+    } catch (const c10::Error&) {
+      release_all();  // out of memory: give the cache back and try once more
+      p = c10::alloc_cpu(size);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_[p] = size;
+    stats_.live_bytes += size;
+    return p;
+  }
+
+  void give_back(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(p);
+    if (it == live_.end()) {  // a small block freed through raw_deleter()
+      c10::free_cpu(p);
+      return;
+    }
+    const size_t size = it->second;
+    live_.erase(it);
+    stats_.live_bytes -= size;
+    if (size > limit_) {
+      c10::free_cpu(p);
+      return;
+    }
+    trim(limit_ - size);
+    free_.emplace(size, p);
+    stats_.cached_bytes += size;
+  }
+
+  // Frees cached blocks, smallest first, until at most `target` bytes stay cached. Holds mutex_.
+  void trim(size_t target) {
+    while (stats_.cached_bytes > target && !free_.empty()) {
+      auto it = free_.begin();
+      stats_.cached_bytes -= it->first;
+      c10::free_cpu(it->second);
+      free_.erase(it);
+    }
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;        // size -> cached block
+  std::unordered_map<void*, size_t> live_;   // cached-size blocks held by tensors
+  size_t limit_ = size_t{4} << 30;
+  CpuCacheStats stats_;
+};
+
+std::once_flag installed;
+bool is_installed = false;
+
+}  // namespace
+
+void install_caching_cpu_allocator() {
+  std::call_once(installed, [] {
+    c10::SetCPUAllocator(&CachingCpuAllocator::instance(), /*priority=*/100);
+    is_installed = true;
+  });
+}
+
+CpuCacheStats cpu_cache_stats() { return is_installed ? CachingCpuAllocator::instance().stats() : CpuCacheStats{}; }
+
+void set_cpu_cache_limit(size_t bytes) { CachingCpuAllocator::instance().set_limit(bytes); }
+
+void release_cached_cpu_memory() { CachingCpuAllocator::instance().release_all(); }
+
+}  // namespace lmkit

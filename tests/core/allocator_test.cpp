@@ -1,0 +1,46 @@
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include "lmkit/core/allocator.h"
+
+using namespace lmkit;
+
+TEST_CASE("caching CPU allocator: a freed large block is handed to the next tensor of its size",
+          "[core][allocator]") {
+  install_caching_cpu_allocator();
+  release_cached_cpu_memory();
+  const int64_t n = 3 << 20;  // 12 MiB of floats
+  void* first = nullptr;
+  {
+    at::Tensor a = at::full({n}, 2.0f);
+    first = a.data_ptr();
+    CHECK(cpu_cache_stats().live_bytes >= static_cast<size_t>(n) * 4);
+  }
+  CHECK(cpu_cache_stats().cached_bytes >= static_cast<size_t>(n) * 4);
+  const size_t hits = cpu_cache_stats().hits;
+  at::Tensor b = at::ones({n - 1000});  // slightly smaller: the same block still fits
+  CHECK(b.data_ptr() == first);
+  CHECK(cpu_cache_stats().hits == hits + 1);
+  CHECK(b.sum().item<double>() == Approx(static_cast<double>(n - 1000)));  // no stale contents leak through
+  at::Tensor c = at::zeros({n});  // the block is taken: a new one
+  CHECK(c.data_ptr() != first);
+  // Small tensors bypass the cache; a block much larger than asked for is not reused.
+  at::Tensor small = at::ones({100});
+  CHECK(small.sum().item<double>() == 100.0);
+}
+
+TEST_CASE("caching CPU allocator: the limit bounds what stays cached", "[core][allocator]") {
+  install_caching_cpu_allocator();
+  release_cached_cpu_memory();
+  set_cpu_cache_limit(size_t{20} << 20);
+  {
+    std::vector<at::Tensor> blocks;
+    for (int i = 0; i < 4; ++i) blocks.push_back(at::empty({(2 + i) << 20}));  // 8, 12, 16, 20 MiB
+  }
+  CHECK(cpu_cache_stats().cached_bytes <= (size_t{20} << 20));
+  CHECK(cpu_cache_stats().cached_bytes > 0);
+  release_cached_cpu_memory();
+  CHECK(cpu_cache_stats().cached_bytes == 0);
+  set_cpu_cache_limit(size_t{4} << 30);
+}
