@@ -1,6 +1,7 @@
 #include "lmkit/eval/generation.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
@@ -156,7 +157,7 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
     check_input(!attention_mask.defined() || attention_mask.ne(0).all().item<bool>(),
                 "generation: decoder-only prompts must be unpadded; generate them one at a time");
   }
-  at::NoGradGuard no_grad;
+  c10::InferenceMode inference;  // no autograd, no version counters: less work per op while decoding
   const bool was_training = model.is_training();
   model.eval();
   auto result = options.search == Search::kBeam ? (check_input(options.num_beams >= 1, "generation: beams must be >= 1"),

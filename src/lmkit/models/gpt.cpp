@@ -6,6 +6,7 @@
 
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
 
@@ -153,7 +154,7 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
 }
 
 at::Tensor GptImpl::lm_logits(const at::Tensor& hidden) {
-  return at::linear(hidden, lm_head ? lm_head->weight : wte->weight);  // (..., V)
+  return nn::linear(hidden, lm_head ? lm_head->weight : wte->weight);  // (..., V)
 }
 
 Output GptImpl::forward(const Batch& batch) {

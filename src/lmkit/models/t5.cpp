@@ -6,6 +6,7 @@
 
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
 
@@ -196,9 +197,9 @@ at::Tensor T5Impl::decode(const at::Tensor& decoder_input_ids, const at::Tensor&
 }
 
 at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
-  if (lm_head) return lm_head(hidden);
+  if (lm_head) return nn::linear(lm_head, hidden);
   // Tied head (v1.0): Mesh TF rescales the decoder output by d_model^-0.5.
-  return at::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), shared->weight);  // (..., V)
+  return nn::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), shared->weight);  // (..., V)
 }
 
 at::Tensor T5Impl::shift_right(const at::Tensor& labels) const {

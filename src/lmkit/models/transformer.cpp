@@ -7,6 +7,7 @@
 
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
 
@@ -134,7 +135,7 @@ at::Tensor TransformerImpl::decode(const at::Tensor& decoder_input_ids, const at
 }
 
 at::Tensor TransformerImpl::lm_logits(const at::Tensor& hidden) {
-  return at::linear(hidden, out_proj ? out_proj->weight : tgt_embed->weight);  // (..., V_tgt)
+  return nn::linear(hidden, out_proj ? out_proj->weight : tgt_embed->weight);  // (..., V_tgt)
 }
 
 at::Tensor TransformerImpl::shift_right(const at::Tensor& labels) const {

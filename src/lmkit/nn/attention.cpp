@@ -8,6 +8,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::nn {
 
@@ -102,17 +103,17 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
   const int64_t b = x.size(0), t = x.size(1);
   at::Tensor qh, kh, vh;
   if (options.cross_attention()) {
-    qh = split_heads(q(x), 1)[0];  // (B, H, T, hd)
+    qh = split_heads(linear(q, x), 1)[0];  // (B, H, T, hd)
     if (cache && cache->length() > 0) {
       kh = cache->key, vh = cache->value;  // the memory does not change while decoding
     } else {
       TORCH_CHECK(memory.defined(), "cross-attention needs a memory tensor");
-      auto kvh = split_heads(kv(memory), 2);  // 2 x (B, H, S, hd)
+      auto kvh = split_heads(linear(kv, memory), 2);  // 2 x (B, H, S, hd)
       kh = kvh[0], vh = kvh[1];
       if (cache) cache->key = kh, cache->value = vh;
     }
   } else {
-    auto qkvh = split_heads(qkv(x), 3);  // 3 x (B, H, T, hd)
+    auto qkvh = split_heads(linear(qkv, x), 3);  // 3 x (B, H, T, hd)
     qh = qkvh[0], kh = qkvh[1], vh = qkvh[2];
     if (cache) {
       if (cache->length() > 0) {
@@ -125,7 +126,7 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
   const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
   at::Tensor y = scaled_dot_product(qh, kh, vh, bias, scale, options.dropout(), is_training(), options.backend());
   y = y.transpose(1, 2).reshape({b, t, inner_dim()});  // (B, T, H·hd)
-  return out(y);                                        // (B, T, D)
+  return linear(out, y);                                // (B, T, D)
 }
 
 }  // namespace lmkit::nn

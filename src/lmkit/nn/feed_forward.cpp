@@ -4,6 +4,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::nn {
 
@@ -44,7 +45,7 @@ FeedForwardImpl::FeedForwardImpl(FeedForwardOptions options_) : options(std::mov
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
-  at::Tensor h = in(x);  // (B, T, d_ff) or (B, T, 2·d_ff)
+  at::Tensor h = linear(in, x);  // (B, T, d_ff) or (B, T, 2·d_ff)
   if (options.activation() == Activation::kGatedGelu) {
     auto branches = h.chunk(2, -1);  // gate, linear: 2 x (B, T, d_ff)
     h = at::gelu(branches[0], "tanh") * branches[1];
@@ -52,7 +53,7 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
     h = activate(h, options.activation());
   }
   if (options.dropout() > 0 && is_training()) h = nn::dropout(h, options.dropout(), true);
-  return out(h);  // (B, T, D)
+  return linear(out, h);  // (B, T, D)
 }
 
 }  // namespace lmkit::nn
