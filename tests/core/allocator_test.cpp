@@ -44,3 +44,12 @@ TEST_CASE("caching CPU allocator: the limit bounds what stays cached", "[core][a
   CHECK(cpu_cache_stats().cached_bytes == 0);
   set_cpu_cache_limit(size_t{4} << 30);
 }
+
+TEST_CASE("caching CPU allocator: a block no request takes for a long time is released", "[core][allocator]") {
+  install_caching_cpu_allocator();
+  release_cached_cpu_memory();
+  { at::Tensor rare = at::empty({8 << 20}); }  // 32 MiB, cached on free
+  REQUIRE(cpu_cache_stats().cached_bytes >= (size_t{32} << 20));
+  for (int i = 0; i < 9000; ++i) at::Tensor busy = at::empty({1 << 19});  // 2 MiB, reused every time
+  CHECK(cpu_cache_stats().cached_bytes < (size_t{32} << 20));
+}

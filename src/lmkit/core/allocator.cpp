@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -82,9 +83,11 @@ class CachingCpuAllocator final : public c10::Allocator {
     const size_t size = size_class(n);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(size);
-      if (it != free_.end()) {
-        void* p = it->second;
+      ++clock_;
+      // The smallest cached block that fits, if it is at most two classes (~25%) larger.
+      auto it = free_.lower_bound(size);
+      if (it != free_.end() && it->first <= size + size / 4) {
+        void* p = it->second.block;
         const size_t got = it->first;
         free_.erase(it);
         stats_.cached_bytes -= got;
@@ -123,8 +126,24 @@ class CachingCpuAllocator final : public c10::Allocator {
       return;
     }
     trim(limit_ - size);
-    free_.emplace(size, p);
+    free_.emplace(size, Cached{p, clock_});
     stats_.cached_bytes += size;
+    if (++frees_ % 256 == 0) evict_idle();
+  }
+
+  // Releases cached blocks no request has wanted for kIdle large allocations: the
+  // sizes a run met once (an unusually long batch, a rare masked-token count) do
+  // not stay cached for the rest of it. Holds mutex_.
+  void evict_idle() {
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (clock_ - it->second.freed_at > kIdle) {
+        stats_.cached_bytes -= it->first;
+        c10::free_cpu(it->second.block);
+        it = free_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   // Frees cached blocks, smallest first, until at most `target` bytes stay cached. Holds mutex_.
@@ -132,13 +151,20 @@ class CachingCpuAllocator final : public c10::Allocator {
     while (stats_.cached_bytes > target && !free_.empty()) {
       auto it = free_.begin();
       stats_.cached_bytes -= it->first;
-      c10::free_cpu(it->second);
+      c10::free_cpu(it->second.block);
       free_.erase(it);
     }
   }
 
+  struct Cached {
+    void* block;
+    uint64_t freed_at;  // clock_ when it was freed
+  };
+  static constexpr uint64_t kIdle = 8192;
+
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;        // size -> cached block
+  std::multimap<size_t, Cached> free_;       // size -> cached block
+  uint64_t clock_ = 0, frees_ = 0;           // large allocations and frees so far
   std::unordered_map<void*, size_t> live_;   // cached-size blocks held by tensors
   size_t limit_ = size_t{4} << 30;
   CpuCacheStats stats_;
