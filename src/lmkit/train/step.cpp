@@ -174,11 +174,11 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     r.loss += value / n;
   }
   // Global gradient norm (one read pass); the clipping multiply goes into the update.
-  std::vector<at::Tensor> grads;
+  std::vector<at::Tensor> norms;
   for (const auto& p : model.parameters()) {
-    if (p.grad().defined()) grads.push_back(p.grad().norm());
+    if (p.grad().defined()) norms.push_back(p.grad().norm());
   }
-  r.grad_norm = grads.empty() ? 0.0 : at::stack(grads).norm().item<double>();
+  r.grad_norm = norms.empty() ? 0.0 : at::stack(norms).norm().item<double>();
   if (!std::isfinite(r.grad_norm)) {
     r.finite = false;
     return r;
