@@ -25,9 +25,16 @@ TEST_CASE("caching CPU allocator: a freed large block is handed to the next tens
   CHECK(b.sum().item<double>() == Approx(static_cast<double>(n - 1000)));  // no stale contents leak through
   at::Tensor c = at::zeros({n});  // the block is taken: a new one
   CHECK(c.data_ptr() != first);
-  // Small tensors bypass the cache; a block much larger than asked for is not reused.
+  // A block much larger than asked for is not handed out.
+  void* large = c.data_ptr();
+  c = at::Tensor();  // its 12 MiB block goes back to the cache
+  at::Tensor quarter = at::ones({n / 4});
+  CHECK(quarter.data_ptr() != large);
+  // Small tensors bypass the cache.
+  const size_t misses = cpu_cache_stats().misses;
   at::Tensor small = at::ones({100});
   CHECK(small.sum().item<double>() == 100.0);
+  CHECK(cpu_cache_stats().misses == misses);
 }
 
 TEST_CASE("caching CPU allocator: the limit bounds what stays cached", "[core][allocator]") {

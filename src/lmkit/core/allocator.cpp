@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -171,7 +172,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 };
 
 std::once_flag installed;
-bool is_installed = false;
+std::atomic<bool> is_installed{false};
 
 }  // namespace
 
