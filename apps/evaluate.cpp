@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "lmkit/core/app.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "lmkit/core/app.h"
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
   lmkit::RuntimeOptions runtime;
   std::string checkpoint, inputs, output, architecture;
-  bool hidden_states = false;
+  bool hidden_states = false, gradients = false;
   app.add_option("--checkpoint", checkpoint, "checkpoint directory (config.json + model.safetensors)")->required();
   app.add_option("--inputs", inputs,
                  "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, "
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   app.add_option("--output", output, "safetensors file to write")->required();
   app.add_option("--architecture", architecture, "run the checkpoint under another head (e.g. BertModel)");
   app.add_flag("--hidden-states", hidden_states, "also write hidden_states.N (and encoder_hidden_states.N)");
+  app.add_flag("--gradients", gradients,
+               "also write grad.NAME = d(loss)/d(parameter) under HF's parameter names (needs labels; dropout off)");
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
     const c10::Device device = lmkit::init_runtime(runtime);
@@ -53,12 +56,17 @@ int main(int argc, char** argv) {
     model->eval();
     model->full_logits = true;
     model->output_hidden_states = hidden_states;
-    at::NoGradGuard no_grad;
+    std::optional<at::NoGradGuard> no_grad;
+    if (!gradients) no_grad.emplace();
     lmkit::Output out = model->forward(batch.to(device));
+    if (gradients) {
+      if (!out.loss.defined()) throw lmkit::InputError(inputs + ": --gradients needs labels (no loss to differentiate)");
+      out.loss.backward();
+    }
 
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     auto add = [&](const std::string& name, const at::Tensor& t) {
-      if (t.defined()) tensors.emplace_back(name, t.to(at::kCPU));
+      if (t.defined()) tensors.emplace_back(name, t.detach().to(at::kCPU));
     };
     add("loss", out.loss);
     add("logits", out.logits);
@@ -70,6 +78,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_states." + std::to_string(i), out.hidden_states[i]);
     for (size_t i = 0; i < out.encoder_hidden_states.size(); ++i) {
       add("encoder_hidden_states." + std::to_string(i), out.encoder_hidden_states[i]);
+    }
+    if (gradients) {
+      for (const auto& [name, grad] : lmkit::models::hf_gradients(*model)) add("grad." + name, grad);
     }
     lmkit::io::write_safetensors(output, tensors, {{"format", "pt"}, {"producer", "lmkit-forward"}});
     std::printf("%s: wrote", output.c_str());

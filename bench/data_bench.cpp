@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "bench.h"
 #include "lmkit/core/app.h"
 #include "lmkit/data/loader.h"

@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
-# Configures and builds lmkit into build/ (Release, ccache when available).
-# Extra arguments are passed to cmake's configure step.
+# Configures and builds lmkit into build/ (Release; Ninja and ccache when available).
+# LibTorch is the one in the project's .venv (scripts/setup.sh) unless the
+# arguments, passed to cmake's configure step, name another with
+# -DCMAKE_PREFIX_PATH=/path/to/libtorch (or its share/cmake folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-launcher=()
-if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
+args=()
+# ccache caches translation units built with the precompiled header only with these sloppiness settings.
+if command -v ccache >/dev/null 2>&1; then
+  args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache")
+fi
+if [ ! -f build/CMakeCache.txt ] && command -v ninja >/dev/null 2>&1; then args+=(-G Ninja); fi
+if [ -x .venv/bin/python ]; then
+  args+=(-DLMKIT_PYTHON="$PWD/.venv/bin/python")
+  case " $* " in
+    *CMAKE_PREFIX_PATH*) ;;
+    *) args+=(-DCMAKE_PREFIX_PATH="$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')") ;;
+  esac
+fi
+# A CUDA-enabled LibTorch needs the CUDA toolkit to configure; take the standard one when CMake would not find it.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  args+=(-DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${args[@]}" "$@" >/dev/null
 cmake --build build -j"${LMKIT_JOBS:-2}"

@@ -4,10 +4,14 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
+#include <dlfcn.h>
+
+#include <filesystem>
 #include <thread>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/runtime.h"
+#include "test_util.h"
 
 TEST_CASE("runtime: device parsing", "[core][runtime]") {
   CHECK(lmkit::parse_device("cpu").is_cpu());
@@ -53,10 +57,35 @@ TEST_CASE("runtime: the GEMM rate is measured and plausible", "[core][runtime]")
   CHECK(lmkit::peak_rss_mib() > 1.0);
 }
 
-TEST_CASE("runtime: the loaded BLAS is identified from the process maps", "[core][runtime]") {
+TEST_CASE("runtime: the BLAS report agrees with LibTorch's build configuration", "[core][runtime]") {
   at::mm(at::randn({8, 8}), at::randn({8, 8}));  // make sure BLAS is in use
   const std::string blas = lmkit::blas_library();
-  INFO(blas);
-  // scripts/setup.sh selects the OpenMP OpenBLAS; anything else here means the setup was skipped.
-  CHECK(blas == "openblas-openmp");
+  const std::string config = at::show_config();
+  INFO("reported: '" << blas << "'; LibTorch: " << config);
+  const auto info = config.find("BLAS_INFO=");
+  REQUIRE(info != std::string::npos);
+  const std::string built_with = config.substr(info + 10, config.find(',', info) - info - 10);
+  if (built_with == "mkl") {
+    CHECK(blas == "mkl");
+  } else {
+    // A LibTorch on a shared BLAS (a distribution's build): the library in the process maps.
+    CHECK(blas != "mkl");
+    CHECK_FALSE(blas.empty());
+  }
+}
+
+TEST_CASE("runtime: std::filesystem binds to the system libstdc++, not LibTorch's private copy", "[core][runtime]") {
+  // PyPI's libtorch.so exports an unversioned copy of std::filesystem that crashes when
+  // called from outside it; CMakeLists.txt links libstdc++ ahead of LibTorch. The global
+  // lookup (RTLD_DEFAULT) follows the executable's NEEDED order, as its own bindings do.
+  void* symbol = dlsym(RTLD_DEFAULT, "_ZNSt10filesystem10remove_allERKNS_7__cxx114pathE");
+  REQUIRE(symbol != nullptr);
+  Dl_info where{};
+  REQUIRE(dladdr(symbol, &where) != 0);
+  REQUIRE(where.dli_fname != nullptr);
+  INFO(where.dli_fname);
+  CHECK(std::string(where.dli_fname).find("libstdc++") != std::string::npos);
+  lmkit::test::TempDir dir;
+  std::filesystem::create_directories(dir / "a/b");
+  CHECK(std::filesystem::remove_all(dir / "a") == 2);
 }

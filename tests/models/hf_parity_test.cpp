@@ -47,26 +47,15 @@ Batch batch_from(const io::TensorFile& in, const std::string& labels_name = "lab
   return b;
 }
 
-// The gradient under each HF name, taken from the (possibly fused) lmkit parameter.
-at::Tensor grad_of(const models::HfTensor& t) {
-  at::Tensor base = t.param.is_view() ? at::Tensor(t.param._base()) : t.param;
-  at::Tensor g = base.grad();
-  REQUIRE(g.defined());
-  if (t.param.is_view()) {
-    const int64_t row = (t.param.storage_offset() - base.storage_offset()) / base.stride(0);
-    g = g.slice(0, row, row + t.param.size(0));
-  }
-  return t.transpose ? g.t() : g;
-}
-
 void check_gradients(models::Model& model, const std::string& dir) {
   const io::TensorFile grads = io::read_safetensors(dir + "/grads.safetensors");
   size_t checked = 0;
-  for (const auto& t : model.hf_tensors()) {
-    at::Tensor want = grads.get("grad." + t.name);
-    INFO("gradient of " << t.name);
+  for (const auto& [name, got] : models::hf_gradients(model)) {
+    at::Tensor want = grads.get("grad." + name);
+    INFO("gradient of " << name);
     REQUIRE(want.defined());
-    check_close("grad." + t.name, grad_of(t), want, 1e-5, 1e-3);
+    REQUIRE(got.defined());
+    check_close("grad." + name, got, want, 1e-5, 1e-3);
     ++checked;
   }
   CHECK(checked == grads.tensors.size());  // every HF parameter is covered

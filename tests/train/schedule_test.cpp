@@ -87,5 +87,5 @@ TEST_CASE("train step: bf16 autocast trains with float32 master weights", "[trai
   }
   CHECK(last < first - 1.0);  // it learns (memorises the batch)
   for (const auto& p : model->parameters()) CHECK(p.scalar_type() == at::kFloat);
-  CHECK_FALSE(at::autocast::is_cpu_enabled());  // the guard restored the state
+  CHECK_FALSE(at::autocast::is_autocast_enabled(at::kCPU));  // the guard restored the state
 }

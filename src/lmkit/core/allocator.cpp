@@ -4,7 +4,6 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
-#include <torch/version.h>
 
 #include <atomic>
 #include <cstdint>
@@ -28,15 +27,6 @@ size_t size_class(size_t n) {
   return (n + step - 1) / step * step;
 }
 
-// LibTorch 2.3 made allocate() non-const and copy_data() a required override.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-#define LMKIT_ALLOCATE_CONST
-#define LMKIT_COPY_DATA 1
-#else
-#define LMKIT_ALLOCATE_CONST const
-#define LMKIT_COPY_DATA 0
-#endif
-
 class CachingCpuAllocator final : public c10::Allocator {
  public:
   static CachingCpuAllocator& instance() {
@@ -44,19 +34,17 @@ class CachingCpuAllocator final : public c10::Allocator {
     return *allocator;
   }
 
-  c10::DataPtr allocate(size_t n) LMKIT_ALLOCATE_CONST override {
-    void* p = const_cast<CachingCpuAllocator*>(this)->take(n);
+  c10::DataPtr allocate(size_t n) override {
+    void* p = take(n);
     // Small blocks skip the cache's lock on free.
     return {p, p, n < kMinCached ? &c10::free_cpu : &release_block, c10::Device(c10::DeviceType::CPU)};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &release_block; }
 
-#if LMKIT_COPY_DATA
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
-#endif
 
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,8 +1,9 @@
-// bf16 autocast as an RAII guard (LibTorch 1.13 has none in C++): matmuls and
+// bf16 autocast as an RAII guard (LibTorch has none in C++): matmuls and
 // linear layers run in bf16, parameters and norms stay float32 (master weights).
 #pragma once
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 namespace lmkit {
 
@@ -15,7 +16,9 @@ class AutocastGuard {
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
-  bool active_ = false, cuda_ = false, previous_ = false;
+  bool active_ = false, previous_ = false;
+  c10::DeviceType device_type_;
+  c10::ScalarType previous_dtype_ = c10::kBFloat16;
 };
 
 }  // namespace lmkit

@@ -117,6 +117,8 @@ c10::Device init_runtime(const RuntimeOptions& options) {
 }
 
 std::string blas_library() {
+  // A LibTorch built with MKL (PyPI's wheel) links it statically: it never shows in the maps.
+  if (at::hasMKL()) return "mkl";
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {

@@ -11,7 +11,7 @@ namespace lmkit {
 
 /// What every app's `--threads`, `--device` and `--seed` flags fill in.
 struct RuntimeOptions {
-  int threads = 0;             ///< 0: every core (LibTorch 1.13 defaults to half of them)
+  int threads = 0;             ///< 0: every core (LibTorch defaults to half of them on x86-64)
   std::string device = "cpu";  ///< cpu, cuda, cuda:N
   uint64_t seed = 42;
 };
@@ -45,8 +45,10 @@ c10::Device init_runtime(const RuntimeOptions& options);
 /// (2n^3 flops per product), median over repetitions lasting about `seconds`.
 double measure_gemm_gflops(int64_t n = 1024, double seconds = 0.3, c10::Device device = c10::kCPU);
 
-/// The BLAS library this process has mapped (from /proc/self/maps): "openblas-openmp",
-/// "openblas-pthread", "reference", another path, or "" when none is mapped.
+/// The BLAS LibTorch runs matmuls on: "mkl" when LibTorch was built with MKL (linked
+/// statically, as in PyPI's wheel); otherwise the one this process has mapped (from
+/// /proc/self/maps): "openblas-openmp", "openblas-pthread", "reference", another
+/// path, or "" when none is mapped.
 /// Decided by what is loaded, not by timing, so a busy machine gives no false alarm.
 std::string blas_library();
 

@@ -169,7 +169,7 @@ void ignore_generic_hf_keys(ConfigReader& r) {
             "num_return_sequences", "output_attentions", "output_hidden_states", "output_scores", "prefix",
             "problem_type", "pruned_heads", "remove_invalid_values", "repetition_penalty", "return_dict",
             "return_dict_in_generate", "sep_token_id", "suppress_tokens", "task_specific_params", "temperature",
-            "tf_legacy_loss", "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torch_dtype",
+            "tf_legacy_loss", "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torch_dtype", "dtype",
             "torchscript", "transformers_version", "typical_p", "use_bfloat16", "use_cache", "model_type",
             "label2id", "gradient_checkpointing"});
 }

@@ -85,6 +85,22 @@ std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model) {
   return out;
 }
 
+std::vector<std::pair<std::string, at::Tensor>> hf_gradients(Model& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& t : model.hf_tensors()) {
+    // A row slice of a fused parameter (Q of qkv) has no .grad of its own: slice the base's.
+    const at::Tensor base = t.param.is_view() ? at::Tensor(t.param._base()) : t.param;
+    at::Tensor g = base.grad();
+    if (g.defined() && t.param.is_view()) {
+      const int64_t row = (t.param.storage_offset() - base.storage_offset()) / base.stride(0);
+      g = g.slice(0, row, row + t.param.size(0));
+    }
+    if (g.defined() && t.transpose) g = g.t();
+    out.emplace_back(t.name, g.defined() ? g.contiguous() : g);
+  }
+  return out;
+}
+
 LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::string& file_name, bool strict) {
   LoadReport report;
   const auto tensors = file.as_map();

@@ -25,6 +25,11 @@ std::vector<std::string> supported_architectures(const std::string& model_type);
 /// HF tensors of `model` under HF names, transposed where HF stores them so.
 std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model);
 
+/// The gradients after a backward pass, under HF's parameter names and in HF's
+/// layout (row slices of fused QKV, Conv1D transposed): what HF's
+/// `named_parameters()` would hold in `.grad`. Undefined where a parameter got none.
+std::vector<std::pair<std::string, at::Tensor>> hf_gradients(Model& model);
+
 struct LoadReport {
   std::vector<std::string> missing;     ///< model tensors the file lacks (left as initialised)
   std::vector<std::string> unexpected;  ///< file tensors the model does not use

@@ -33,6 +33,8 @@ T5Config T5Config::from_json(const Json& j, const std::string& file) {
   r.get("initializer_factor", c.initializer_factor, 0.0);
   r.get_choice("feed_forward_proj", c.feed_forward_proj, {"relu", "gated-gelu"});
   r.get("tie_word_embeddings", c.tie_word_embeddings);
+  c.scale_decoder_outputs = c.tie_word_embeddings;
+  r.get("scale_decoder_outputs", c.scale_decoder_outputs);
   r.get("pad_token_id", c.pad_token_id, int64_t{0});
   r.get("eos_token_id", c.eos_token_id, int64_t{0});
   r.get("decoder_start_token_id", c.decoder_start_token_id, int64_t{0});
@@ -75,6 +77,7 @@ Json T5Config::to_json() const {
             {"eos_token_id", eos_token_id},
             {"decoder_start_token_id", decoder_start_token_id},
             {"is_encoder_decoder", true}};
+  if (scale_decoder_outputs != tie_word_embeddings) j["scale_decoder_outputs"] = scale_decoder_outputs;
   if (head == T5Head::kEncoderClassification) write_num_labels(j, num_labels);
   return j;
 }
@@ -197,9 +200,10 @@ at::Tensor T5Impl::decode(const at::Tensor& decoder_input_ids, const at::Tensor&
 }
 
 at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
-  if (lm_head) return nn::linear(lm_head, hidden);
-  // Tied head (v1.0): Mesh TF rescales the decoder output by d_model^-0.5.
-  return nn::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), shared->weight);  // (..., V)
+  const at::Tensor& weight = lm_head ? lm_head->weight : shared->weight;
+  // v1.0 (Mesh TF) rescales the decoder output by d_model^-0.5 before its tied head.
+  if (!config.scale_decoder_outputs) return nn::linear(hidden, weight, {});                           // (..., V)
+  return nn::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), weight, {});  // (..., V)
 }
 
 at::Tensor T5Impl::shift_right(const at::Tensor& labels) const {

@@ -37,6 +37,10 @@ struct T5Config {
   double initializer_factor = 1.0;
   std::string feed_forward_proj = "relu";  ///< relu (v1.0) or gated-gelu (v1.1)
   bool tie_word_embeddings = true;
+  /// Multiply the decoder output by d_model^-0.5 before the LM head (Mesh TF's T5 v1.0).
+  /// transformers < 5 derived it from tie_word_embeddings; transformers 5 writes it
+  /// beside a tie_word_embeddings it always sets true (its T5 v1.1: tied, unscaled).
+  bool scale_decoder_outputs = true;
   int64_t pad_token_id = 0, eos_token_id = 1, decoder_start_token_id = 0;
   int64_t num_labels = 2;
   T5Head head = T5Head::kConditionalGeneration;

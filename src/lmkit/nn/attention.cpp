@@ -1,10 +1,10 @@
 #include "lmkit/nn/attention.h"
 
 #include <ATen/ATen.h>
-#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "lmkit/core/error.h"
 #include "lmkit/nn/dropout.h"
@@ -46,26 +46,13 @@ at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at
                               at::Tensor* weights) {
   const double p = training ? dropout : 0.0;
   if (weights == nullptr && backend != AttentionBackend::kMath) {
-#if TORCH_VERSION_MAJOR >= 2
-    // The fused kernels scale by 1/sqrt(hd) (the `scale` argument only exists from 2.1):
-    // fold any other scale into q.
-    const double native = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    at::Tensor qs = std::abs(scale - native) < 1e-12 ? q : q * (scale / native);
-    at::Tensor mask = bias;
-    if (mask.defined() && mask.scalar_type() != qs.scalar_type()) {
-      mask = mask.clamp_min(mask_value(qs.scalar_type())).to(qs.scalar_type());
+    // No bias is an absent mask, not an undefined tensor (LibTorch 2.x rejects the latter).
+    std::optional<at::Tensor> mask;
+    if (bias.defined()) {
+      mask = bias.scalar_type() == q.scalar_type() ? bias
+                                                   : bias.clamp_min(mask_value(q.scalar_type())).to(q.scalar_type());
     }
-    return at::scaled_dot_product_attention(qs, k, v, mask, p, /*is_causal=*/false);
-#else
-    if (backend == AttentionBackend::kFused) {
-      // 1.13's math-only kernel scales by 1/sqrt(hd) itself.
-      const double native = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-      at::Tensor qs = std::abs(scale - native) < 1e-12 ? q : q * (scale / native);
-      c10::optional<at::Tensor> mask;
-      if (bias.defined()) mask = bias;
-      return std::get<0>(at::_scaled_dot_product_attention(qs, k, v, mask, p, false, false));
-    }
-#endif
+    return at::scaled_dot_product_attention(q, k, v, mask, p, /*is_causal=*/false, scale);
   }
   at::Tensor scores = at::matmul(scale == 1.0 ? q : q * scale, k.transpose(-2, -1));  // (B, H, Tq, Tk)
   if (bias.defined()) scores.add_(bias);

@@ -14,9 +14,9 @@ namespace lmkit::nn {
 
 /// How softmax(QKᵀ·s + bias)·V is computed. Both give the same numbers.
 enum class AttentionBackend {
-  kAuto,  ///< fused scaled_dot_product_attention on LibTorch 2.x, the explicit path on 1.13
+  kAuto,  ///< at::scaled_dot_product_attention (fused kernels where LibTorch has one for the inputs)
   kMath,  ///< explicit matmul -> softmax -> matmul
-  kFused, ///< at::scaled_dot_product_attention (1.13: at::_scaled_dot_product_attention)
+  kFused, ///< at::scaled_dot_product_attention, as kAuto
 };
 
 /// softmax(q·kᵀ·scale + bias)·v with dropout on the probabilities.

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <sstream>
 #include <string>
-#include <type_traits>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/simd.h"
@@ -42,18 +45,8 @@ void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, const
   });
 }
 
-// The optimizer state's key for a parameter: LibTorch 1.13 uses the printed address
-// of its TensorImpl (c10::guts::to_string), 2.x the address itself.
-template <typename Key>
-Key state_key(const at::Tensor& p) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream address;
-    address << p.unsafeGetTensorImpl();
-    return address.str();
-  } else {
-    return static_cast<Key>(p.unsafeGetTensorImpl());
-  }
-}
+// The optimizer state's key for a parameter, as torch::optim::AdamW keeps it.
+void* state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
@@ -61,9 +54,24 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-bool FusedAdamW::fusable() const {
+bool FusedAdamW::native_kernel_from_env() {
+  static const bool native = [] {
+    const char* v = std::getenv("LMKIT_ADAMW");
+    return v != nullptr && std::string(v) == "native";
+  }();
+  return native;
+}
+
+bool FusedAdamW::amsgrad() const {
   for (const auto& group : param_groups_) {
-    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
+    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return true;
+  }
+  return false;
+}
+
+bool FusedAdamW::fusable() const {
+  if (native_) return false;
+  for (const auto& group : param_groups_) {
     for (const auto& p : group.params()) {
       const at::Tensor& g = p.grad();
       if (!g.defined()) continue;
@@ -77,7 +85,11 @@ bool FusedAdamW::fusable() const {
 at::Tensor FusedAdamW::step(LossClosure closure) {
   const double scale = grad_scale_;
   grad_scale_ = 1.0;
-  if (closure || !fusable()) {
+  if (!closure && !amsgrad() && !fusable()) {
+    native_step(scale);
+    return {};
+  }
+  if (closure || amsgrad()) {
     if (scale != 1.0) {
       at::NoGradGuard no_grad;
       for (auto& group : param_groups_) {
@@ -94,7 +106,7 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = state_key<std::decay_t<decltype(state_)>::key_type>(p);
+      const auto key = state_key(p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
@@ -125,6 +137,49 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     }
   }
   return {};
+}
+
+void FusedAdamW::native_step(double scale) {
+  at::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    // One multi-tensor launch per (device, dtype): every parameter of the group at once.
+    std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> params, grads, avgs, sqs, steps;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto key = state_key(p);
+      auto it = state_.find(key);
+      if (it == state_.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+        it = state_.emplace(key, std::move(fresh)).first;
+      }
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      // The kernel reads the step count from a float tensor on the parameter's device; keep one
+      // per parameter beside the integer count the checkpoint format holds.
+      at::Tensor& step = device_steps_[key];
+      if (!step.defined() || step.device() != p.device()) {
+        step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
+      }
+      st.step(st.step() + 1);
+      const auto bucket = std::make_pair(p.device().str(), p.scalar_type());
+      params[bucket].push_back(p);
+      grads[bucket].push_back(p.grad());
+      avgs[bucket].push_back(st.exp_avg());
+      sqs[bucket].push_back(st.exp_avg_sq());
+      steps[bucket].push_back(step);
+    }
+    for (auto& [bucket, ps] : params) {
+      at::_foreach_add_(steps[bucket], 1);
+      std::optional<at::Tensor> grad_scale;  // the kernel divides the gradients by it
+      if (scale != 1.0) grad_scale = at::full({}, 1.0 / scale, ps.front().options().dtype(at::kFloat));
+      at::_fused_adamw_(ps, grads[bucket], avgs[bucket], sqs[bucket], {}, steps[bucket], o.lr(),
+                        std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                        /*amsgrad=*/false, /*maximize=*/false, grad_scale, /*found_inf=*/{});
+    }
+  }
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, const OptimizerOptions& o) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include <torch/optim/adamw.h>
@@ -17,21 +18,31 @@ struct OptimizerOptions {
   double lr = 1e-4, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-/// torch::optim::AdamW with the update of each parameter done in one parallel pass
-/// over (param, grad, exp_avg, exp_avg_sq) instead of eight tensor operations, and
-/// an optional gradient scale (the clipping coefficient) folded into that pass.
+/// torch::optim::AdamW with the update done in fused passes instead of eight tensor
+/// operations per parameter, and an optional gradient scale (the clipping
+/// coefficient) folded into them:
+///  - float32 CPU parameters: lmkit's one vectorized pass per parameter;
+///  - anything else (CUDA, bf16 parameters), or with LMKIT_ADAMW=native in the
+///    environment: LibTorch's multi-tensor at::_fused_adamw_, one launch per group.
 /// Same arithmetic, state and checkpoint format as torch::optim::AdamW; falls back
-/// to it for what the kernel does not cover (CUDA, non-float32, amsgrad, closures).
+/// to it for amsgrad and closures.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   /// Multiplies every gradient by `scale` in the next step() (then resets to 1).
   void set_grad_scale(double scale) { grad_scale_ = scale; }
+  /// Updates float32 CPU parameters with LibTorch's kernel too (default: LMKIT_ADAMW=native).
+  void set_native_kernel(bool native) { native_ = native; }
   at::Tensor step(LossClosure closure = nullptr) override;
 
  private:
   bool fusable() const;
+  bool amsgrad() const;
+  void native_step(double scale);
+  static bool native_kernel_from_env();
   double grad_scale_ = 1.0;
+  bool native_ = native_kernel_from_env();
+  std::unordered_map<void*, at::Tensor> device_steps_;  ///< per parameter: its step count on its device
 };
 
 /// AdamW (Loshchilov & Hutter) with two groups: weight decay on matrices and

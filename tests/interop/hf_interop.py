@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Live HuggingFace interop checks, each one CTest test (registered in CMakeLists.txt).
+
+  hf_interop.py hf-to-lmkit FAMILY --bin BIN_DIR --work DIR
+      A small random HF model of FAMILY is saved with save_pretrained(); lmkit-forward
+      loads that directory and must give HF's outputs, loss and every parameter
+      gradient.
+  hf_interop.py lmkit-to-hf FAMILY --bin BIN_DIR --work DIR
+      lmkit-pretrain (and lmkit-finetune for the classifier) writes a checkpoint;
+      from_pretrained() must load it with no missing, unexpected or mismatched keys,
+      and give lmkit-forward's outputs.
+
+FAMILY: bert (BertForPreTraining), bert_seqcls (BertForSequenceClassification),
+gpt2 (GPT2LMHeadModel), t5 (v1.0: ReLU, tied), t5_v1_1 (gated GELU, untied).
+Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
+(float32 on both sides, same LibTorch, eval mode).
+
+Exits 0 on agreement, 1 on a mismatch, 77 (CTest: skipped) when transformers is not importable.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+except ImportError as e:  # a LibTorch given by the user, without the project's .venv
+    print(f"skipped: the HF interop tests need torch, transformers and safetensors in this Python ({e})")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(SOURCE, "tests", "fixtures", "hf")
+SAMPLE = os.path.join(SOURCE, "data", "wikitext-2-sample")
+TOLERANCE = 1e-5
+
+# family -> (fixture with its config and inputs, HF class, name of the labels tensor in the fixture inputs)
+FAMILIES = {
+    "bert": ("bert", transformers.BertForPreTraining, "mlm_labels"),
+    "bert_seqcls": ("bert_seqcls", transformers.BertForSequenceClassification, "labels"),
+    "gpt2": ("gpt2", transformers.GPT2LMHeadModel, "labels"),
+    "t5": ("t5_relu", transformers.T5ForConditionalGeneration, "labels"),
+    "t5_v1_1": ("t5_gated_gelu", transformers.T5ForConditionalGeneration, "labels"),
+}
+# HF output attribute -> the name lmkit-forward writes it under
+OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state"]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print(" ".join(cmd))
+        print(r.stdout)
+        raise SystemExit(f"FAIL: {os.path.basename(cmd[0])} exited {r.returncode}")
+    return r.stdout
+
+
+def redraw(model, seed):
+    """Weights far from HF's init (N(0, 0.1) everywhere, norms 1 + N(0, 0.1)), as the committed
+    fixtures do: a port that drops a bias or a norm's affine then fails."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g) * 0.1
+            p.copy_(1 + noise if ("LayerNorm.weight" in name or "ln_" in name or "layer_norm.weight" in name)
+                    else noise)
+
+
+def hf_inputs(family, inputs):
+    fixture, _, labels_name = FAMILIES[family]
+    keys = ["input_ids", "attention_mask", "token_type_ids", "decoder_input_ids", "next_sentence_label"]
+    out = {k: inputs[k] for k in keys if k in inputs}
+    out["labels"] = inputs[labels_name]
+    return out
+
+
+def hf_forward(model, batch, gradients):
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    with torch.set_grad_enabled(gradients):
+        out = model(**batch)
+    if gradients:
+        out.loss.backward()
+    return out
+
+
+def compare(name, got, want):
+    got, want = got.double(), want.double()
+    if got.shape != want.shape:
+        return f"{name}: shape {tuple(got.shape)} vs HF {tuple(want.shape)}", 0.0
+    err = (got - want).abs().max().item() if want.numel() else 0.0
+    scale = max(1.0, want.abs().max().item() if want.numel() else 0.0)
+    return (f"{name}: max |diff| {err:.3g} (scale {scale:.3g})" if err > TOLERANCE * scale else None), err / scale
+
+
+def check_outputs(hf_out, lmkit_out, model=None):
+    """Every HF output that lmkit writes, and every parameter gradient when `model` is given."""
+    failures, worst, checked = [], 0.0, 0
+    for name in OUTPUT_NAMES:
+        want = getattr(hf_out, name, None)
+        if want is None:
+            continue
+        if name not in lmkit_out:
+            failures.append(f"{name}: missing from lmkit-forward's output")
+            continue
+        bad, rel = compare(name, lmkit_out[name], want.detach())
+        failures += [bad] if bad else []
+        worst, checked = max(worst, rel), checked + 1
+    grads = 0
+    if model is not None:
+        for pname, p in model.named_parameters():  # tied parameters are listed once, with the summed gradient
+            key = "grad." + pname
+            if key not in lmkit_out:
+                failures.append(f"{key}: missing from lmkit-forward's output")
+                continue
+            bad, rel = compare(key, lmkit_out[key], p.grad if p.grad is not None else torch.zeros_like(p))
+            failures += [bad] if bad else []
+            worst, grads = max(worst, rel), grads + 1
+    return failures, worst, checked, grads
+
+
+def lmkit_forward(bin_dir, checkpoint, inputs_path, out_path, gradients):
+    cmd = [os.path.join(bin_dir, "lmkit-forward"), "--checkpoint", checkpoint, "--inputs", inputs_path,
+           "--output", out_path, "--threads", "1"]
+    run(cmd + (["--gradients"] if gradients else []))
+    return load_file(out_path)
+
+
+def hf_to_lmkit(family, bin_dir, work):
+    fixture, cls, _ = FAMILIES[family]
+    config = transformers.AutoConfig.from_pretrained(os.path.join(FIXTURES, fixture))
+    torch.manual_seed(0)
+    model = cls(config)
+    redraw(model, seed=7)
+    ckpt = os.path.join(work, "hf")
+    model.save_pretrained(ckpt)
+    batch = hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
+    inputs_path = os.path.join(work, "inputs.safetensors")
+    save_file({k: v.contiguous() for k, v in batch.items()}, inputs_path)
+    hf_out = hf_forward(model, batch, gradients=True)
+    lmkit_out = lmkit_forward(bin_dir, ckpt, inputs_path, os.path.join(work, "lmkit.safetensors"), gradients=True)
+    failures, worst, outputs, grads = check_outputs(hf_out, lmkit_out, model)
+    if grads == 0:
+        failures.append("no gradients compared")
+    return failures, f"{outputs} outputs and {grads} parameter gradients; worst |diff|/scale {worst:.2e}"
+
+
+def small_config(family):
+    """A model preset small enough to pretrain for two steps in seconds."""
+    if family in ("bert", "bert_seqcls"):
+        return {"model_type": "bert", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 128}
+    if family == "gpt2":
+        return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
+    gated = family == "t5_v1_1"
+    return {"model_type": "t5", "vocab_size": 1000, "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2,
+            "num_decoder_layers": 2, "num_heads": 4, "feed_forward_proj": "gated-gelu" if gated else "relu",
+            "tie_word_embeddings": not gated}
+
+
+def classification_file(path, lines):
+    with open(path, "w") as f:
+        f.write("sentence\tlabel\n")
+        for i, line in enumerate(lines):
+            f.write(f"{line}\t{len(line.split()) % 2}\n")
+
+
+def lmkit_to_hf(family, bin_dir, work):
+    preset = os.path.join(work, "preset.json")
+    with open(preset, "w") as f:
+        json.dump(small_config(family), f)
+    objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm"}.get(family, "span")
+    run_dir = os.path.join(work, "pretrain")
+    run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
+         "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
+         "--seq-len", "32", "--threads", "1", "--seed", "3"])
+    ckpt = os.path.join(run_dir, "final")
+    if family == "bert_seqcls":
+        with open(os.path.join(SAMPLE, "valid.txt")) as f:
+            lines = [l.strip() for l in f if len(l.split()) > 3][:64]
+        classification_file(os.path.join(work, "train.tsv"), lines[:48])
+        classification_file(os.path.join(work, "dev.tsv"), lines[48:])
+        run([os.path.join(bin_dir, "lmkit-finetune"), "--checkpoint", ckpt, "--train", os.path.join(work, "train.tsv"),
+             "--dev", os.path.join(work, "dev.tsv"), "--output", os.path.join(work, "finetune"), "--epochs", "1",
+             "--batch-size", "8", "--max-length", "32", "--threads", "1"])
+        ckpt = os.path.join(work, "finetune", "best")
+    _, cls, _ = FAMILIES[family]
+    model, info = cls.from_pretrained(ckpt, output_loading_info=True)
+    failures = [f"{k}: {v}" for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")]
+    # Inputs within the trained vocabulary, the second row right-padded.
+    g = torch.Generator().manual_seed(11)
+    vocab = model.config.vocab_size
+    ids = torch.randint(4, vocab, (2, 16), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    batch = {"input_ids": ids, "attention_mask": mask}
+    if family == "bert":
+        batch["token_type_ids"] = (torch.arange(16) >= 8).long().expand(2, 16).contiguous()
+        labels = torch.full_like(ids, -100)
+        labels[:, 3] = ids[:, 3]
+        batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
+    elif family == "bert_seqcls":
+        batch["labels"] = torch.tensor([0, 1])
+    elif family == "gpt2":
+        batch["labels"] = ids.masked_fill(mask == 0, -100)
+    else:
+        batch["decoder_input_ids"] = torch.randint(4, vocab, (2, 6), generator=g)
+        batch["labels"] = torch.randint(4, vocab, (2, 6), generator=g)
+    inputs_path = os.path.join(work, "inputs.safetensors")
+    save_file(batch, inputs_path)
+    hf_out = hf_forward(model, batch, gradients=False)
+    lmkit_out = lmkit_forward(bin_dir, ckpt, inputs_path, os.path.join(work, "lmkit.safetensors"), gradients=False)
+    more, worst, outputs, _ = check_outputs(hf_out, lmkit_out)
+    failures += more
+    if outputs == 0:
+        failures.append("no outputs compared")
+    return failures, f"{type(model).__name__} loaded with no missing/unexpected keys; {outputs} outputs; worst |diff|/scale {worst:.2e}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf"])
+    ap.add_argument("family", choices=sorted(FAMILIES))
+    ap.add_argument("--bin", required=True, help="folder with lmkit-forward, lmkit-pretrain, lmkit-finetune")
+    ap.add_argument("--work", required=True, help="scratch folder (created)")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(a.work, exist_ok=True)
+    fn = hf_to_lmkit if a.direction == "hf-to-lmkit" else lmkit_to_hf
+    failures, summary = fn(a.family, a.bin, a.work)
+    print(f"{a.direction} {a.family} (transformers {transformers.__version__}, torch {torch.__version__}): {summary}")
+    for f in failures:
+        print("FAIL:", f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
