@@ -86,7 +86,27 @@ double measure_gemm_gflops(int64_t n, double seconds, c10::Device device) {
   return rates[rates.size() / 2];
 }
 
+bool lever_disabled(const std::string& name) {
+  static const std::vector<std::string> disabled = [] {
+    std::vector<std::string> out;
+    const char* env = std::getenv("LMKIT_DISABLE");
+    std::string item;
+    for (const char* c = env ? env : ""; ; ++c) {
+      if (*c == ',' || *c == '\0') {
+        if (!item.empty()) out.push_back(item);
+        item.clear();
+        if (*c == '\0') break;
+      } else {
+        item += *c;
+      }
+    }
+    return out;
+  }();
+  return std::find(disabled.begin(), disabled.end(), name) != disabled.end();
+}
+
 void keep_freed_memory() {
+  if (lever_disabled("mallopt")) return;
 #if defined(__GLIBC__)
   // glibc serves blocks above a (dynamic) threshold with mmap and gives freed heap
   // tops back to the kernel; a training step allocates and frees the same
@@ -101,7 +121,7 @@ void keep_freed_memory() {
 
 c10::Device init_runtime(const RuntimeOptions& options) {
   keep_freed_memory();
-  install_caching_cpu_allocator();
+  if (!lever_disabled("allocator")) install_caching_cpu_allocator();
   c10::Device device = parse_device(options.device);
   set_threads(options.threads);
   seed_everything(options.seed);

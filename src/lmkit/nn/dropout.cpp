@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/core/simd.h"
 
 namespace lmkit::nn {
@@ -114,7 +115,9 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {
   check_input(p >= 0.0 && p <= 1.0, "dropout: probability " + std::to_string(p) + " is not in [0, 1]");
   if (!training || p == 0.0) return x;
-  if (!x.device().is_cpu() || !at::isFloatingType(x.scalar_type())) return at::dropout(x, p, true);
+  if (!x.device().is_cpu() || !at::isFloatingType(x.scalar_type()) || lever_disabled("dropout")) {
+    return at::dropout(x, p, true);
+  }
   const auto threshold = static_cast<int64_t>(std::lround(p * 65536.0));
   if (threshold >= 65536) return x * 0;
   if (threshold == 0) return x;

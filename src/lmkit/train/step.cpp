@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "lmkit/core/autocast.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/core/simd.h"
 
 namespace lmkit::train {
@@ -54,13 +55,7 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-bool FusedAdamW::native_kernel_from_env() {
-  static const bool native = [] {
-    const char* v = std::getenv("LMKIT_ADAMW");
-    return v != nullptr && std::string(v) == "native";
-  }();
-  return native;
-}
+bool FusedAdamW::native_kernel_from_env() { return lever_disabled("adamw"); }
 
 bool FusedAdamW::amsgrad() const {
   for (const auto& group : param_groups_) {

@@ -22,7 +22,7 @@ struct OptimizerOptions {
 /// operations per parameter, and an optional gradient scale (the clipping
 /// coefficient) folded into them:
 ///  - float32 CPU parameters: lmkit's one vectorized pass per parameter;
-///  - anything else (CUDA, bf16 parameters), or with LMKIT_ADAMW=native in the
+///  - anything else (CUDA, bf16 parameters), or with LMKIT_DISABLE=adamw in the
 ///    environment: LibTorch's multi-tensor at::_fused_adamw_, one launch per group.
 /// Same arithmetic, state and checkpoint format as torch::optim::AdamW; falls back
 /// to it for amsgrad and closures.
@@ -31,7 +31,7 @@ class FusedAdamW : public torch::optim::AdamW {
   using torch::optim::AdamW::AdamW;
   /// Multiplies every gradient by `scale` in the next step() (then resets to 1).
   void set_grad_scale(double scale) { grad_scale_ = scale; }
-  /// Updates float32 CPU parameters with LibTorch's kernel too (default: LMKIT_ADAMW=native).
+  /// Updates float32 CPU parameters with LibTorch's kernel too (default: LMKIT_DISABLE=adamw).
   void set_native_kernel(bool native) { native_ = native; }
   at::Tensor step(LossClosure closure = nullptr) override;
 
