@@ -16,7 +16,7 @@ out=${1:-runs/bench-hf}
 mkdir -p "$out"
 steps=${STEPS:-10} rounds=${ROUNDS:-2} threads=${THREADS:-$(nproc)} device=${DEVICE:-cpu}
 py=${PYTHON:-.venv/bin/python}
-lmkit=build/bin/lmkit-bench
+lmkit=${LMKIT_BENCH:-build/bin/lmkit-bench}
 shapes=${SHAPES:-"bert-mini-30522 gpt-mini-8000 t5-mini-8000"}
 dtypes=${DTYPES:-"fp32 bf16"}
 peers="eager sdpa"

@@ -76,9 +76,10 @@ TEST_CASE("runtime: the BLAS report agrees with LibTorch's build configuration",
 
 TEST_CASE("runtime: std::filesystem binds to the system libstdc++, not LibTorch's private copy", "[core][runtime]") {
   // PyPI's libtorch.so exports an unversioned copy of std::filesystem that crashes when
-  // called from outside it; CMakeLists.txt links libstdc++ ahead of LibTorch. The global
-  // lookup (RTLD_DEFAULT) follows the executable's NEEDED order, as its own bindings do.
-  void* symbol = dlsym(RTLD_DEFAULT, "_ZNSt10filesystem10remove_allERKNS_7__cxx114pathE");
+  // called from outside it; CMakeLists.txt links libstdc++ ahead of LibTorch. RTLD_NEXT
+  // looks the name up as this executable's own calls are bound: through the libraries it
+  // loads, in their order, skipping the executable (a non-PIE one holds a PLT stub).
+  void* symbol = dlsym(RTLD_NEXT, "_ZNSt10filesystem10remove_allERKNS_7__cxx114pathE");
   REQUIRE(symbol != nullptr);
   Dl_info where{};
   REQUIRE(dladdr(symbol, &where) != 0);
