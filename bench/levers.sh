@@ -3,13 +3,13 @@
 # lmkit-bench train run with the lever on and with it off (LMKIT_DISABLE=NAME, see
 # core/runtime.h), interleaved ROUNDS times; prints the best tokens/s of each and the gain.
 #   bash bench/levers.sh [OUT_DIR]        (default runs/levers)
-#   STEPS=8 ROUNDS=2 LEVERS="mallopt allocator dropout adamw" SHAPES="bert gpt" bash bench/levers.sh
+#   STEPS=8 ROUNDS=2 LEVERS="allocator dropout" SHAPES="bert gpt" bash bench/levers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/levers}
 mkdir -p "$out"
 steps=${STEPS:-8} rounds=${ROUNDS:-2} threads=${THREADS:-$(nproc)}
-levers=${LEVERS:-"mallopt allocator dropout adamw"}
+levers=${LEVERS:-"allocator dropout"}
 shapes=${SHAPES:-"bert gpt"}
 args_of() {
   case $1 in

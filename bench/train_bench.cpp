@@ -157,7 +157,7 @@ void run_train(const TrainArgs& a) {
   std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
   std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
   // Memory after warm-up, after the first tenth of the timed steps and at the end. The RSS
-  // keeps freed memory (keep_freed_memory) and grows with fragmentation while the
+  // keeps what the caching allocator holds and grows with fragmentation while the
   // allocator settles; the heap in use is what a leak would grow.
   std::printf("RSS                    %.0f / %.0f / %.0f MiB after warm-up / timed step %d / step %d\n", rss_warm,
               rss_tenth, rss_end, tenth, a.steps);

@@ -9,7 +9,7 @@
 // caching allocator does on the GPU: sizes are rounded to 1/8-octave classes, a
 // request takes the smallest cached block up to ~25% larger, and blocks no
 // request has taken for 8,192 large allocations are released. Smaller blocks go
-// to the C allocator, which keep_freed_memory() (runtime.h) keeps in the process.
+// to the C allocator.
 #pragma once
 
 #include <cstddef>

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <iostream>
-#include <malloc.h>
+#include <malloc.h>  // mallinfo2
 #include <thread>
 #include <vector>
 
@@ -105,22 +105,7 @@ bool lever_disabled(const std::string& name) {
   return std::find(disabled.begin(), disabled.end(), name) != disabled.end();
 }
 
-void keep_freed_memory() {
-  if (lever_disabled("mallopt")) return;
-#if defined(__GLIBC__)
-  // glibc serves blocks above a (dynamic) threshold with mmap and gives freed heap
-  // tops back to the kernel; a training step allocates and frees the same
-  // activation buffers every step, so each step re-faults them page by page
-  // (measured: 13% of a bert-mini step in the kernel, 15% slower). Serve blocks up
-  // to glibc's ceiling (32 MiB) from the heap and never trim it: the process keeps
-  // its high-water mark, which the next step reuses.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-#endif
-}
-
 c10::Device init_runtime(const RuntimeOptions& options) {
-  keep_freed_memory();
   if (!lever_disabled("allocator")) install_caching_cpu_allocator();
   c10::Device device = parse_device(options.device);
   set_threads(options.threads);

@@ -30,20 +30,14 @@ void seed_everything(uint64_t seed);
 /// sub-seeds, e.g. derive_seed(seed, epoch) for an epoch's shuffling.
 uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
-/// Makes the C allocator keep freed memory for reuse instead of returning it to
-/// the kernel (glibc: heap for blocks up to 32 MiB, no trimming), so the buffers of
-/// one training step are not page-faulted in again by the next. Called by init_runtime.
-void keep_freed_memory();
-
 /// Whether a hand-made speed-up is switched off for this process, by name, in the
-/// comma-separated LMKIT_DISABLE environment variable: "mallopt" (keep_freed_memory),
-/// "allocator" (the caching CPU allocator), "dropout" (lmkit's CPU dropout: at::dropout
-/// instead), "adamw" (lmkit's CPU AdamW pass: at::_fused_adamw_ instead). Each falls
-/// back to what LibTorch does natively, with the same results; bench/levers.sh times
-/// every lever against its fallback.
+/// comma-separated LMKIT_DISABLE environment variable: "allocator" (the caching CPU
+/// allocator) or "dropout" (lmkit's CPU dropout: at::dropout instead). Each falls back
+/// to what LibTorch does natively, with the same results; bench/levers.sh times every
+/// lever against its fallback.
 bool lever_disabled(const std::string& name);
 
-/// Applies the allocator settings (keep_freed_memory, install_caching_cpu_allocator),
+/// Installs the caching CPU allocator (install_caching_cpu_allocator), sets the
 /// threads and seed, parses the device, and warns on stderr when LibTorch runs on
 /// a slow BLAS (see blas_library()), quoting the measured GEMM rate.
 /// Returns the device.

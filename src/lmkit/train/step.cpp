@@ -13,38 +13,10 @@
 #include <unordered_map>
 
 #include "lmkit/core/autocast.h"
-#include "lmkit/core/runtime.h"
-#include "lmkit/core/simd.h"
 
 namespace lmkit::train {
 
 namespace {
-
-// One AdamW update of n float32 elements, in torch::optim::AdamW's order of operations:
-//   p *= 1 - lr·wd;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  p += -(lr/bc1) · m / (√v/√bc2 + ε)
-struct AdamWStep {
-  float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, sqrt_bc2, eps, step_size, grad_scale;
-  bool weight_decay;
-};
-
-LMKIT_MULTIVERSION void adamw_range(float* p, const float* g, float* m, float* v, int64_t n, const AdamWStep& s) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float grad = g[i] * s.grad_scale;
-    const float param = s.weight_decay ? p[i] * s.decay : p[i];
-    const float mi = m[i] * s.beta1 + grad * s.one_minus_beta1;
-    const float vi = v[i] * s.beta2 + grad * grad * s.one_minus_beta2;
-    const float denom = std::sqrt(vi) / s.sqrt_bc2 + s.eps;
-    p[i] = param + -s.step_size * (mi / denom);
-    m[i] = mi;
-    v[i] = vi;
-  }
-}
-
-void adamw_kernel(float* p, const float* g, float* m, float* v, int64_t n, const AdamWStep& s) {
-  at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
-    adamw_range(p + begin, g + begin, m + begin, v + begin, end - begin, s);
-  });
-}
 
 // The optimizer state's key for a parameter, as torch::optim::AdamW keeps it.
 void* state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
@@ -55,8 +27,6 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-bool FusedAdamW::native_kernel_from_env() { return lever_disabled("adamw"); }
-
 bool FusedAdamW::amsgrad() const {
   for (const auto& group : param_groups_) {
     if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return true;
@@ -64,74 +34,22 @@ bool FusedAdamW::amsgrad() const {
   return false;
 }
 
-bool FusedAdamW::fusable() const {
-  if (native_) return false;
-  for (const auto& group : param_groups_) {
-    for (const auto& p : group.params()) {
-      const at::Tensor& g = p.grad();
-      if (!g.defined()) continue;
-      if (!p.device().is_cpu() || p.scalar_type() != at::kFloat || !p.is_contiguous()) return false;
-      if (g.is_sparse() || g.scalar_type() != at::kFloat || !g.is_contiguous()) return false;
-    }
-  }
-  return true;
-}
-
 at::Tensor FusedAdamW::step(LossClosure closure) {
   const double scale = grad_scale_;
   grad_scale_ = 1.0;
-  if (!closure && !amsgrad() && !fusable()) {
+  if (!closure && !amsgrad()) {
     native_step(scale);
     return {};
   }
-  if (closure || amsgrad()) {
-    if (scale != 1.0) {
-      at::NoGradGuard no_grad;
-      for (auto& group : param_groups_) {
-        for (auto& p : group.params()) {
-          if (p.grad().defined()) p.grad().mul_(scale);
-        }
+  if (scale != 1.0) {
+    at::NoGradGuard no_grad;
+    for (auto& group : param_groups_) {
+      for (auto& p : group.params()) {
+        if (p.grad().defined()) p.grad().mul_(scale);
       }
     }
-    return torch::optim::AdamW::step(std::move(closure));
   }
-  at::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
-    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      const auto key = state_key(p);
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->step(0);
-        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Contiguous));
-        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Contiguous));
-        it = state_.emplace(key, std::move(fresh)).first;
-      }
-      auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
-      st.step(st.step() + 1);
-      const double bc1 = 1 - std::pow(beta1, static_cast<double>(st.step()));
-      const double bc2 = 1 - std::pow(beta2, static_cast<double>(st.step()));
-      const AdamWStep s{static_cast<float>(1 - o.lr() * o.weight_decay()),
-                        static_cast<float>(beta1),
-                        static_cast<float>(beta2),
-                        static_cast<float>(1 - beta1),
-                        static_cast<float>(1 - beta2),
-                        static_cast<float>(std::sqrt(bc2)),
-                        static_cast<float>(o.eps()),
-                        static_cast<float>(o.lr() / bc1),
-                        static_cast<float>(scale),
-                        o.weight_decay() != 0};
-      at::Tensor m = st.exp_avg().contiguous(), v = st.exp_avg_sq().contiguous();
-      if (!m.is_same(st.exp_avg())) st.exp_avg(m);  // a loaded state may be strided
-      if (!v.is_same(st.exp_avg_sq())) st.exp_avg_sq(v);
-      adamw_kernel(p.data_ptr<float>(), p.grad().data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
-                   p.numel(), s);
-    }
-  }
-  return {};
+  return torch::optim::AdamW::step(std::move(closure));
 }
 
 void FusedAdamW::native_step(double scale) {

@@ -18,30 +18,24 @@ struct OptimizerOptions {
   double lr = 1e-4, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-/// torch::optim::AdamW with the update done in fused passes instead of eight tensor
-/// operations per parameter, and an optional gradient scale (the clipping
-/// coefficient) folded into them:
-///  - float32 CPU parameters: lmkit's one vectorized pass per parameter;
-///  - anything else (CUDA, bf16 parameters), or with LMKIT_DISABLE=adamw in the
-///    environment: LibTorch's multi-tensor at::_fused_adamw_, one launch per group.
-/// Same arithmetic, state and checkpoint format as torch::optim::AdamW; falls back
-/// to it for amsgrad and closures.
+/// torch::optim::AdamW whose update is LibTorch's multi-tensor at::_fused_adamw_
+/// (one pass over every parameter of a group, CPU or CUDA) instead of eight tensor
+/// operations per parameter, with an optional gradient scale (the clipping
+/// coefficient) folded into that pass. Same state and checkpoint format as
+/// torch::optim::AdamW; falls back to it for amsgrad and closures.
+/// (lmkit's own vectorized CPU pass was 6-8% slower than the native kernel on
+/// LibTorch 2.11: bench/levers.sh, docs/benchmarks.md.)
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   /// Multiplies every gradient by `scale` in the next step() (then resets to 1).
   void set_grad_scale(double scale) { grad_scale_ = scale; }
-  /// Updates float32 CPU parameters with LibTorch's kernel too (default: LMKIT_DISABLE=adamw).
-  void set_native_kernel(bool native) { native_ = native; }
   at::Tensor step(LossClosure closure = nullptr) override;
 
  private:
-  bool fusable() const;
   bool amsgrad() const;
   void native_step(double scale);
-  static bool native_kernel_from_env();
   double grad_scale_ = 1.0;
-  bool native_ = native_kernel_from_env();
   std::unordered_map<void*, at::Tensor> device_steps_;  ///< per parameter: its step count on its device
 };
 
