@@ -94,7 +94,7 @@ TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's do
   };
   int64_t pairs = 0, is_next = 0;
   for (int64_t epoch = 0; epoch < 5; ++epoch) {
-    for (const auto& p : ds.plan(epoch)) {
+    for (const auto& p : *ds.plan(epoch)) {
       ++pairs;
       REQUIRE(p.a_end > p.a_begin);
       REQUIRE(p.b_end > p.b_begin);
@@ -117,10 +117,11 @@ TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's do
     REQUIRE(e.input_ids.back() == f.tok->specials().sep);
     REQUIRE(e.token_type_ids.front() == 0);
     REQUIRE(e.token_type_ids.back() == 1);
-    REQUIRE(e.next_sentence_label == (ds.plan(0)[static_cast<size_t>(i)].random_next ? 1 : 0));
+    REQUIRE(e.next_sentence_label == ((*ds.plan(0))[static_cast<size_t>(i)].random_next ? 1 : 0));
   }
-  const bool repaired = ds.plan(0).size() != ds.plan(1).size() || ds.plan(0)[3].a_end != ds.plan(1)[3].a_end ||
-                        ds.plan(0)[3].b_begin != ds.plan(1)[3].b_begin;
+  const auto plan0 = ds.plan(0), plan1 = ds.plan(1);
+  const bool repaired = plan0->size() != plan1->size() || (*plan0)[3].a_end != (*plan1)[3].a_end ||
+                        (*plan0)[3].b_begin != (*plan1)[3].b_begin;
   CHECK(repaired);  // re-paired each epoch
 }
 

@@ -89,7 +89,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, Lo
 
 Loader::~Loader() { stop_prefetch(); }
 
-const std::vector<int64_t>& Loader::epoch_order(int64_t epoch) const {
+std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) const {
   std::lock_guard<std::mutex> lock(order_mutex_);
   if (order_epoch_ == epoch) return order_;
   const int64_t n = dataset_->size(epoch);
@@ -120,21 +120,22 @@ const std::vector<int64_t>& Loader::epoch_order(int64_t epoch) const {
   for (size_t i = static_cast<size_t>(options_.rank); i < order.size(); i += static_cast<size_t>(options_.world_size)) {
     shard.push_back(order[i]);
   }
-  order_ = std::move(shard);
+  order_ = std::make_shared<const std::vector<int64_t>>(std::move(shard));
   order_epoch_ = epoch;
   return order_;
 }
 
 int64_t Loader::batches_per_epoch(int64_t epoch) const {
-  const int64_t n = static_cast<int64_t>(epoch_order(epoch).size());
+  const int64_t n = static_cast<int64_t>(epoch_order(epoch)->size());
   return options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
 }
 
 std::vector<int64_t> Loader::batch_indices(LoaderPosition p) const {
-  const auto& order = epoch_order(p.epoch);
+  const auto order = epoch_order(p.epoch);  // a snapshot: another epoch may replace the cache meanwhile
   const size_t begin = static_cast<size_t>(p.batch * options_.batch_size);
-  const size_t end = std::min(order.size(), begin + static_cast<size_t>(options_.batch_size));
-  return std::vector<int64_t>(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
+  const size_t end = std::min(order->size(), begin + static_cast<size_t>(options_.batch_size));
+  return std::vector<int64_t>(order->begin() + static_cast<std::ptrdiff_t>(begin),
+                              order->begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 LoaderPosition Loader::advance(LoaderPosition p) const {

@@ -60,14 +60,17 @@ class Loader {
   void stop_prefetch();
   Batch make(LoaderPosition position) const;
   LoaderPosition advance(LoaderPosition p) const;
-  const std::vector<int64_t>& epoch_order(int64_t epoch) const;
+  /// This rank's example order for an epoch. Computed once and shared immutable: the
+  /// prefetch thread and the caller may ask for different epochs at a boundary, and
+  /// each keeps the snapshot it got.
+  std::shared_ptr<const std::vector<int64_t>> epoch_order(int64_t epoch) const;
 
   std::shared_ptr<const Dataset> dataset_;
   LoaderOptions options_;
   LoaderPosition position_;
   mutable std::mutex order_mutex_;
   mutable int64_t order_epoch_ = -1;
-  mutable std::vector<int64_t> order_;
+  mutable std::shared_ptr<const std::vector<int64_t>> order_;
 
   std::thread worker_;
   std::mutex mutex_;

@@ -67,7 +67,7 @@ NextSentenceDataset::NextSentenceDataset(std::shared_ptr<const Corpus> corpus, c
               corpus_->path() + ": next-sentence prediction needs at least 2 documents (random B comes from another one)");
 }
 
-const std::vector<NextSentenceDataset::Pair>& NextSentenceDataset::plan(int64_t epoch) const {
+std::shared_ptr<const std::vector<NextSentenceDataset::Pair>> NextSentenceDataset::plan(int64_t epoch) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (plan_epoch_ == epoch) return plan_;
   const Corpus& c = *corpus_;
@@ -117,19 +117,19 @@ const std::vector<NextSentenceDataset::Pair>& NextSentenceDataset::plan(int64_t 
       // random B the chunk restarts from A's end.
     }
   }
-  plan_ = std::move(pairs);
+  plan_ = std::make_shared<const std::vector<Pair>>(std::move(pairs));
   plan_epoch_ = epoch;
   return plan_;
 }
 
-int64_t NextSentenceDataset::size(int64_t epoch) const { return static_cast<int64_t>(plan(epoch).size()); }
+int64_t NextSentenceDataset::size(int64_t epoch) const { return static_cast<int64_t>(plan(epoch)->size()); }
 
 Example NextSentenceDataset::get(int64_t index, int64_t epoch) const {
   Pair p;
   {
-    const auto& pl = plan(epoch);
-    check_input(index >= 0 && index < static_cast<int64_t>(pl.size()), "NSP example index out of range");
-    p = pl[static_cast<size_t>(index)];
+    const auto pl = plan(epoch);
+    check_input(index >= 0 && index < static_cast<int64_t>(pl->size()), "NSP example index out of range");
+    p = (*pl)[static_cast<size_t>(index)];
   }
   const Corpus& c = *corpus_;
   std::vector<int32_t> a, b;

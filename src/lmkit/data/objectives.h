@@ -66,8 +66,9 @@ class NextSentenceDataset : public Dataset {
     int64_t a_begin, a_end, b_begin, b_end;
     bool random_next;
   };
-  /// The pairs of an epoch, in the order google-research/bert creates them.
-  const std::vector<Pair>& plan(int64_t epoch) const;
+  /// The pairs of an epoch, in the order google-research/bert creates them; an
+  /// immutable snapshot that stays valid when another epoch replaces the cache.
+  std::shared_ptr<const std::vector<Pair>> plan(int64_t epoch) const;
 
  private:
   std::shared_ptr<const Corpus> corpus_;
@@ -78,7 +79,7 @@ class NextSentenceDataset : public Dataset {
   double short_seq_prob_;
   mutable std::mutex mutex_;
   mutable int64_t plan_epoch_ = -1;
-  mutable std::vector<Pair> plan_;
+  mutable std::shared_ptr<const std::vector<Pair>> plan_;
 };
 
 /// T5 span corruption (Raffel et al. 2020): noise density 0.15, mean span 3.
