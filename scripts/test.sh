@@ -5,4 +5,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 cd build
-ctest -j2 --output-on-failure
+rc=0
+ctest -j2 --output-on-failure 2>&1 | tee ctest.log || rc=$?
+# CTest lists the skipped tests (those that need a CUDA device) after its summary:
+# repeat the summary so that it is the last line.
+echo
+grep -E "^[0-9]+% tests passed" ctest.log | tail -1
+exit "$rc"
