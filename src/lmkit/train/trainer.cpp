@@ -136,6 +136,8 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
                 {"batch", position.batch},
                 {"best_valid", std::isfinite(best_valid_) ? Json(best_valid_) : Json(nullptr)},
                 {"best_metric", o_.best_metric},
+                {"best_step", best_step_},
+                {"evals_since_best", evals_since_best_},
                 {"skipped_steps", skipped_steps_},
                 {"schedule", schedule_name(o_.schedule.schedule)},
                 {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))}};
@@ -173,6 +175,9 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
   start_step_ = state.at("step").get<int64_t>();
   skipped_steps_ = state.value("skipped_steps", int64_t{0});
   if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
+  // Early stopping and result.json carry on from where the run was, not from zero.
+  best_step_ = state.value("best_step", int64_t{0});
+  evals_since_best_ = state.value("evals_since_best", int64_t{0});
   return {state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
 }
 
