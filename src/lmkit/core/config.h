@@ -49,7 +49,6 @@ class ConfigReader {
   void ignore(std::initializer_list<const char*> keys);
   /// A reader for the nested object under `key` (which must be an object).
   ConfigReader child(const std::string& key);
-  bool has(const std::string& key) const { return object_.contains(key); }
 
   /// Throws InputError naming the first key that nothing consumed.
   void finish() const;

@@ -47,7 +47,6 @@ class Corpus {
   const Json& header() const { return header_; }
   const std::string& path() const { return dir_; }
 
-  int32_t token(int64_t i) const { return wide_ ? tokens32_[i] : tokens16_[i]; }
   /// Appends tokens [begin, end) to `out`.
   void append_tokens(int64_t begin, int64_t end, std::vector<int32_t>& out) const;
   int64_t sentence_begin(int64_t s) const { return sentences_[s]; }

@@ -53,7 +53,10 @@ std::vector<std::string> split_record(const std::string& line, char sep) {
   return fields;
 }
 
-bool is_index(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
+bool is_index(const std::string& s) {
+  // ::isdigit on a plain (signed) char is undefined for bytes >= 0x80 (UTF-8 headers).
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
 }  // namespace
 

@@ -42,7 +42,6 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
 struct KVCache {
   at::Tensor key, value;  // (B, H, T_cached, hd)
   int64_t length() const { return key.defined() ? key.size(2) : 0; }
-  void clear() { key = at::Tensor(), value = at::Tensor(); }
 };
 
 struct MultiHeadAttentionOptions {

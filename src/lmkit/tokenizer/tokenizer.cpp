@@ -76,6 +76,18 @@ const Api& api() {
 constexpr int kT5Sentinels = 100;
 const std::string kWordStart = "\xE2\x96\x81";  // "▁"
 
+// A piece's text, whatever its length (the module reports the full size when `cap` is short).
+std::string piece_of(void* handle, int id) {
+  std::string piece(64, '\0');
+  const int n = api().id_to_piece(handle, id, piece.data(), static_cast<int>(piece.size()));
+  if (n > static_cast<int>(piece.size())) {
+    piece.resize(static_cast<size_t>(n));
+    api().id_to_piece(handle, id, piece.data(), n);
+  }
+  piece.resize(static_cast<size_t>(std::max(n, 0)));
+  return piece;
+}
+
 }  // namespace
 
 uint64_t fnv1a64(std::string_view bytes) {
@@ -177,11 +189,7 @@ Tokenizer Tokenizer::load(const std::string& model_path, std::optional<Family> f
   t.handle_ = std::shared_ptr<void>(h, [](void* p) { api().free(p); });
   t.piece_size_ = api().piece_size(h);
 
-  auto raw_piece = [&](int id) {
-    char buf[256];
-    const int n = api().id_to_piece(h, id, buf, sizeof buf);
-    return std::string(buf, static_cast<size_t>(std::min<int>(n, sizeof buf)));
-  };
+  auto raw_piece = [&](int id) { return piece_of(h, id); };
   // The id of a piece, or -1 when the model lacks it (PieceToId answers the unknown id then).
   auto id_of = [&](const char* piece) {
     const int id = api().piece_to_id(h, piece);
@@ -232,9 +240,7 @@ Tokenizer Tokenizer::load(const std::string& model_path, std::optional<Family> f
 std::string Tokenizer::piece(int32_t id) const {
   if (id >= piece_size_ && id < vocab_size_) return "<extra_id_" + std::to_string(vocab_size_ - 1 - id) + ">";
   if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-  char buf[256];
-  const int n = api().id_to_piece(handle_.get(), id, buf, sizeof buf);
-  return std::string(buf, static_cast<size_t>(std::min<int>(n, sizeof buf)));
+  return piece_of(handle_.get(), id);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {

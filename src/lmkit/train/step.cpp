@@ -1,16 +1,13 @@
 #include "lmkit/train/step.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <chrono>
 #include <cmath>
-#include <sstream>
-#include <string>
-#include <cstdlib>
 #include <map>
 #include <optional>
-#include <unordered_map>
+#include <string>
+#include <utility>
 
 #include "lmkit/core/autocast.h"
 
@@ -112,7 +109,8 @@ std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, co
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+  // Any optimizer's options (not only AdamW's) take a learning rate through set_lr.
+  for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
 }
 
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
