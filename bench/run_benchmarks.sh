@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every benchmark behind docs/benchmarks.md and prints the figures.
+# Runs lmkit's own benchmarks (training step, generation, data pipeline, one layer) and
+# prints the figures. The HuggingFace comparison is bench/compare_hf.sh (side by side),
+# the lever re-check bench/levers.sh.
 # Run it on an otherwise idle machine: every figure is a rate.
 #   bash bench/run_benchmarks.sh [OUT_DIR]      (default runs/bench; one log per benchmark)
 set -euo pipefail
@@ -14,7 +16,7 @@ run() {  # name, then lmkit-bench arguments
   echo "== $name: lmkit-bench $*"
   "$b" "$@" | tee "$out/$name.log" | grep -E "step \(|parts|achieved|GEMM|tokens/s|peak|RSS|heap|cache|speed-up|same tokens|x training|slowest|ratio"
 }
-# The shapes of the HuggingFace reference table (batch 32 x 128, AdamW, 2 threads).
+# The shapes of the HuggingFace table (batch 32 x 128, AdamW).
 run bert-mini-30522-fp32 train --model models/bert-mini.json --batch-size 32 --seq-len 128 --steps "$steps"
 run bert-mini-30522-bf16 train --model models/bert-mini.json --batch-size 32 --seq-len 128 --steps "$steps" --dtype bf16
 run bert-mini-8000-fp32 train --model models/bert-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128 --steps "$steps"
