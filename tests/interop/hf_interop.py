@@ -45,7 +45,7 @@ FAMILIES = {
     "t5": ("t5_relu", transformers.T5ForConditionalGeneration, "labels"),
     "t5_v1_1": ("t5_gated_gelu", transformers.T5ForConditionalGeneration, "labels"),
 }
-# HF output attribute -> the name lmkit-forward writes it under
+# HF output attributes; lmkit-forward writes each under the same name
 OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state"]
 
 
@@ -164,7 +164,7 @@ def small_config(family):
 def classification_file(path, lines):
     with open(path, "w") as f:
         f.write("sentence\tlabel\n")
-        for i, line in enumerate(lines):
+        for line in lines:
             f.write(f"{line}\t{len(line.split()) % 2}\n")
 
 

@@ -200,10 +200,10 @@ at::Tensor T5Impl::decode(const at::Tensor& decoder_input_ids, const at::Tensor&
 }
 
 at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
-  const at::Tensor& weight = lm_head ? lm_head->weight : shared->weight;
   // v1.0 (Mesh TF) rescales the decoder output by d_model^-0.5 before its tied head.
-  if (!config.scale_decoder_outputs) return nn::linear(hidden, weight, {});                           // (..., V)
-  return nn::linear(hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))), weight, {});  // (..., V)
+  const at::Tensor x = config.scale_decoder_outputs ? hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model)))
+                                                    : hidden;
+  return nn::linear(x, lm_head ? lm_head->weight : shared->weight, {});  // (..., V)
 }
 
 at::Tensor T5Impl::shift_right(const at::Tensor& labels) const {
