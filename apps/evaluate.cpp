@@ -48,14 +48,14 @@ void print_table(const Json& r) {
 
 void run(const Args& a) {
   const c10::Device device = init_runtime(a.runtime);
-  const std::string tok_path = a.checkpoint + "/tokenizer.model";
   const std::set<std::string> metrics = {"perplexity", "mlm-perplexity", "pseudo-perplexity", "span", "classification", "bleu"};
   check_input(metrics.count(a.metric), "--metric '" + a.metric +
                                            "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
                                            "classification, bleu");
   check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
-  check_input(fs::exists(tok_path), a.checkpoint + ": no tokenizer.model (evaluation needs the checkpoint's tokenizer)");
-  const auto tok = tokenizer::Tokenizer::load(tok_path);
+  check_input(tokenizer::Tokenizer::present(a.checkpoint),
+              a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
+  const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
   const Json config = load_json_file(a.checkpoint + "/config.json");
   const std::string type = config.value("model_type", "");
   const std::string work = (fs::temp_directory_path() / ("lmkit-eval-" + std::to_string(::getpid()))).string();
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics or BLEU of a checkpoint");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Args a;
-  app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (with tokenizer.model)")->required();
+  app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
   app.add_option("--data", a.data, "text file, corpus directory, labelled file, or source sentences (bleu)")->required();
   app.add_option("--metric", a.metric, "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | bleu")
       ->required();

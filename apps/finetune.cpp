@@ -42,8 +42,8 @@ void run(const Args& a, const Json& resolved) {
   fs::create_directories(a.output);
 
   // Tokenizer and label map.
-  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint + "/tokenizer.model";
-  check_input(fs::exists(tok_path), tok_path + ": no tokenizer (give --tokenizer)");
+  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
+  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
   const auto tok = tokenizer::Tokenizer::load(tok_path);
   const auto train_rows = data::read_labelled_rows(a.train, a.columns);
   std::map<std::string, int64_t> label_map;
@@ -76,7 +76,8 @@ void run(const Args& a, const Json& resolved) {
     check_input(tok.specials().eos >= 0, tok_path + ": a GPT tokenizer needs <|endoftext|>");
   }
   const Json mc = model->config_json();
-  if (mc.value("vocab_size", tok.vocab_size()) != tok.vocab_size()) {
+  // A model may have more rows than the tokenizer has ids (HF's T5: 32128 for 32100), never fewer.
+  if (mc.value("vocab_size", tok.vocab_size()) < tok.vocab_size()) {
     throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
                      std::to_string(tok.vocab_size()));
   }
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory (BERT, GPT-2 or T5)");
   app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");
   app.add_option("--model", a.model, "model preset for --init random");
-  app.add_option("--tokenizer", a.tokenizer, "SentencePiece model (default: the checkpoint's)");
+  app.add_option("--tokenizer", a.tokenizer, "tokenizer directory, PATH.model or tokenizer.json (default: the checkpoint's)");
   app.add_option("--train", a.train, "training file: TSV, CSV or JSONL")->required();
   app.add_option("--dev", a.dev, "dev file, same format")->required();
   app.add_option("--output", a.output, "run directory")->required();

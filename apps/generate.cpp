@@ -63,12 +63,12 @@ int main(int argc, char** argv) {
   return lmkit::run_app(app, argc, argv, [&] {
     if (prompts.empty() && prompt_ids.empty()) throw lmkit::InputError("give --prompt TEXT or --prompt-ids 1,2,3");
     const c10::Device device = lmkit::init_runtime(runtime);
-    const bool has_tokenizer = std::filesystem::exists(checkpoint + "/tokenizer.model");
+    const bool has_tokenizer = lmkit::tokenizer::Tokenizer::present(checkpoint);
     if (!prompts.empty() && !has_tokenizer) {
-      throw lmkit::InputError(checkpoint + ": no tokenizer.model, so text prompts cannot be encoded; use --prompt-ids");
+      throw lmkit::InputError(checkpoint + ": no tokenizer, so text prompts cannot be encoded; use --prompt-ids");
     }
     std::optional<lmkit::tokenizer::Tokenizer> tok;
-    if (has_tokenizer) tok = lmkit::tokenizer::Tokenizer::load(checkpoint + "/tokenizer.model");
+    if (has_tokenizer) tok = lmkit::tokenizer::Tokenizer::load(checkpoint);
     o.search = b->count() ? lmkit::eval::Search::kBeam
                : (k->count() || p->count() || t->count()) ? lmkit::eval::Search::kSample
                                                           : lmkit::eval::Search::kGreedy;

@@ -13,6 +13,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/models/summary.h"
+#include "lmkit/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -59,6 +60,12 @@ int main(int argc, char** argv) {
     if (!path.empty()) {
       auto model = lmkit::models::model_from_path(path, /*load_weights=*/false, architecture);
       out = lmkit::models::summarize(*model);
+      // The tokenizer the other apps would use with this checkpoint.
+      if (lmkit::tokenizer::Tokenizer::present(path)) {
+        const auto tok = lmkit::tokenizer::Tokenizer::load(path);
+        out["tokenizer"] = {{"source", tok.source()}, {"family", lmkit::tokenizer::family_name(tok.family())},
+                            {"format", tok.format()}, {"vocab_size", tok.vocab_size()}};
+      }
     }
     if (path.empty() || system) out["system"] = system_info(runtime);
     if (json) {
@@ -66,6 +73,12 @@ int main(int argc, char** argv) {
       return;
     }
     if (out.contains("architecture")) std::printf("%s", lmkit::models::format_summary(out).c_str());
+    if (out.contains("tokenizer")) {
+      const auto& t = out["tokenizer"];
+      std::printf("tokenizer          %s (%s, %s, %lld tokens)\n", t["source"].get<std::string>().c_str(),
+                  t["family"].get<std::string>().c_str(), t["format"].get<std::string>().c_str(),
+                  static_cast<long long>(t["vocab_size"].get<int64_t>()));
+    }
     if (out.contains("system")) print_system(out["system"]);
   });
 }

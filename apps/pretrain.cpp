@@ -91,7 +91,7 @@ void run(const Args& a, const Json& resolved) {
   auto side = [&](const std::string& prefix, const std::string& lang) { return prefix + "." + lang; };
 
   std::string tok_path = a.tokenizer;
-  if (tok_path.empty() && !a.init.empty() && fs::exists(a.init + "/tokenizer.model")) tok_path = a.init + "/tokenizer.model";
+  if (tok_path.empty() && !a.init.empty() && tokenizer::Tokenizer::present(a.init)) tok_path = a.init;
   if (tok_path.empty()) tok_path = a.output + "/tokenizer.model";
   if (!fs::exists(tok_path)) {
     check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");

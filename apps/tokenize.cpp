@@ -1,9 +1,11 @@
-// lmkit-tokenize: train a SentencePiece tokenizer, encode text into a token
-// corpus, and inspect the batches an objective makes of it.
+// lmkit-tokenize: train a SentencePiece tokenizer (HuggingFace loads what it
+// writes), encode text into a token corpus or into ids, say what a tokenizer is,
+// and inspect the batches an objective makes of it.
 #include <ATen/ATen.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/progress.h"
@@ -50,6 +52,30 @@ std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t 
   return out;
 }
 
+// What a tokenizer is: family, format, files, special tokens, template.
+void describe(const tokenizer::Tokenizer& tok) {
+  const auto& s = tok.specials();
+  std::printf("tokenizer   %s\n", tok.source().c_str());
+  std::printf("family      %s\n", tokenizer::family_name(tok.family()).c_str());
+  std::printf("format      %s\n", tok.format().c_str());
+  std::printf("vocab size  %lld\n", static_cast<long long>(tok.vocab_size()));
+  std::string specials;
+  for (int32_t id : {s.pad, s.unk, s.cls, s.sep, s.mask, s.eos}) {
+    if (id >= 0 && specials.find(" " + tok.piece(id) + "=") == std::string::npos) specials += " " + tok.piece(id) + "=" + std::to_string(id);
+  }
+  std::printf("specials   %s\n", specials.c_str());
+  if (s.num_sentinels) {
+    std::printf("sentinels   %d (<extra_id_0>=%d ... <extra_id_%d>=%d)\n", s.num_sentinels, tok.sentinel(0), s.num_sentinels - 1,
+                tok.sentinel(s.num_sentinels - 1));
+  }
+  auto render = [&](const std::vector<tokenizer::Template::Item>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : " ") + (item.id >= 0 ? tok.piece(item.id) : item.sequence ? "$B" : "$A");
+    return out;
+  };
+  std::printf("template    %s  |  %s\n", render(tok.post_processor().single).c_str(), render(tok.post_processor().pair).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,7 +89,9 @@ int main(int argc, char** argv) {
   t->add_option("--input", train.inputs, "text files")->required()->expected(1, -1);
   t->add_option("--vocab-size", train.vocab_size, "vocabulary size, special tokens included")->required();
   t->add_option("--family", family, "bert, gpt2 or t5 (special tokens)")->required();
-  t->add_option("--output", train.output, "PATH.model (tokenizer_config.json goes beside it)")->required();
+  t->add_option("--output", train.output,
+                 "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
+                 "PATH.tokenizer.json beside it)")->required();
   t->add_option("--model-type", train.model_type, "unigram or bpe");
   t->add_option("--character-coverage", train.character_coverage, "fraction of characters covered")->check(CLI::Range(0.5, 1.0));
   t->add_flag("!--no-byte-fallback", train.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
@@ -74,7 +102,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   int threads = 0;
   auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
-  e->add_option("--tokenizer", tokenizer_path, "PATH.model")->required();
+  e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
   e->add_option("--input", inputs, "text files")->required()->expected(1, -1);
   e->add_option("--output", output, "corpus directory to write")->required();
   e->add_option("--format", format, "auto, blank-line, lines or jsonl");
@@ -85,10 +113,19 @@ int main(int argc, char** argv) {
   int64_t seq_len = 128, batch_size = 4, batches = 2;
   uint64_t seed = 0;
   bool whole_word = false;
-  auto* i = app.add_subcommand("inspect", "print (and dump) a few batches of an objective");
-  i->add_option("--tokenizer", tokenizer_path, "PATH.model")->required();
-  i->add_option("--corpus", corpus_path, "corpus directory")->required();
-  i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->required();
+  bool pairs = false, no_special = false, with_text = false;
+  auto* d = app.add_subcommand("ids", "print each line's token ids as JSON, as HF's tokenizer(text) gives them");
+  d->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
+  d->add_option("--input", inputs, "text files, one text per line")->required()->expected(1, -1);
+  d->add_flag("--pairs", pairs, "each line is TEXT<TAB>PAIR: a text pair");
+  d->add_flag("--no-special", no_special, "no special tokens (no template)");
+  d->add_flag("--decode", with_text, "also give the ids decoded back to text (special tokens dropped)");
+
+  auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
+  i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
+  auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
+  i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->needs(corpus_opt);
+  corpus_opt->needs(i->get_option("--objective"));
   i->add_option("--seq-len", seq_len, "sequence (input) length")->check(CLI::PositiveNumber);
   i->add_option("--batch-size", batch_size, "examples per batch")->check(CLI::PositiveNumber);
   i->add_option("--batches", batches, "batches to show")->check(CLI::PositiveNumber);
@@ -108,6 +145,44 @@ int main(int argc, char** argv) {
       }
       if (tok.specials().num_sentinels) std::printf(" + %d sentinels", tok.specials().num_sentinels);
       std::printf(")\n");
+      std::printf("%s: loads in lmkit (--tokenizer %s) and in HuggingFace (AutoTokenizer.from_pretrained(\"%s\"))\n",
+                  train.output.c_str(), train.output.c_str(),
+                  std::filesystem::is_directory(train.output) ? train.output.c_str()
+                      : std::filesystem::path(train.output).parent_path().string().empty() ? "."
+                      : std::filesystem::path(train.output).parent_path().c_str());
+    } else if (d->parsed()) {
+      const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+      for (const auto& path : inputs) {
+        std::ifstream in(path);
+        if (!in) throw InputError(path + ": cannot open");
+        std::string line;
+        int64_t line_no = 0;
+        while (std::getline(in, line)) {
+          ++line_no;
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          std::optional<std::string_view> pair;
+          std::string_view text = line;
+          if (pairs) {
+            const size_t tab = line.find('\t');
+            if (tab == std::string::npos) throw InputError(path + ":" + std::to_string(line_no) + ": --pairs needs TEXT<TAB>PAIR");
+            text = std::string_view(line).substr(0, tab), pair = std::string_view(line).substr(tab + 1);
+          }
+          tokenizer::Encoding enc;
+          if (no_special) {
+            enc.ids = tok.encode(text);
+            if (pair) {
+              const auto b = tok.encode(*pair);
+              enc.ids.insert(enc.ids.end(), b.begin(), b.end());
+            }
+          } else {
+            enc = tok.encode_pair(text, pair);
+          }
+          Json j = {{"ids", enc.ids}};
+          if (!no_special) j["type_ids"] = enc.type_ids;
+          if (with_text) j["text"] = tok.decode(enc.ids);
+          std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+        }
+      }
     } else if (e->parsed()) {
       auto tok = tokenizer::Tokenizer::load(tokenizer_path);
       data::EncodeOptions o{inputs, data::parse_text_format(format), text_field, output, threads};
@@ -116,6 +191,8 @@ int main(int argc, char** argv) {
       std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
                   static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
                   static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());
+    } else if (corpus_path.empty()) {
+      describe(tokenizer::Tokenizer::load(tokenizer_path));
     } else {
       auto tok = tokenizer::Tokenizer::load(tokenizer_path);
       auto corpus = std::make_shared<const data::Corpus>(corpus_path);

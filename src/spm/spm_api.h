@@ -17,8 +17,8 @@ enum { LMKIT_SPM_NORMAL = 0, LMKIT_SPM_CONTROL = 1, LMKIT_SPM_UNKNOWN = 2, LMKIT
 /// Trains a model from key/value trainer options (sentencepiece_trainer's kwargs).
 /// Returns 0, or -1 with a message in err.
 int lmkit_spm_train(const char* const* keys, const char* const* values, int n, char* err, int err_len);
-/// Loads a model file; returns a handle, or null with a message in err.
-void* lmkit_spm_load(const char* path, char* err, int err_len);
+/// Loads a serialized model (a .model file's bytes); returns a handle, or null with a message in err.
+void* lmkit_spm_load(const char* data, long len, char* err, int err_len);
 void lmkit_spm_free(void* handle);
 int lmkit_spm_piece_size(void* handle);
 /// The id of a piece, or the unknown id when it is not in the vocabulary.

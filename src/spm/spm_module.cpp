@@ -42,9 +42,9 @@ int lmkit_spm_train(const char* const* keys, const char* const* values, int n, c
   return 0;
 }
 
-void* lmkit_spm_load(const char* path, char* err, int err_len) {
+void* lmkit_spm_load(const char* data, long len, char* err, int err_len) {
   auto* sp = new sentencepiece::SentencePieceProcessor();
-  const auto status = sp->Load(path);
+  const auto status = sp->LoadFromSerializedProto(std::string(data, static_cast<size_t>(len)));
   if (!status.ok()) {
     set_error(err, err_len, status.ToString());
     delete sp;

@@ -175,9 +175,7 @@ ClassificationDataset::ClassificationDataset(const std::string& path, const Colu
                                              const tokenizer::Tokenizer& tok, int64_t max_length,
                                              const std::map<std::string, int64_t>& label_map) {
   check_input(max_length >= 4, "--max-length must be at least 4");
-  const auto& s = tok.specials();
   const bool bert = tok.family() == tokenizer::Family::kBert;
-  const int32_t sep = bert ? s.sep : s.eos;
   for (const auto& row : read_labelled_rows(path, columns)) {
     Example e;
     if (columns.regression) {
@@ -193,20 +191,17 @@ ClassificationDataset::ClassificationDataset(const std::string& path, const Colu
       }
       e.class_label = it->second;
     }
+    // The tokenizer's own template ([CLS] A [SEP] B [SEP], A </s>, ...), as HF's
+    // tokenizer(text, pair) builds it; the longer text loses tokens first (HF's longest_first).
+    const bool pair = !columns.text_pair.empty();
     auto a = tok.encode(row.text);
-    auto b = columns.text_pair.empty() ? std::vector<int32_t>{} : tok.encode(row.text_pair);
-    const size_t specials = (bert ? 2 : 1) + (columns.text_pair.empty() ? 0 : 1);
-    const size_t budget = static_cast<size_t>(max_length) - specials;
-    while (a.size() + b.size() > budget) (a.size() >= b.size() ? a : b).pop_back();
-    if (bert) e.input_ids.push_back(s.cls);
-    e.input_ids.insert(e.input_ids.end(), a.begin(), a.end());
-    if (!columns.text_pair.empty()) {
-      e.input_ids.push_back(sep);
-      if (bert) e.token_type_ids.assign(e.input_ids.size(), 0);
-      e.input_ids.insert(e.input_ids.end(), b.begin(), b.end());
-    }
-    e.input_ids.push_back(sep);
-    if (bert) e.token_type_ids.resize(e.input_ids.size(), columns.text_pair.empty() ? 0 : 1);
+    auto b = pair ? tok.encode(row.text_pair) : std::vector<int32_t>{};
+    const int64_t budget = max_length - tok.post_processor().added(pair);
+    check_input(budget >= 1, "--max-length " + std::to_string(max_length) + " leaves no room beside the special tokens");
+    while (static_cast<int64_t>(a.size() + b.size()) > budget) (a.size() >= b.size() ? a : b).pop_back();
+    tokenizer::Encoding enc = tok.apply_template(a, pair ? &b : nullptr);
+    e.input_ids.assign(enc.ids.begin(), enc.ids.end());
+    if (bert) e.token_type_ids.assign(enc.type_ids.begin(), enc.type_ids.end());
     examples_.push_back(std::move(e));
   }
 }

@@ -1,92 +1,43 @@
 #include "lmkit/tokenizer/tokenizer.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
-#include "../../spm/spm_api.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/tokenizer/backend.h"
+#include "lmkit/tokenizer/hf.h"
 
 namespace fs = std::filesystem;
 
 namespace lmkit::tokenizer {
 namespace {
 
-// The module's functions, resolved once.
-struct Api {
-  decltype(&lmkit_spm_train) train;
-  decltype(&lmkit_spm_load) load;
-  decltype(&lmkit_spm_free) free;
-  decltype(&lmkit_spm_piece_size) piece_size;
-  decltype(&lmkit_spm_piece_to_id) piece_to_id;
-  decltype(&lmkit_spm_id_to_piece) id_to_piece;
-  decltype(&lmkit_spm_kind) kind;
-  decltype(&lmkit_spm_encode) encode;
-  decltype(&lmkit_spm_decode) decode;
-};
-
-const Api& api() {
-  static Api a;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("LMKIT_SPM_MODULE")) candidates.push_back(env);
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-      candidates.push_back((exe.parent_path() / "liblmkit_spm.so").string());
-      candidates.push_back((exe.parent_path() / ".." / "lib" / "liblmkit_spm.so").string());
-      candidates.push_back((exe.parent_path() / ".." / "lib" / "lmkit" / "liblmkit_spm.so").string());
-    }
-    void* lib = nullptr;
-    std::string tried;
-    for (const auto& path : candidates) {
-      tried += (tried.empty() ? "" : ", ") + path;
-      if (!fs::exists(path)) continue;
-      // DEEPBIND: the module resolves its own (bundled protobuf) symbols before LibTorch's.
-      lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (lib) break;
-      tried += std::string(" (") + ::dlerror() + ")";
-    }
-    if (!lib) throw RuntimeError("cannot load the SentencePiece module liblmkit_spm.so (tried " + tried + ")");
-    auto sym = [&](const char* name) {
-      void* f = ::dlsym(lib, name);
-      if (!f) throw RuntimeError(std::string("SentencePiece module lacks ") + name);
-      return f;
-    };
-    a.train = reinterpret_cast<decltype(a.train)>(sym("lmkit_spm_train"));
-    a.load = reinterpret_cast<decltype(a.load)>(sym("lmkit_spm_load"));
-    a.free = reinterpret_cast<decltype(a.free)>(sym("lmkit_spm_free"));
-    a.piece_size = reinterpret_cast<decltype(a.piece_size)>(sym("lmkit_spm_piece_size"));
-    a.piece_to_id = reinterpret_cast<decltype(a.piece_to_id)>(sym("lmkit_spm_piece_to_id"));
-    a.id_to_piece = reinterpret_cast<decltype(a.id_to_piece)>(sym("lmkit_spm_id_to_piece"));
-    a.kind = reinterpret_cast<decltype(a.kind)>(sym("lmkit_spm_kind"));
-    a.encode = reinterpret_cast<decltype(a.encode)>(sym("lmkit_spm_encode"));
-    a.decode = reinterpret_cast<decltype(a.decode)>(sym("lmkit_spm_decode"));
-  });
-  return a;
-}
-
 constexpr int kT5Sentinels = 100;
-const std::string kWordStart = "\xE2\x96\x81";  // "▁"
 
-// A piece's text, whatever its length (the module reports the full size when `cap` is short).
-std::string piece_of(void* handle, int id) {
-  std::string piece(64, '\0');
-  const int n = api().id_to_piece(handle, id, piece.data(), static_cast<int>(piece.size()));
-  if (n > static_cast<int>(piece.size())) {
-    piece.resize(static_cast<size_t>(n));
-    api().id_to_piece(handle, id, piece.data(), n);
-  }
-  piece.resize(static_cast<size_t>(std::max(n, 0)));
-  return piece;
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+
+// transformers' clean_up_tokenization (applied to WordPiece output when the config asks for it).
+std::string clean_up_tokenization(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
+                                                               {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
+                                                               {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f = from, t = to;
+    for (size_t pos = 0; (pos = s.find(f, pos)) != std::string::npos; pos += t.size()) s.replace(pos, f.size(), t);
+  }
+  return s;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 }  // namespace
 
@@ -112,6 +63,12 @@ std::string family_name(Family family) {
   return "";
 }
 
+int64_t Template::added(bool is_pair) const {
+  int64_t n = 0;
+  for (const auto& item : is_pair ? pair : single) n += item.id >= 0;
+  return n;
+}
+
 Tokenizer Tokenizer::train(const TrainOptions& o) {
   check_input(!o.inputs.empty(), "tokenizer training: no input files");
   int64_t total_bytes = 0;
@@ -120,15 +77,19 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
     total_bytes += static_cast<int64_t>(fs::file_size(in));
   }
   check_input(total_bytes > 0, "tokenizer training: the input files are empty");
-  check_input(o.output.size() > 6 && o.output.substr(o.output.size() - 6) == ".model",
-              "--output must name a .model file, got '" + o.output + "'");
+  check_input(!o.output.empty(), "--output must name a directory or a .model file");
+  const bool model_file = ends_with(o.output, ".model");
+  check_input(model_file || !fs::exists(o.output) || fs::is_directory(o.output),
+              "--output '" + o.output + "' is a file: name a directory or a .model file");
   check_input(o.model_type == "unigram" || o.model_type == "bpe", "--model-type must be unigram or bpe");
   const int64_t reserved = o.family == Family::kT5 ? kT5Sentinels : 0;
   check_input(o.vocab_size > reserved + 16, "--vocab-size " + std::to_string(o.vocab_size) + " is too small");
 
+  const fs::path model_path = model_file ? fs::path(o.output) : fs::path(o.output) / "tokenizer.model";
+  fs::create_directories(model_path.parent_path().empty() ? fs::path(".") : model_path.parent_path());
   std::string inputs;
   for (const auto& in : o.inputs) inputs += (inputs.empty() ? "" : ",") + in;
-  const std::string prefix = o.output.substr(0, o.output.size() - 6) + ".tmp" + std::to_string(::getpid());
+  const std::string prefix = model_path.string() + ".tmp" + std::to_string(::getpid());
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::pair<std::string, std::string>> kw = {
       {"input", inputs},
@@ -160,129 +121,269 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
       kw.insert(kw.end(), {{"pad_id", "0"}, {"eos_id", "1"}, {"unk_id", "2"}});
       break;
   }
-  std::vector<const char*> keys, values;
-  for (const auto& [k, v] : kw) keys.push_back(k.c_str()), values.push_back(v.c_str());
-  char err[1024] = {0};
-  if (api().train(keys.data(), values.data(), static_cast<int>(kw.size()), err, sizeof err) != 0) {
-    std::error_code ec;
-    fs::remove(prefix + ".model", ec), fs::remove(prefix + ".vocab", ec);
-    throw InputError("tokenizer training failed: " + std::string(err));
-  }
   std::error_code ec;
+  try {
+    train_sentencepiece(kw);
+  } catch (...) {
+    fs::remove(prefix + ".model", ec), fs::remove(prefix + ".vocab", ec);
+    throw;
+  }
   fs::remove(prefix + ".vocab", ec);
-  const std::string bytes = read_file(prefix + ".model");
+  Tokenizer t;
+  t.model_bytes_ = read_file(prefix + ".model");
   fs::remove(prefix + ".model", ec);
-  write_file_atomic(o.output, bytes);
-  Tokenizer t = load(o.output, o.family);
-  save_json_file((fs::path(o.output).parent_path() / "tokenizer_config.json").string(), t.config_json());
+  t.backend_ = load_sentencepiece(t.model_bytes_, model_path.string());
+  t.checksum_ = fnv1a64(t.model_bytes_);
+  t.source_ = model_path.string();
+  t.finish(o.family, model_path.string());
+  t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
   return t;
 }
 
-Tokenizer Tokenizer::load(const std::string& model_path, std::optional<Family> family) {
-  if (!fs::is_regular_file(model_path)) throw InputError(model_path + ": no such tokenizer model");
-  Tokenizer t;
-  t.model_bytes_ = read_file(model_path);
-  t.checksum_ = fnv1a64(t.model_bytes_);
-  char err[1024] = {0};
-  void* h = api().load(model_path.c_str(), err, sizeof err);
-  if (!h) throw InputError(model_path + ": not a SentencePiece model (" + err + ")");
-  t.handle_ = std::shared_ptr<void>(h, [](void* p) { api().free(p); });
-  t.piece_size_ = api().piece_size(h);
+Tokenizer Tokenizer::load(const std::string& path, std::optional<Family> family) {
+  const fs::path p(path);
+  if (fs::is_directory(p)) return HfLoader::load_directory(p, family);
+  if (!fs::is_regular_file(p)) throw InputError(path + ": no such tokenizer (a directory, a .model file or a tokenizer.json)");
+  const std::string name = p.filename().string();
+  if (ends_with(name, ".json") && !ends_with(name, ".lmkit.json")) return HfLoader::load_tokenizer_json(p, family);
+  if (name == "vocab.txt" || name == "merges.txt") return HfLoader::load_directory(p.parent_path(), family);
+  return HfLoader::load_sentencepiece_file(p, family);
+}
 
-  auto raw_piece = [&](int id) { return piece_of(h, id); };
-  // The id of a piece, or -1 when the model lacks it (PieceToId answers the unknown id then).
-  auto id_of = [&](const char* piece) {
-    const int id = api().piece_to_id(h, piece);
-    return raw_piece(id) == piece ? id : -1;
-  };
-  if (!family) {
-    const fs::path config = fs::path(model_path).parent_path() / "tokenizer_config.json";
-    if (fs::exists(config)) {
-      Json j = load_json_file(config.string());
-      if (j.contains("family") && j["family"].is_string()) family = parse_family(j["family"].get<std::string>());
+bool Tokenizer::present(const std::string& dir) {
+  for (const char* name : {"tokenizer.lmkit.json", "tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer.model"}) {
+    if (fs::is_regular_file(fs::path(dir) / name)) return true;
+  }
+  return false;
+}
+
+void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
+  const int64_t pieces = backend_->size();
+  // The family: given, else written down beside the model, else from the special pieces.
+  auto id_of = [&](const std::string& piece) -> int32_t {
+    for (const auto& a : added_) {
+      if (a.content == piece) return a.id;
     }
-  }
-  if (!family) {
-    family = id_of("[CLS]") >= 0 ? Family::kBert : id_of("<|endoftext|>") >= 0 ? Family::kGpt2 : Family::kT5;
-  }
-  t.family_ = *family;
-  SpecialTokens& s = t.specials_;
-  switch (t.family_) {
+    return backend_->id_of(piece);
+  };
+  if (!family && special_names_.contains("lmkit_family")) family = parse_family(special_names_["lmkit_family"].get<std::string>());
+  if (!family) family = id_of("[CLS]") >= 0 ? Family::kBert : id_of("<|endoftext|>") >= 0 ? Family::kGpt2 : Family::kT5;
+  family_ = *family;
+
+  // Special token names: HF's files, else each family's own.
+  auto name = [&](const char* key, const char* fallback) -> std::string {
+    if (special_names_.contains(key) && special_names_[key].is_string()) return special_names_[key].get<std::string>();
+    if (special_names_.contains(key)) return "";  // explicitly null
+    return fallback;
+  };
+  auto lookup = [&](const char* key, const char* fallback) {
+    const std::string n = name(key, fallback);
+    return n.empty() ? -1 : id_of(n);
+  };
+  SpecialTokens& s = specials_;
+  switch (family_) {
     case Family::kBert:
-      s.pad = id_of("[PAD]"), s.unk = id_of("[UNK]"), s.cls = id_of("[CLS]"), s.sep = id_of("[SEP]"), s.mask = id_of("[MASK]");
+      s.pad = lookup("pad_token", "[PAD]"), s.unk = lookup("unk_token", "[UNK]"), s.cls = lookup("cls_token", "[CLS]");
+      s.sep = lookup("sep_token", "[SEP]"), s.mask = lookup("mask_token", "[MASK]");
       if (s.pad < 0 || s.cls < 0 || s.sep < 0 || s.mask < 0) {
-        throw InputError(model_path + ": not a BERT tokenizer (needs [PAD] [CLS] [SEP] [MASK])");
+        throw InputError(what + ": not a BERT tokenizer (needs [PAD] [CLS] [SEP] [MASK])");
       }
       break;
     case Family::kGpt2:
-      s.eos = id_of("<|endoftext|>"), s.unk = id_of("<unk>");
-      if (s.eos < 0) throw InputError(model_path + ": not a GPT-2 tokenizer (needs <|endoftext|>)");
+      s.eos = lookup("eos_token", "<|endoftext|>"), s.unk = lookup("unk_token", "<unk>");
+      s.pad = special_names_.contains("pad_token") ? lookup("pad_token", "") : -1;
+      if (s.eos < 0) throw InputError(what + ": not a GPT-2 tokenizer (needs <|endoftext|>)");
       break;
     case Family::kT5:
-      s.pad = id_of("<pad>"), s.eos = id_of("</s>"), s.unk = id_of("<unk>"), s.num_sentinels = kT5Sentinels;
-      if (s.pad < 0 || s.eos < 0) throw InputError(model_path + ": not a T5 tokenizer (needs <pad> and </s>)");
+      s.pad = lookup("pad_token", "<pad>"), s.eos = lookup("eos_token", "</s>"), s.unk = lookup("unk_token", "<unk>");
+      if (s.pad < 0 || s.eos < 0) throw InputError(what + ": not a T5 tokenizer (needs <pad> and </s>)");
+      // Sentinels: SentencePiece models leave them to lmkit (the top 100 ids); HF files list them.
+      s.num_sentinels = special_names_.contains("extra_ids") && special_names_["extra_ids"].is_number_integer()
+                            ? special_names_["extra_ids"].get<int32_t>() : kT5Sentinels;
+      for (const auto& a : added_) {
+        if (a.content.rfind("<extra_id_", 0) == 0 && a.id >= pieces) s.num_sentinels = 0;
+      }
       break;
   }
-  t.vocab_size_ = t.piece_size_ + s.num_sentinels;
-  t.kind_.assign(static_cast<size_t>(t.vocab_size_), 1);
-  t.word_start_.assign(static_cast<size_t>(t.vocab_size_), 1);
-  for (int32_t id = 0; id < t.piece_size_; ++id) {
-    const int kind = api().kind(h, id);
-    // Unknown, byte and regular pieces are text; control pieces (and padding) are special.
-    t.kind_[static_cast<size_t>(id)] = kind == LMKIT_SPM_CONTROL || id == s.pad ? 1 : 0;
-    const std::string p = raw_piece(id);
-    t.word_start_[static_cast<size_t>(id)] = t.kind_[static_cast<size_t>(id)] || p.rfind(kWordStart, 0) == 0;
-    if (!t.kind_[static_cast<size_t>(id)]) t.regular_.push_back(id);
+  vocab_size_ = pieces + s.num_sentinels;
+  for (const auto& a : added_) vocab_size_ = std::max<int64_t>(vocab_size_, a.id + 1);
+  if (family_ == Family::kT5 && s.num_sentinels == 0) {
+    // HF's T5: <extra_id_i> = vocab_size - 1 - i, for every i it lists.
+    for (const auto& a : added_) {
+      if (a.content.rfind("<extra_id_", 0) != 0) continue;
+      const int32_t i = std::atoi(a.content.c_str() + 10);
+      if (a.id != vocab_size_ - 1 - i) {
+        throw InputError(what + ": " + a.content + " has id " + std::to_string(a.id) + ", expected " +
+                         std::to_string(vocab_size_ - 1 - i) + " (T5's sentinels count down from the top)");
+      }
+      s.num_sentinels = std::max(s.num_sentinels, i + 1);
+    }
   }
-  return t;
+
+  // Added tokens: matched in the raw text, longest first. SentencePiece models get
+  // the ones HF would register: control pieces, [UNK], padding and T5's sentinels.
+  if (added_.empty()) {
+    for (int32_t id = 0; id < pieces; ++id) {
+      if (backend_->is_control(id) || id == s.unk || id == s.pad) added_.push_back({backend_->piece(id), id});
+    }
+    for (int32_t i = s.num_sentinels - 1; i >= 0; --i) {
+      added_.push_back({"<extra_id_" + std::to_string(i) + ">", static_cast<int32_t>(vocab_size_ - 1 - i)});
+    }
+  }
+  std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+
+  // The template: the files', else the family's.
+  if (!has_template_) {
+    using Item = Template::Item;
+    switch (family_) {
+      case Family::kBert:
+        template_.single = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}};
+        template_.pair = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}, Item{-1, 1, 1}, Item{s.sep, 0, 1}};
+        break;
+      case Family::kGpt2:  // as HF's GPT-2 adds nothing to one text; a pair is joined by <|endoftext|>
+        template_.single = {Item{-1, 0, 0}};
+        template_.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}};
+        break;
+      case Family::kT5:
+        template_.single = {Item{-1, 0, 0}, Item{s.eos, 0, 0}};
+        template_.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}, Item{s.eos, 0, 1}};
+        break;
+    }
+    has_template_ = true;
+  }
+
+  kind_.assign(static_cast<size_t>(vocab_size_), 0);
+  word_start_.assign(static_cast<size_t>(vocab_size_), 1);
+  for (int64_t id = pieces; id < vocab_size_; ++id) kind_[static_cast<size_t>(id)] = 1;
+  for (const auto& a : added_) {
+    if (a.special && a.id != s.unk) kind_[static_cast<size_t>(a.id)] = 1;
+  }
+  regular_.clear();
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    const auto i = static_cast<size_t>(id);
+    if (id < pieces) {
+      // Unknown, byte and regular pieces are text; control pieces and padding are special.
+      if (backend_->is_control(id) || id == s.pad) kind_[i] = 1;
+      word_start_[i] = kind_[i] || backend_->starts_word(id);
+      // Holes in a HF vocabulary are no token at all.
+      if (!kind_[i] && backend_->piece(id).empty()) kind_[i] = 1;
+    }
+    if (!kind_[i]) regular_.push_back(id);
+  }
 }
 
+std::string Tokenizer::format() const { return backend_->format(); }
+
 std::string Tokenizer::piece(int32_t id) const {
-  if (id >= piece_size_ && id < vocab_size_) return "<extra_id_" + std::to_string(vocab_size_ - 1 - id) + ">";
   if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-  return piece_of(handle_.get(), id);
+  if (id >= backend_->size()) {
+    for (const auto& a : added_) {
+      if (a.id == id) return a.content;
+    }
+    return "<extra_id_" + std::to_string(vocab_size_ - 1 - id) + ">";
+  }
+  return backend_->piece(id);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
-  std::vector<int32_t> ids(text.size() + 8);
-  long n = api().encode(handle_.get(), text.data(), static_cast<long>(text.size()), ids.data(), static_cast<long>(ids.size()));
-  if (n > static_cast<long>(ids.size())) {
-    ids.resize(static_cast<size_t>(n));
-    n = api().encode(handle_.get(), text.data(), static_cast<long>(text.size()), ids.data(), n);
+  std::vector<int32_t> ids;
+  // HF's added vocabulary: the leftmost, then longest, added token splits the text.
+  size_t start = 0, pos = 0;
+  while (pos < text.size()) {
+    const AddedToken* hit = nullptr;
+    for (const auto& a : added_) {
+      if (text.compare(pos, a.content.size(), a.content) != 0) continue;
+      if (a.single_word) {
+        const bool left_ok = pos == 0 || !std::isalnum(static_cast<unsigned char>(text[pos - 1]));
+        const size_t end = pos + a.content.size();
+        const bool right_ok = end >= text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+        if (!left_ok || !right_ok) continue;
+      }
+      hit = &a;
+      break;
+    }
+    if (!hit) {
+      ++pos;
+      continue;
+    }
+    size_t seg_end = pos;
+    if (hit->lstrip) {
+      while (seg_end > start && is_space(text[seg_end - 1])) --seg_end;
+    }
+    if (seg_end > start) backend_->encode(text.substr(start, seg_end - start), ids);
+    ids.push_back(hit->id);
+    pos += hit->content.size();
+    if (hit->rstrip) {
+      while (pos < text.size() && is_space(text[pos])) ++pos;
+    }
+    start = pos;
   }
-  if (n < 0) throw RuntimeError("SentencePiece failed to encode a text");
-  ids.resize(static_cast<size_t>(n));
+  if (start < text.size()) backend_->encode(text.substr(start), ids);
   return ids;
+}
+
+Encoding Tokenizer::apply_template(const std::vector<int32_t>& a, const std::vector<int32_t>* b) const {
+  Encoding e;
+  for (const auto& item : b ? template_.pair : template_.single) {
+    if (item.id >= 0) {
+      e.ids.push_back(item.id), e.type_ids.push_back(item.type_id);
+    } else {
+      const auto& seq = item.sequence == 0 ? a : *b;
+      e.ids.insert(e.ids.end(), seq.begin(), seq.end());
+      e.type_ids.insert(e.type_ids.end(), seq.size(), item.type_id);
+    }
+  }
+  return e;
+}
+
+Encoding Tokenizer::encode_pair(std::string_view a, std::optional<std::string_view> b) const {
+  const auto ia = encode(a);
+  if (!b) return apply_template(ia, nullptr);
+  const auto ib = encode(*b);
+  return apply_template(ia, &ib);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special) const {
   std::string out;
   std::vector<int32_t> run;  // consecutive ordinary pieces, decoded together
+  size_t decoded = 0;        // pieces decoded so far
   auto flush = [&] {
     if (run.empty()) return;
-    std::string text(run.size() * 8 + 16, '\0');
-    long n = api().decode(handle_.get(), run.data(), static_cast<long>(run.size()), text.data(), static_cast<long>(text.size()));
-    if (n > static_cast<long>(text.size())) {
-      text.resize(static_cast<size_t>(n));
-      n = api().decode(handle_.get(), run.data(), static_cast<long>(run.size()), text.data(), n);
+    if (metaspace_decoder_) {
+      // HF's Metaspace decoder: ▁ is a space, except in the first token, where it is dropped.
+      for (int32_t id : run) {
+        const std::string p = backend_->piece(id);
+        for (size_t k = 0; k < p.size();) {
+          if (p.compare(k, 3, "\xE2\x96\x81") == 0) {
+            if (decoded != 0) out += ' ';
+            k += 3;
+          } else {
+            out += p[k++];
+          }
+        }
+        ++decoded;
+      }
+    } else {
+      out += backend_->decode(run);
+      decoded += run.size();
     }
-    if (n < 0) throw RuntimeError("SentencePiece failed to decode ids");
-    out += text.substr(0, static_cast<size_t>(n));
     run.clear();
   };
+  const int64_t pieces = backend_->size();
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-    if (id >= piece_size_) {
+    const bool sentinel = family_ == Family::kT5 && id >= vocab_size_ - specials_.num_sentinels;
+    if (sentinel || id >= pieces) {
       flush();
-      out += piece(id);  // sentinel
-    } else if (is_special(id)) {
-      flush();
-      if (keep_special) out += piece(id);
+      out += piece(id);
+    } else if (is_special(id) || id == specials_.unk) {
+      if (keep_special) flush(), out += piece(id);
     } else {
       run.push_back(id);
     }
   }
   flush();
+  if (clean_up_spaces_ && backend_->format() == "wordpiece") out = clean_up_tokenization(std::move(out));
   return out;
 }
 
@@ -307,16 +408,52 @@ Json Tokenizer::config_json() const {
   };
   add("pad", s.pad), add("unk", s.unk), add("cls", s.cls), add("sep", s.sep), add("mask", s.mask), add("eos", s.eos);
   return {{"family", family_name(family_)},
+          {"format", format()},
           {"vocab_size", vocab_size_},
-          {"sentencepiece_pieces", piece_size_},
+          {"pieces", backend_->size()},
           {"num_sentinels", s.num_sentinels},
           {"special_tokens", special},
           {"checksum", checksum_}};
 }
 
 void Tokenizer::save(const std::string& dir) const {
-  write_file_atomic(dir + "/tokenizer.model", model_bytes_);
-  save_json_file(dir + "/tokenizer_config.json", config_json());
+  fs::create_directories(dir);
+  if (!hf_files_.empty()) {
+    for (const auto& [name, bytes] : hf_files_) write_file_atomic(dir + "/" + name, bytes);
+    return;
+  }
+  write_sentencepiece(dir + "/tokenizer.model", dir);
+}
+
+void Tokenizer::write_sentencepiece(const std::string& model_path, const std::string& hf_dir) const {
+  const fs::path model(model_path);
+  const std::string stem = (model.parent_path() / model.stem()).string();
+  write_file_atomic(model_path, model_bytes_);
+  Json meta = config_json();
+  meta["model_file"] = model.filename().string();
+  save_json_file(stem + ".lmkit.json", meta);
+  const HfFiles hf = HfLoader::export_sentencepiece(*this, model.filename().string());
+  const std::string dir = hf_dir.empty() ? "." : hf_dir;
+  if (model.filename() != "tokenizer.model") {
+    // PATH.model: its own single-file tokenizer.json, so that several tokenizers can share a folder.
+    save_json_file(stem + ".tokenizer.json", hf.tokenizer);
+    const fs::path shared = fs::path(dir) / "tokenizer_config.json";
+    if (fs::exists(shared)) {
+      try {
+        const Json previous = load_json_file(shared.string());
+        const std::string owner = previous.value("lmkit_model_file", "");
+        if (!owner.empty() && owner != model.filename().string()) {
+          std::fprintf(stderr, "note: %s/tokenizer.json (what AutoTokenizer loads) now describes %s; %s stays loadable "
+                       "as %s or %s.tokenizer.json\n", dir.c_str(), model.filename().c_str(), owner.c_str(),
+                       owner.c_str(), owner.substr(0, owner.size() - 6).c_str());
+        }
+      } catch (const Error&) {
+      }
+    }
+  }
+  save_json_file(dir + "/tokenizer.json", hf.tokenizer);
+  save_json_file(dir + "/tokenizer_config.json", hf.config);
+  save_json_file(dir + "/special_tokens_map.json", hf.special_tokens_map);
 }
 
 }  // namespace lmkit::tokenizer

@@ -1,9 +1,14 @@
-// SentencePiece tokenizers with each model family's special tokens.
+// Tokenizers with each model family's special tokens: SentencePiece models that
+// lmkit trains (or T5's spiece.model), and HuggingFace tokenizer directories
+// (WordPiece, byte-level BPE, Unigram). Whatever lmkit writes, HuggingFace loads
+// (tokenizer.json, tokenizer_config.json, special_tokens_map.json), and the ids
+// agree with HF's: special tokens written in the text are those tokens, and
+// encode_pair() applies the tokenizer's own template ([CLS] A [SEP] B [SEP], A </s>).
 //
 // sentencepiece itself lives in a separate module (src/spm, liblmkit_spm.so)
 // loaded at run time, because it cannot share an executable with LibTorch
-// (DESIGN.md). The module is found next to the running executable, then in
-// ../lib, or at $LMKIT_SPM_MODULE.
+// (docs/architecture.md). The module is found next to the running executable,
+// then in ../lib, or at $LMKIT_SPM_MODULE.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +16,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lmkit/core/config.h"
 
 namespace lmkit::tokenizer {
 
+class Backend;
+
 enum class Family {
-  kBert,  ///< [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4
-  kGpt2,  ///< <unk>=0 <|endoftext|>=1
+  kBert,  ///< [PAD] [UNK] [CLS] [SEP] [MASK] (lmkit's: 0..4)
+  kGpt2,  ///< <|endoftext|> (lmkit's: <unk>=0 <|endoftext|>=1)
   kT5,    ///< <pad>=0 </s>=1 <unk>=2, and <extra_id_0..99> at the top of the vocabulary
 };
 Family parse_family(const std::string& name);  ///< bert, gpt2, t5 (InputError otherwise)
@@ -31,6 +39,24 @@ struct SpecialTokens {
   int32_t num_sentinels = 0;  ///< T5: 100 sentinels <extra_id_i> = vocab_size - 1 - i
 };
 
+/// A token HuggingFace's added vocabulary holds: matched in the raw text before the model runs.
+struct AddedToken {
+  std::string content;
+  int32_t id = -1;
+  bool special = true, lstrip = false, rstrip = false, single_word = false;
+};
+
+/// What encode_pair() puts around the texts: special ids and the sequences, with token types.
+struct Template {
+  struct Item {
+    int32_t id = -1;  ///< a special token, or -1 for a sequence
+    int sequence = 0;  ///< 0: A, 1: B (when id < 0)
+    int type_id = 0;
+  };
+  std::vector<Item> single, pair;
+  int64_t added(bool is_pair) const;  ///< special tokens it adds
+};
+
 struct TrainOptions {
   std::vector<std::string> inputs;  ///< text files, one sentence or paragraph per line
   int64_t vocab_size = 8000;        ///< including special tokens (and T5's 100 sentinels)
@@ -40,28 +66,50 @@ struct TrainOptions {
   bool byte_fallback = true;           ///< unknown characters become UTF-8 bytes, never [UNK]
   int64_t max_sentences = 2000000;     ///< lines sampled for training
   int threads = 0;                     ///< 0: every core
-  std::string output;                  ///< PATH.model; tokenizer_config.json is written beside it
+  /// A directory (it becomes a tokenizer directory, as save() writes one), or
+  /// PATH.model: PATH.model, PATH.lmkit.json and PATH.tokenizer.json, plus
+  /// HuggingFace's directory files for the folder (the last trained tokenizer's).
+  std::string output;
+};
+
+/// Ids with their token types (segment A 0, B 1 for BERT).
+struct Encoding {
+  std::vector<int32_t> ids, type_ids;
 };
 
 class Tokenizer {
  public:
-  /// Trains a model, writes OUTPUT.model and tokenizer_config.json beside it, and returns it.
+  /// Trains a SentencePiece model and writes it where TrainOptions::output says.
   static Tokenizer train(const TrainOptions& options);
-  /// Loads a SentencePiece model (lmkit's, or another one such as T5's spiece.model).
-  /// The family comes from `family`, else from tokenizer_config.json beside the
-  /// model, else from the special pieces the model holds.
-  static Tokenizer load(const std::string& model_path, std::optional<Family> family = std::nullopt);
+  /// Loads a tokenizer from
+  /// - a directory: lmkit's (tokenizer.model + tokenizer.lmkit.json) or HuggingFace's
+  ///   (tokenizer.json; vocab.txt; vocab.json + merges.txt; spiece.model or tokenizer.model),
+  /// - PATH.model (SentencePiece; PATH.lmkit.json beside it names the family),
+  /// - a HuggingFace tokenizer.json file.
+  /// The family comes from `family`, else from the files, else from the special pieces.
+  static Tokenizer load(const std::string& path, std::optional<Family> family = std::nullopt);
+  /// Whether `dir` holds a tokenizer load() would find.
+  static bool present(const std::string& dir);
 
-  /// Token ids of `text`, no special tokens added.
+  /// Token ids of `text`, no special tokens added (special tokens written in it are those tokens).
   std::vector<int32_t> encode(std::string_view text) const;
-  /// Text of `ids`; sentinels print as <extra_id_N>, other special tokens are dropped
-  /// unless `keep_special`.
+  /// The ids the model sees for a text or a text pair: encode() of each, in the tokenizer's template.
+  Encoding encode_pair(std::string_view a, std::optional<std::string_view> b = std::nullopt) const;
+  /// `a` (and `b`) in the template; the caller has already truncated them.
+  Encoding apply_template(const std::vector<int32_t>& a, const std::vector<int32_t>* b = nullptr) const;
+  const Template& post_processor() const { return template_; }
+  /// Text of `ids`; sentinels print as <extra_id_N>, other special tokens (and [UNK]) are
+  /// dropped unless `keep_special`.
   std::string decode(const std::vector<int32_t>& ids, bool keep_special = false) const;
-  /// The piece of an id ("▁the", "[MASK]", "<extra_id_3>").
+  /// The piece of an id ("▁the", "##ing", "Ġthe", "[MASK]", "<extra_id_3>").
   std::string piece(int32_t id) const;
 
   int64_t vocab_size() const { return vocab_size_; }
   Family family() const { return family_; }
+  /// "sentencepiece-unigram", "sentencepiece-bpe", "wordpiece" or "byte-level-bpe".
+  std::string format() const;
+  /// The files it was loaded from.
+  const std::string& source() const { return source_; }
   const SpecialTokens& specials() const { return specials_; }
   /// Control tokens, padding and sentinels: never masked, never a random replacement.
   bool is_special(int32_t id) const { return id < 0 || id >= vocab_size_ || kind_[static_cast<size_t>(id)] == 1; }
@@ -73,22 +121,36 @@ class Tokenizer {
   std::vector<int32_t> special_ids() const;
   /// T5 sentinel i (0-based): vocab_size - 1 - i.
   int32_t sentinel(int32_t i) const;
-  /// 64-bit FNV-1a of the model file: a corpus records it, and a model refuses other tokenizers' corpora.
+  /// 64-bit FNV-1a of the model files: a corpus records it, and a model refuses other tokenizers' corpora.
   uint64_t checksum() const { return checksum_; }
-  /// Writes tokenizer.model and tokenizer_config.json into `dir`.
+  /// Writes the tokenizer into `dir` so that lmkit and HuggingFace's AutoTokenizer both load it.
   void save(const std::string& dir) const;
+  /// lmkit's description of it (what PATH.lmkit.json holds).
   Json config_json() const;
 
  private:
-  std::shared_ptr<void> handle_;
-  std::string model_bytes_;
+  void finish(std::optional<Family> family, const std::string& what);
+  void write_sentencepiece(const std::string& model_path, const std::string& hf_dir) const;
+
+  std::shared_ptr<const Backend> backend_;
+  std::string model_bytes_;  // SentencePiece: the .model file
+  std::vector<std::pair<std::string, std::string>> hf_files_;  // HuggingFace: the files it came from, verbatim
+  std::string source_;
+  std::vector<AddedToken> added_;  // longest first
+  Template template_;
+  bool has_template_ = false;
+  bool clean_up_spaces_ = false;  // transformers' clean_up_tokenization_spaces
+  bool metaspace_decoder_ = false;  // HF's Metaspace decoder (T5's tokenizer.json) instead of SentencePiece's
+  Json special_names_;            // HF's names of the special tokens (cls_token: "[CLS]", ...)
   Family family_ = Family::kBert;
   SpecialTokens specials_;
-  int64_t piece_size_ = 0, vocab_size_ = 0;
+  int64_t vocab_size_ = 0;
   uint64_t checksum_ = 0;
   std::vector<uint8_t> kind_;        // 0 regular, 1 special
   std::vector<uint8_t> word_start_;  // 1 if the piece starts a word
   std::vector<int32_t> regular_;
+
+  friend struct HfLoader;
 };
 
 /// FNV-1a 64-bit hash.
