@@ -23,5 +23,5 @@ build/bin/lmkit-pretrain \
   --eval-every 100 --save-every 100 --seed 1
 echo "validation (from $run/metrics.jsonl):"
 grep '"split":"valid"' "$run/metrics.jsonl" | tail -1
-echo "checkpoint: $run/final (config.json, model.safetensors, tokenizer.model) — loads in Python with"
-echo "  transformers.BertForPreTraining.from_pretrained(\"$run/final\")"
+echo "checkpoint: $run/final (config.json, model.safetensors, tokenizer.json + tokenizer.model) — loads in Python with"
+echo "  transformers.BertForPreTraining.from_pretrained(\"$run/final\") and AutoTokenizer.from_pretrained(\"$run/final\")"
