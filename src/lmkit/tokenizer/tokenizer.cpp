@@ -231,6 +231,8 @@ void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
     }
   }
   std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  added_first_byte_.assign(256, false);
+  for (const auto& a : added_) added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
 
   // The template: the files', else the family's.
   if (!has_template_) {
@@ -291,6 +293,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   size_t start = 0, pos = 0;
   while (pos < text.size()) {
     const AddedToken* hit = nullptr;
+    if (!added_first_byte_[static_cast<unsigned char>(text[pos])]) {
+      ++pos;
+      continue;
+    }
     for (const auto& a : added_) {
       if (text.compare(pos, a.content.size(), a.content) != 0) continue;
       if (a.single_word) {

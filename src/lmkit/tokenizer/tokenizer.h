@@ -137,6 +137,7 @@ class Tokenizer {
   std::vector<std::pair<std::string, std::string>> hf_files_;  // HuggingFace: the files it came from, verbatim
   std::string source_;
   std::vector<AddedToken> added_;  // longest first
+  std::vector<bool> added_first_byte_;  // 256 flags: a byte some added token starts with
   Template template_;
   bool has_template_ = false;
   bool clean_up_spaces_ = false;  // transformers' clean_up_tokenization_spaces
