@@ -134,8 +134,8 @@ std::vector<std::pair<std::string, std::string>> parse_merges(const Json& merges
   return out;
 }
 
-Template::Item template_item(const Json& item, const Json& special_tokens, const std::string& what,
-                             std::vector<Template::Item>& out) {
+void template_item(const Json& item, const Json& special_tokens, const std::string& what,
+                   std::vector<Template::Item>& out) {
   Template::Item r;
   if (item.contains("Sequence")) {
     r.sequence = item["Sequence"].value("id", "A") == "B" ? 1 : 0;
@@ -152,7 +152,6 @@ Template::Item template_item(const Json& item, const Json& special_tokens, const
   } else {
     throw InputError(what + ": unknown template piece " + item.dump());
   }
-  return r;
 }
 
 // HF's post-processor as a template; false when it adds nothing (ByteLevel, null).
@@ -302,15 +301,8 @@ std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken
 
 Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Family> family) {
   const std::string what = file.string();
-  const std::string bytes = read_file(what);
-  Json j;
-  try {
-    j = Json::parse(bytes);
-  } catch (const nlohmann::json::parse_error& e) {
-    const size_t offset = std::min<size_t>(e.byte, bytes.size());
-    const auto line = 1 + std::count(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-    throw InputError(what + ":" + std::to_string(line) + ": malformed JSON (truncated or not a tokenizer.json)");
-  }
+  const std::string bytes = read_file(what);  // the checksum's input, and what save() writes back
+  const Json j = load_json_file(what);
   if (!j.is_object() || !j.contains("model")) throw InputError(what + ": not a HuggingFace tokenizer.json (no 'model')");
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const bool directory_file = file.filename() == "tokenizer.json";
