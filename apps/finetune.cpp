@@ -12,6 +12,7 @@
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/dist/start.h"
 #include "lmkit/eval/classification.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/trainer.h"
@@ -23,6 +24,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
+  dist::GroupOptions dist;
   std::string checkpoint, init, model, tokenizer, train, dev, output;
   data::ColumnSpec columns;
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
@@ -37,7 +39,9 @@ std::string classifier_of(const std::string& model_type) {
 }
 
 void run(const Args& a, const Json& resolved) {
-  const c10::Device device = init_runtime(a.runtime);
+  const dist::Started started = dist::start(a.runtime, a.dist);
+  const c10::Device device = started.device;
+  const bool leader = !started.group || started.group->leader();
   check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
   fs::create_directories(a.output);
 
@@ -84,6 +88,7 @@ void run(const Args& a, const Json& resolved) {
 
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.drop_last = false;
+  if (started.group) lo.rank = started.group->rank(), lo.world_size = started.group->size();  // --batch-size per rank
   data::Loader probe(train_set, lo);
   const int64_t per_epoch = probe.batches_per_epoch(0);
 
@@ -99,6 +104,7 @@ void run(const Args& a, const Json& resolved) {
   o.best_metric = a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
   o.best_dir = a.output + "/best";
+  o.group = started.group;
   const int32_t pad = data::pad_id(tok);
   o.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, a.batch_size, pad, device); };
   Json labels_json = label_map;
@@ -110,13 +116,14 @@ void run(const Args& a, const Json& resolved) {
   run_config["num_labels"] = num_labels;
   run_config["label_map"] = labels_json;
   run_config["steps"] = o.steps;
-  save_json_file(a.output + "/config.json", run_config);
-  std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
+  if (leader) save_json_file(a.output + "/config.json", run_config);
+  if (leader) std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
                static_cast<long long>(train_set->size(0)), static_cast<long long>(dev_set->size(0)),
                static_cast<long long>(num_labels), static_cast<long long>(o.steps));
 
   train::Trainer trainer(model, o, train_set, lo, nullptr, lo, device, save_extra);
   Json summary = trainer.run();
+  if (!leader) return;
 
   // The best checkpoint's dev figures and predictions.
   auto best = models::load_pretrained(a.output + "/best");
@@ -183,6 +190,7 @@ int main(int argc, char** argv) {
   app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
       ->check(CLI::NonNegativeNumber);
   add_runtime_flags(app, a.runtime);
+  dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
   return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
 }

@@ -10,6 +10,7 @@
 #include "lmkit/core/progress.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/dist/start.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
 #include "lmkit/train/trainer.h"
@@ -21,6 +22,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
+  dist::GroupOptions dist;
   std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
   std::string source_lang, target_lang;
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
@@ -65,7 +67,10 @@ std::shared_ptr<const data::Corpus> corpus_for(const std::string& path, const to
 }
 
 void run(const Args& a, const Json& resolved) {
-  const c10::Device device = init_runtime(a.runtime);
+  const dist::Started started = dist::start(a.runtime, a.dist);
+  const c10::Device device = started.device;
+  dist::Group* group = started.group.get();
+  const bool leader = !group || group->leader();
   check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
   check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
   fs::create_directories(a.output);
@@ -93,7 +98,9 @@ void run(const Args& a, const Json& resolved) {
   std::string tok_path = a.tokenizer;
   if (tok_path.empty() && !a.init.empty() && tokenizer::Tokenizer::present(a.init)) tok_path = a.init;
   if (tok_path.empty()) tok_path = a.output + "/tokenizer.model";
-  if (!fs::exists(tok_path)) {
+  // Trained here when there is none: by rank 0, whose files the other ranks then load.
+  dist::leader_first(group, [&] {
+    if (fs::exists(tok_path)) return;
     check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");
     check_input(!data::is_corpus(a.train), "a corpus directory needs the --tokenizer it was encoded with");
     tokenizer::TrainOptions t;
@@ -106,7 +113,7 @@ void run(const Args& a, const Json& resolved) {
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
                  tokenizer::family_name(t.family).c_str(), a.train.c_str());
     tokenizer::Tokenizer::train(t);
-  }
+  });
   const auto tok = tokenizer::Tokenizer::load(tok_path, family_of(type));
 
   // Presets carry the reference vocabularies; training takes the tokenizer's.
@@ -147,14 +154,17 @@ void run(const Args& a, const Json& resolved) {
                                                          a.seq_len, a.seq_len);
     }
   } else {
-    auto train_corpus = corpus_for(a.train, tok, a.output, "train");
+    std::shared_ptr<const data::Corpus> train_corpus, valid_corpus;
+    dist::leader_first(group, [&] {  // rank 0 encodes raw text into the run's cache, the others read it
+      train_corpus = corpus_for(a.train, tok, a.output, "train");
+      if (!a.valid.empty()) valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
+    });
     train_corpus->check_vocab(tok.vocab_size(), model->architecture());
     data::MaskingOptions masking;
     masking.whole_word = a.whole_word;
     const auto obj = data::parse_objective(objective);
     train_set = data::make_pretraining_dataset(obj, train_corpus, tok, a.seq_len, a.runtime.seed, masking);
     if (!a.valid.empty()) {
-      auto valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
       // A fixed seed for validation: the same masks at every evaluation and in every run.
       valid_set = data::make_pretraining_dataset(obj, valid_corpus, tok, a.seq_len, 12345, masking);
     }
@@ -172,19 +182,21 @@ void run(const Args& a, const Json& resolved) {
   o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
   o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
   o.bf16 = a.dtype == "bf16";
+  o.group = started.group;
 
   Json run_config = resolved;
   run_config["objective"] = objective;
   run_config["tokenizer"] = tok_path;
   run_config["warmup"] = o.schedule.warmup;
   run_config["model_config"] = model->config_json();
-  save_json_file(a.output + "/config.json", run_config);
-  std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
+  if (leader) save_json_file(a.output + "/config.json", run_config);
+  if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
                objective.c_str(), static_cast<long long>(train_set->size(0)));
 
   train::Trainer trainer(model, o, train_set, lo, valid_set, vlo, device, [&](const std::string& dir) { tok.save(dir); });
   Json summary = trainer.run();
+  if (!leader) return;
   if (summary.contains("stopped_at")) {
     std::printf("stopped after step %lld; continue with --resume\n", static_cast<long long>(summary["stopped_at"].get<int64_t>()));
     return;
@@ -242,6 +254,7 @@ int main(int argc, char** argv) {
   app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
       ->check(CLI::NonNegativeNumber);
   add_runtime_flags(app, a.runtime);
+  dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
   return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
 }

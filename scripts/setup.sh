@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkgconf ccache
   python3 python3-venv
-  libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev
+  libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
   nlohmann-json3-dev libcli11-dev catch2
 )
 

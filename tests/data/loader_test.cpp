@@ -95,6 +95,49 @@ TEST_CASE("loader: epochs wrap with a new order and shards split the data", "[da
   CHECK(seen0.size() + seen1.size() >= static_cast<size_t>(ds->size(0) - 32));
 }
 
+TEST_CASE("loader: W ranks of batch B together hold one process's batch of W*B, epochs aligned", "[data][loader]") {
+  auto ds = mlm();
+  for (bool drop_last : {true, false}) {
+    for (int64_t world : {2, 3, 5}) {
+      INFO("world " << world << (drop_last ? ", drop_last" : ", keep the last batch"));
+      data::LoaderOptions one;
+      one.batch_size = 8 * world, one.seed = 11, one.prefetch = 0, one.drop_last = drop_last;
+      data::Loader whole(ds, one);
+      std::vector<std::unique_ptr<data::Loader>> ranks;
+      for (int64_t r = 0; r < world; ++r) {
+        data::LoaderOptions o = one;
+        o.batch_size = 8, o.rank = r, o.world_size = world, o.prefetch = 2;
+        ranks.push_back(std::make_unique<data::Loader>(ds, o));
+        CHECK(ranks.back()->batches_per_epoch(0) == whole.batches_per_epoch(0));
+      }
+      // Every batch of an epoch and the first of the next, including a partial last one.
+      const int64_t n = whole.batches_per_epoch(0);
+      for (int64_t b = 0; b <= n; ++b) {
+        const data::LoaderPosition p{b / n, b % n};
+        std::multiset<int64_t> expected, got;
+        for (int64_t x : whole.batch_indices(p)) expected.insert(x);
+        for (auto& l : ranks) {
+          for (int64_t x : l->batch_indices(p)) got.insert(x);
+          const Batch batch = l->next();  // the prefetched batches agree with the indices
+          const int64_t rows = batch.input_ids.defined() ? batch.input_ids.size(0) : 0;
+          CHECK(rows == static_cast<int64_t>(l->batch_indices(p).size()));
+        }
+        CHECK(got == expected);
+      }
+    }
+  }
+  // A last batch smaller than the world: the ranks past it get an empty batch, not an error.
+  data::LoaderOptions o;
+  o.batch_size = 1, o.world_size = 4, o.drop_last = false, o.shuffle = false, o.prefetch = 0;
+  const int64_t total = ds->size(0);
+  o.rank = 3;
+  data::Loader last(ds, o);
+  const int64_t batches = last.batches_per_epoch(0);
+  CHECK(batches == (total + 3) / 4);
+  const int64_t tail = total % 4;
+  if (tail != 0) CHECK(last.batch_indices({0, batches - 1}).empty());
+}
+
 TEST_CASE("loader: collate pads ids, masks and labels", "[data][loader]") {
   data::Example a, b;
   a.input_ids = {5, 6, 7}, a.labels = {-100, 6, -100}, a.token_type_ids = {0, 0, 1};

@@ -99,13 +99,13 @@ std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) c
   if (options_.shuffle) shuffle(order, rng);
   if (options_.bucket_by_length) {
     // Similar lengths share a batch (less padding); batches stay in shuffled order.
-    const size_t window = static_cast<size_t>(options_.batch_size * 50);
+    const size_t window = static_cast<size_t>(options_.batch_size * options_.world_size * 50);
     for (size_t s = 0; s < order.size(); s += window) {
       auto begin = order.begin() + static_cast<std::ptrdiff_t>(s);
       auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), s + window));
       std::stable_sort(begin, end, [&](int64_t a, int64_t b) { return dataset_->length_hint(a) < dataset_->length_hint(b); });
     }
-    const size_t bs = static_cast<size_t>(options_.batch_size);
+    const size_t bs = static_cast<size_t>(options_.batch_size * options_.world_size);  // global batches
     std::vector<size_t> batches(order.size() / bs);
     for (size_t i = 0; i < batches.size(); ++i) batches[i] = i;
     if (options_.shuffle) shuffle(batches, rng);
@@ -115,27 +115,30 @@ std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) c
     reordered.insert(reordered.end(), order.begin() + static_cast<std::ptrdiff_t>(batches.size() * bs), order.end());
     order = std::move(reordered);
   }
-  // This rank's shard: every world_size-th example.
-  std::vector<int64_t> shard;
-  for (size_t i = static_cast<size_t>(options_.rank); i < order.size(); i += static_cast<size_t>(options_.world_size)) {
-    shard.push_back(order[i]);
-  }
-  order_ = std::make_shared<const std::vector<int64_t>>(std::move(shard));
+  order_ = std::make_shared<const std::vector<int64_t>>(std::move(order));
   order_epoch_ = epoch;
   return order_;
 }
 
 int64_t Loader::batches_per_epoch(int64_t epoch) const {
   const int64_t n = static_cast<int64_t>(epoch_order(epoch)->size());
-  return options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
+  const int64_t global = options_.batch_size * options_.world_size;
+  return options_.drop_last ? n / global : (n + global - 1) / global;
 }
 
 std::vector<int64_t> Loader::batch_indices(LoaderPosition p) const {
   const auto order = epoch_order(p.epoch);  // a snapshot: another epoch may replace the cache meanwhile
-  const size_t begin = static_cast<size_t>(p.batch * options_.batch_size);
-  const size_t end = std::min(order->size(), begin + static_cast<size_t>(options_.batch_size));
-  return std::vector<int64_t>(order->begin() + static_cast<std::ptrdiff_t>(begin),
-                              order->begin() + static_cast<std::ptrdiff_t>(end));
+  // The global batch of batch_size × world_size examples; this rank takes every
+  // world_size-th of them from its rank on, so the ranks' batches together are
+  // exactly one process's batch of that size.
+  const size_t global = static_cast<size_t>(options_.batch_size * options_.world_size);
+  const size_t begin = static_cast<size_t>(p.batch) * global;
+  const size_t end = std::min(order->size(), begin + global);
+  std::vector<int64_t> indices;
+  for (size_t i = begin + static_cast<size_t>(options_.rank); i < end; i += static_cast<size_t>(options_.world_size)) {
+    indices.push_back((*order)[i]);
+  }
+  return indices;
 }
 
 LoaderPosition Loader::advance(LoaderPosition p) const {
@@ -146,6 +149,7 @@ LoaderPosition Loader::advance(LoaderPosition p) const {
 Batch Loader::make(LoaderPosition p) const {
   std::vector<Example> examples;
   for (int64_t i : batch_indices(p)) examples.push_back(dataset_->get(i, p.epoch));
+  if (examples.empty()) return {};  // a rank's share of a last batch smaller than the world
   return collate(examples, options_.pad_id, options_.pad_to);
 }
 

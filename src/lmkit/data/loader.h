@@ -46,11 +46,13 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  /// The next batch; after an epoch's last batch, the next epoch begins.
+  /// The next batch; after an epoch's last batch, the next epoch begins. With
+  /// world_size > 1 and drop_last off, a rank's share of the epoch's last batch may
+  /// be empty: a Batch with no tensors.
   Batch next();
   /// The position of the batch next() will return.
   LoaderPosition position() const { return position_; }
-  /// Batches per epoch for this rank.
+  /// Batches per epoch (the same for every rank: batches of batch_size × world_size split between them).
   int64_t batches_per_epoch(int64_t epoch) const;
   /// The example indices (in order) of one batch: a pure function of the position.
   std::vector<int64_t> batch_indices(LoaderPosition position) const;
@@ -60,7 +62,7 @@ class Loader {
   void stop_prefetch();
   Batch make(LoaderPosition position) const;
   LoaderPosition advance(LoaderPosition p) const;
-  /// This rank's example order for an epoch. Computed once and shared immutable: the
+  /// The epoch's example order (every rank's: each takes its share of each batch). Computed once and shared immutable: the
   /// prefetch thread and the caller may ask for different epochs at a boundary, and
   /// each keeps the snapshot it got.
   std::shared_ptr<const std::vector<int64_t>> epoch_order(int64_t epoch) const;

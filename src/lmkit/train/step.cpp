@@ -113,31 +113,80 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
 }
 
+int64_t count_targets(const models::Model& model, const Batch& b) {
+  if (!b.input_ids.defined()) return 0;
+  if (!b.labels.defined()) return b.input_ids.size(0);
+  if (b.labels.dim() == 1) return b.labels.size(0);  // classification
+  if (model.model_type() == "gpt2") return b.labels.slice(1, 1).ne(-100).sum().item<int64_t>();
+  return b.labels.ne(-100).sum().item<int64_t>();
+}
+
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16) {
+                      double clip, bool bf16, dist::GradientReducer* reducer) {
   StepResult r;
   auto t0 = std::chrono::steady_clock::now();
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
-  const double n = static_cast<double>(batches.size());
-  const c10::Device device = batches.front().input_ids.device();
+  // Targets per micro-batch of the task loss (BERT pre-training: MLM) and of NSP, and
+  // their totals over the step (all ranks): each term is weighted by its share.
+  std::vector<double> main_targets, nsp_targets;
+  at::Tensor totals = at::zeros({2}, at::kDouble);
   for (const Batch& b : batches) {
-    r.tokens += b.num_tokens();
+    main_targets.push_back(static_cast<double>(count_targets(model, b)));
+    nsp_targets.push_back(b.next_sentence_label.defined() ? static_cast<double>(b.next_sentence_label.size(0)) : 0.0);
+    totals[0] += main_targets.back(), totals[1] += nsp_targets.back();
+  }
+  if (reducer) reducer->group().all_reduce_sum(totals);
+  const double main_total = totals[0].item<double>(), nsp_total = totals[1].item<double>();
+  int64_t tokens = 0;
+  bool finite = true;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const Batch& b = batches[i];
+    if (reducer) reducer->before_backward(i + 1 == batches.size());
+    if (!b.input_ids.defined()) continue;  // nothing of this step's data on this rank
+    tokens += b.num_tokens();
     at::Tensor loss;
     {
-      AutocastGuard autocast(device, bf16);
-      loss = model.forward(b).loss;
+      AutocastGuard autocast(b.input_ids.device(), bf16);
+      Output out = model.forward(b);
+      if (out.nsp_loss.defined()) {
+        // A term without targets here would be 0/0: it contributes nothing.
+        if (main_targets[i] > 0) loss = out.mlm_loss * (main_targets[i] / main_total);
+        if (nsp_targets[i] > 0) {
+          at::Tensor nsp = out.nsp_loss * (nsp_targets[i] / nsp_total);
+          loss = loss.defined() ? loss + nsp : nsp;
+        }
+      } else if (main_targets[i] > 0) {
+        loss = main_targets[i] == main_total ? out.loss : out.loss * (main_targets[i] / main_total);
+      }
     }
+    if (!loss.defined()) continue;
     const double value = loss.item<double>();
     r.forward_ms += elapsed_ms(t0);
     if (!std::isfinite(value)) {
-      r.finite = false;
-      return r;
+      finite = false;
+      // Alone, stop here. Data-parallel, every rank must still join the all-reduce; the
+      // flag it carries makes every rank skip this update together.
+      if (!reducer) {
+        r.finite = false;
+        return r;
+      }
     }
     t0 = std::chrono::steady_clock::now();
-    (loss / n).backward();
+    loss.backward();
     r.backward_ms += elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
-    r.loss += value / n;
+    r.loss += value;
+  }
+  r.tokens = tokens;
+  if (reducer) {
+    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(tokens)});
+    r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]);
+    r.reduce_ms = elapsed_ms(t0);
+    t0 = std::chrono::steady_clock::now();
+  }
+  if (!finite) {
+    r.finite = false;
+    return r;
   }
   // Global gradient norm (one read pass); the clipping multiply goes into the update.
   std::vector<at::Tensor> norms;

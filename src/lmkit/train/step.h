@@ -10,6 +10,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "lmkit/core/batch.h"
+#include "lmkit/dist/reducer.h"
 #include "lmkit/models/model.h"
 
 namespace lmkit::train {
@@ -47,19 +48,28 @@ std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, co
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 
 struct StepResult {
-  double loss = 0;       ///< mean over the micro-batches
+  double loss = 0;       ///< the step's loss: each term's sum over every target of the step / their number
   double grad_norm = 0;  ///< before clipping
-  int64_t tokens = 0;    ///< real (non-padding) input tokens
+  int64_t tokens = 0;    ///< real (non-padding) input tokens (all ranks)
   bool finite = true;    ///< false: the update was skipped
   double forward_ms = 0, backward_ms = 0, update_ms = 0;  ///< wall time of the parts (update: clip + optimizer)
+  double reduce_ms = 0;  ///< waiting for the gradient all-reduce after the last backward (data-parallel)
 };
 
-/// Forward and backward over `batches` (gradient accumulation: the loss of each
-/// divided by their number), clip the global norm to `clip` (0: off), and step
-/// — unless the loss or the gradient norm is not finite, which skips the update.
-/// With `bf16`, the forward pass runs under bf16 autocast (float32 master weights).
-/// A FusedAdamW applies the clipping coefficient inside its update pass.
+/// Number of positions that carry a loss in a batch (shifted for causal LM; the
+/// examples for classification); 0 for an empty batch.
+int64_t count_targets(const models::Model& model, const Batch& batch);
+
+/// Forward and backward over `batches` (gradient accumulation), clip the global
+/// norm to `clip` (0: off), and step — unless the loss or the gradient norm is not
+/// finite, which skips the update. Every loss term (the task loss; BERT's MLM and
+/// NSP apart) is normalised by its number of targets over the whole step: all
+/// micro-batches and, with a `reducer`, all ranks, whose gradients it sums. So
+/// accumulation over k batches of B, or W ranks of B, trains as one batch of kB or WB.
+/// An empty batch (a rank's share of an epoch's last partial batch) only joins the
+/// collectives. With `bf16`, the forward pass runs under bf16 autocast (float32
+/// master weights). A FusedAdamW applies the clipping coefficient inside its update pass.
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16);
+                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr);
 
 }  // namespace lmkit::train

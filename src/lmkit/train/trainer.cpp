@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
+#include <sstream>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -60,16 +62,10 @@ std::string latest_checkpoint(const std::string& run_dir) {
   return dir;
 }
 
-int64_t count_targets(const models::Model& model, const Batch& b) {
-  if (!b.labels.defined()) return b.input_ids.size(0);
-  if (b.labels.dim() == 1) return b.labels.size(0);  // classification
-  if (model.model_type() == "gpt2") return b.labels.slice(1, 1).ne(-100).sum().item<int64_t>();
-  return b.labels.ne(-100).sum().item<int64_t>();
-}
-
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
-                   c10::Device device, int64_t max_batches) {
-  lo.shuffle = false, lo.drop_last = false, lo.rank = 0, lo.world_size = 1;
+                   c10::Device device, int64_t max_batches, dist::Group* group) {
+  lo.shuffle = false, lo.drop_last = false;
+  lo.rank = group ? group->rank() : 0, lo.world_size = group ? group->size() : 1;
   data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
   const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
   const bool was_training = model.is_training();
@@ -79,6 +75,7 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
   int64_t targets = 0, nsp_correct = 0, nsp_total = 0, tokens = 0;
   for (int64_t i = 0; i < n; ++i) {
     Batch b = loader.next().to(device);
+    if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
     Output out = model.forward(b);
     const int64_t t = count_targets(model, b);
     tokens += b.num_tokens();
@@ -95,6 +92,15 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
     targets += t;
   }
   model.train(was_training);
+  if (group) {
+    at::Tensor sums = at::tensor({loss_sum, mlm_sum, static_cast<double>(targets), static_cast<double>(nsp_correct),
+                                  static_cast<double>(nsp_total), static_cast<double>(tokens)}, at::kDouble).to(device);
+    group->all_reduce_sum(sums);
+    sums = sums.cpu();
+    loss_sum = sums[0].item<double>(), mlm_sum = sums[1].item<double>();
+    targets = static_cast<int64_t>(sums[2].item<double>()), nsp_correct = static_cast<int64_t>(sums[3].item<double>());
+    nsp_total = static_cast<int64_t>(sums[4].item<double>()), tokens = static_cast<int64_t>(sums[5].item<double>());
+  }
   Json r;
   const bool bert_pretraining = model.architecture() == "BertForPreTraining" || model.architecture() == "BertForMaskedLM";
   if (bert_pretraining) {
@@ -128,6 +134,14 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
   optimizer_ = make_adamw(*model_, {o_.schedule.lr, o_.weight_decay, o_.beta1, o_.beta2, o_.eps});
+  if (o_.group) {
+    // One model on every rank: rank 0's initial weights (a resumed run then loads its checkpoint everywhere).
+    std::vector<at::Tensor> state = model_->parameters();
+    for (const auto& b : model_->buffers()) state.push_back(b);
+    dist::broadcast_module(*o_.group, state);
+    reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters());
+    train_loader_.rank = o_.group->rank(), train_loader_.world_size = o_.group->size();
+  }
 }
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir) {
@@ -182,14 +196,18 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
 }
 
 Json Trainer::validate(int64_t step) {
-  Json r = o_.evaluator ? o_.evaluator(*model_) : evaluate_loss(*model_, valid_, valid_loader_, device_, o_.eval_batches);
+  // A custom evaluator runs whole on every rank (the same figures everywhere, so every
+  // rank takes the same early-stopping decision); the loss is evaluated in shares.
+  const int64_t max_batches = o_.group ? (o_.eval_batches + o_.group->size() - 1) / o_.group->size() : o_.eval_batches;
+  Json r = o_.evaluator ? o_.evaluator(*model_)
+                        : evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get());
   r["step"] = step;
   r["split"] = "valid";
   return r;
 }
 
 Json Trainer::run() {
-  const bool writer = o_.rank == 0;
+  const bool writer = !o_.group || o_.group->leader();
   const std::string ckpt_dir = o_.output + "/checkpoints";
   if (writer) fs::create_directories(ckpt_dir);
   data::LoaderPosition position;
@@ -197,15 +215,32 @@ Json Trainer::run() {
     const std::string latest = latest_checkpoint(o_.output);
     if (!latest.empty()) {
       position = restore(latest);
-      std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
+      if (writer) std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
+    }
+  }
+  if (o_.group) {
+    // Every rank must continue from rank 0's checkpoint: the run directory has to be one all ranks see.
+    at::Tensor steps = at::zeros({o_.group->size()}, at::kLong);
+    steps[o_.group->rank()] = start_step_;
+    steps = steps.to(device_);
+    o_.group->all_reduce_sum(steps);
+    steps = steps.cpu();
+    for (int64_t r = 1; r < o_.group->size(); ++r) {
+      if (steps[r].item<int64_t>() != steps[0].item<int64_t>()) {
+        throw InputError("rank " + std::to_string(r) + " would resume from step " + std::to_string(steps[r].item<int64_t>()) +
+                         " but rank 0 from step " + std::to_string(steps[0].item<int64_t>()) + ": --output " + o_.output +
+                         " must be a directory every rank sees (a shared filesystem)");
+      }
     }
   }
   if (writer) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
-  MetricsWriter metrics(o_.output + "/metrics.jsonl");
+  std::optional<MetricsWriter> metrics;
+  if (writer) metrics.emplace(o_.output + "/metrics.jsonl");
   data::Loader loader(train_, train_loader_, position);
   model_->to(device_);
   model_->train();
-  ProgressBar bar(o_.steps, "train");
+  std::ostringstream quiet;  // ranks other than 0 draw no progress bar
+  ProgressBar bar(o_.steps, "train", writer ? nullptr : &quiet, writer ? -1 : 0);
   bar.update(start_step_);
   const auto start = std::chrono::steady_clock::now();
   auto window_start = start;
@@ -218,7 +253,7 @@ Json Trainer::run() {
     set_learning_rate(*optimizer_, lr);
     std::vector<Batch> batches;
     for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loader.next().to(device_));
-    const StepResult result = train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16);
+    const StepResult result = train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get());
     window_tokens += result.tokens;
     const double loss_sum = result.loss, grad_norm = result.grad_norm;
     ++step;
@@ -240,7 +275,7 @@ Json Trainer::run() {
     const double tokens_per_sec = window_s > 0 ? window_tokens / window_s : 0;
     bar.update(step, {{"loss", fmt(loss_sum)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
     if (writer && (step % o_.log_every == 0 || step == o_.steps)) {
-      metrics.write({{"step", step},
+      metrics->write({{"step", step},
                      {"split", "train"},
                      {"loss", loss_sum},
                      {"lr", lr},
@@ -255,7 +290,7 @@ Json Trainer::run() {
     if ((valid_ || o_.evaluator) && ((o_.eval_every > 0 && step % o_.eval_every == 0) || last)) {
       last_valid = validate(step);
       last_valid["epoch"] = loader.position().epoch;
-      if (writer) metrics.write(last_valid);
+      if (writer) metrics->write(last_valid);
       if (!last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
       const double v = last_valid[o_.best_metric].get<double>();
       const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);
@@ -297,6 +332,7 @@ Json Trainer::run() {
         write_file_atomic(ckpt_dir + "/latest", name + "\n");
       }
     }
+    if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
     return {{"steps", step}, {"stopped_at", step}, {"train_loss", last_loss}};
   }
   Json summary = {{"steps", step},
@@ -312,6 +348,7 @@ Json Trainer::run() {
     save_checkpoint(step, loader.position(), o_.output + "/final");
     save_json_file(o_.output + "/result.json", summary);
   }
+  if (o_.group) o_.group->barrier();
   return summary;
 }
 

@@ -12,8 +12,11 @@
 
 #include "lmkit/core/config.h"
 #include "lmkit/data/loader.h"
+#include "lmkit/dist/group.h"
+#include "lmkit/dist/reducer.h"
 #include "lmkit/models/model.h"
 #include "lmkit/train/schedule.h"
+#include "lmkit/train/step.h"
 
 namespace lmkit::train {
 
@@ -34,7 +37,10 @@ struct TrainerOptions {
   bool resume = false;          ///< continue from checkpoints/latest
   int64_t stop_at = 0;          ///< stop after this step as if interrupted (0: run to `steps`)
   std::string output;           ///< the run directory
-  int64_t rank = 0;             ///< only rank 0 logs and writes checkpoints
+  /// Data-parallel training (nullptr: one process): identical initial weights
+  /// (rank 0's), each rank its share of every batch, gradients summed over ranks
+  /// while backward runs, and only rank 0 logs and writes checkpoints.
+  std::shared_ptr<dist::Group> group;
   /// Validation: evaluate_loss on the validation set unless this is given (finetuning's metrics).
   std::function<Json(models::Model&)> evaluator;
   std::string best_metric = "loss";  ///< the validation field that picks the best checkpoint
@@ -45,8 +51,10 @@ struct TrainerOptions {
 
 /// Validation figures: loss (mean over targets), perplexity = exp(loss), the
 /// number of targets, and for BERT pre-training mlm_loss, mlm_perplexity, nsp_accuracy.
+/// With a `group`, each rank evaluates its share and the sums are reduced (every
+/// rank gets the figures); `max_batches` then counts batches of batch_size × ranks.
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions loader,
-                   c10::Device device, int64_t max_batches = 0);
+                   c10::Device device, int64_t max_batches = 0, dist::Group* group = nullptr);
 
 class Trainer {
  public:
@@ -75,6 +83,7 @@ class Trainer {
   c10::Device device_;
   std::function<void(const std::string&)> save_extra_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<dist::GradientReducer> reducer_;
   int64_t start_step_ = 0;
   double best_valid_ = std::numeric_limits<double>::quiet_NaN();  // NaN: none yet
   int64_t skipped_steps_ = 0;
@@ -85,8 +94,5 @@ class Trainer {
 /// The newest complete checkpoint of a run directory named by checkpoints/latest,
 /// or "" when there is none; a `latest` naming a missing or incomplete checkpoint is an InputError.
 std::string latest_checkpoint(const std::string& run_dir);
-
-/// Number of positions that carry a loss in a batch (shifted for causal LM).
-int64_t count_targets(const models::Model& model, const Batch& batch);
 
 }  // namespace lmkit::train

@@ -1,0 +1,142 @@
+#include "lmkit/dist/reducer.h"
+
+#include <ATen/ATen.h>
+
+#include <unordered_set>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::dist {
+
+GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params, int64_t bucket_bytes)
+    : group_(std::move(group)) {
+  check_input(group_ != nullptr, "GradientReducer needs a process group");
+  std::unordered_set<const void*> seen;
+  std::vector<at::Tensor> unique;
+  for (const auto& p : params) {
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) unique.push_back(p);
+  }
+  // Reverse registration order ~ the order backward produces gradients (the head first).
+  // A bucket holds one (device, dtype) and closes at bucket_bytes.
+  int64_t bytes = 0;
+  for (auto it = unique.rbegin(); it != unique.rend(); ++it) {
+    const at::Tensor& p = *it;
+    const bool fits = !buckets_.empty() && bytes < bucket_bytes &&
+                      slots_[buckets_.back().slots.front()].param.options().type_equal(p.options());
+    if (!fits) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    Slot s;
+    s.param = p;
+    s.bucket = static_cast<int64_t>(buckets_.size()) - 1;
+    s.offset = bytes / static_cast<int64_t>(p.element_size());
+    bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    buckets_.back().slots.push_back(slots_.size());
+    slots_.push_back(std::move(s));
+  }
+  for (auto& b : buckets_) {
+    int64_t numel = 0;
+    for (size_t i : b.slots) numel += slots_[i].param.numel();
+    b.flat = at::zeros({numel}, slots_[b.slots.front()].param.options().requires_grad(false));
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].hook = slots_[i].param.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (auto& s : slots_) s.param.remove_hook(s.hook);
+}
+
+void GradientReducer::before_backward(bool last_micro_batch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  armed_ = last_micro_batch;
+  if (!armed_) return;
+  for (auto& s : slots_) s.written = false;
+  for (auto& b : buckets_) b.pending = b.slots.size(), b.launched = false;
+  next_launch_ = 0;
+  work_.clear();
+}
+
+void GradientReducer::write_slot(size_t i, const at::Tensor* grad) {
+  Slot& s = slots_[i];
+  at::NoGradGuard no_grad;
+  at::Tensor dst = buckets_[static_cast<size_t>(s.bucket)].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
+  const at::Tensor& acc = s.param.grad();  // earlier micro-batches of this step (the hook runs before accumulation)
+  if (grad && acc.defined()) {
+    at::add_out(dst, acc, *grad);
+  } else if (grad) {
+    dst.copy_(*grad);
+  } else if (acc.defined()) {
+    dst.copy_(acc);
+  } else {
+    dst.zero_();
+  }
+}
+
+void GradientReducer::on_gradient(size_t i, const at::Tensor& grad) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!armed_ || slots_[i].written) return;
+  }
+  write_slot(i, &grad);
+  std::lock_guard<std::mutex> lock(mutex_);
+  slots_[i].written = true;
+  --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
+  launch_ready();
+}
+
+void GradientReducer::launch_ready() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    work_.push_back(group_->all_reduce_sum_async(buckets_[next_launch_].flat));
+    buckets_[next_launch_++].launched = true;
+  }
+}
+
+std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) {
+  std::vector<uint8_t> used(slots_.size(), 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Gradients the hooks did not see on the last micro-batch: parameters outside
+    // this step's graph (zeros unless earlier micro-batches reached them).
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      used[i] = slots_[i].written || slots_[i].param.grad().defined();
+      if (!slots_[i].written) {
+        write_slot(i, nullptr);
+        slots_[i].written = true;
+        --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
+      }
+    }
+    launch_ready();
+    armed_ = false;
+  }
+  // The scalars and which parameters had a gradient, summed in one more all-reduce.
+  at::Tensor extra = at::zeros({static_cast<int64_t>(scalars.size() + used.size())}, at::kDouble);
+  auto e = extra.accessor<double, 1>();
+  for (size_t i = 0; i < scalars.size(); ++i) e[static_cast<int64_t>(i)] = scalars[i];
+  for (size_t i = 0; i < used.size(); ++i) e[static_cast<int64_t>(scalars.size() + i)] = used[i];
+  const c10::Device device = slots_.empty() ? c10::Device(c10::kCPU) : slots_.front().param.device();
+  at::Tensor reduced = extra.to(device);
+  Work extra_work = group_->all_reduce_sum_async(reduced);
+  for (auto& w : work_) w.wait();
+  work_.clear();
+  extra_work.wait();
+  reduced = reduced.cpu();
+  auto r = reduced.accessor<double, 1>();
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (r[static_cast<int64_t>(scalars.size() + i)] > 0) {
+      s.param.mutable_grad() =
+          buckets_[static_cast<size_t>(s.bucket)].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
+    } else {
+      s.param.mutable_grad() = at::Tensor();
+    }
+  }
+  std::vector<double> out(scalars.size());
+  for (size_t i = 0; i < scalars.size(); ++i) out[i] = r[static_cast<int64_t>(i)];
+  return out;
+}
+
+}  // namespace lmkit::dist

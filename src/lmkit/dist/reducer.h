@@ -1,0 +1,68 @@
+// Gradient all-reduce for data-parallel training, overlapped with the backward
+// pass as PyTorch's DistributedDataParallel does it: parameters are grouped into
+// buckets (~25 MB, in reverse registration order, the order backward produces
+// their gradients); a hook on each parameter copies its gradient into the bucket,
+// and a full bucket is summed over ranks asynchronously while backward goes on.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "lmkit/dist/group.h"
+
+namespace lmkit::dist {
+
+class GradientReducer {
+ public:
+  /// `params`: the trainable parameters (duplicates, e.g. tied weights, counted once).
+  GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params,
+                  int64_t bucket_bytes = int64_t{25} << 20);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  /// Call before each backward of a step: the hooks act on the last micro-batch's
+  /// (the gradients of earlier ones accumulate in .grad as usual).
+  void before_backward(bool last_micro_batch);
+
+  /// After the step's backward passes: launches the buckets not yet launched, sums
+  /// `scalars` over ranks along with them (one more small all-reduce), waits, and
+  /// leaves in every parameter's .grad the sum over ranks — a view into its bucket.
+  /// A parameter that received no gradient on any rank keeps an undefined .grad, as
+  /// in a single process. Returns the summed scalars.
+  std::vector<double> finish(const std::vector<double>& scalars);
+
+  int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  Group& group() { return *group_; }
+
+ private:
+  struct Slot {
+    at::Tensor param;
+    int64_t bucket = 0, offset = 0;
+    bool written = false;  ///< the bucket holds this step's gradient
+    unsigned hook = 0;
+  };
+  struct Bucket {
+    at::Tensor flat;
+    std::vector<size_t> slots;
+    size_t pending = 0;  ///< slots not yet written this step
+    bool launched = false;
+  };
+  void on_gradient(size_t slot, const at::Tensor& grad);
+  void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
+  void write_slot(size_t slot, const at::Tensor* grad);
+
+  std::shared_ptr<Group> group_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  std::vector<Work> work_;
+  size_t next_launch_ = 0;
+  bool armed_ = false;
+  std::mutex mutex_;
+};
+
+}  // namespace lmkit::dist

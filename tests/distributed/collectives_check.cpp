@@ -1,0 +1,125 @@
+// Run under a launcher (torchrun --no-python --nproc-per-node N lmkit-dist-check):
+// every collective lmkit uses, and the gradient reducer, against values each rank
+// can compute alone. Prints one line per check; exit 0 only when all hold.
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <cstdio>
+
+#include "lmkit/core/runtime.h"
+#include "lmkit/dist/group.h"
+#include "lmkit/dist/reducer.h"
+
+using namespace lmkit;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what, int64_t rank) {
+  std::printf("rank %lld: %s %s\n", static_cast<long long>(rank), ok ? "ok  " : "FAIL", what.c_str());
+  if (!ok) ++failures;
+}
+
+// A model with two layers, a weight used twice (tied) and one never used.
+struct Toy : torch::nn::Module {
+  at::Tensor w1, b1, w2, unused;
+  explicit Toy(uint64_t seed) {
+    at::manual_seed(static_cast<int64_t>(seed));
+    w1 = register_parameter("w1", at::randn({5, 4}));
+    b1 = register_parameter("b1", at::randn({5}));
+    w2 = register_parameter("w2", at::randn({3, 5}));
+    unused = register_parameter("unused", at::randn({7}));
+  }
+  at::Tensor loss(const at::Tensor& x) {
+    at::Tensor h = at::tanh(at::linear(x, w1, b1));  // (N, 5)
+    at::Tensor y = at::linear(h, w2);                 // (N, 3)
+    return (y.pow(2).sum() + at::linear(y, w2.t()).sum()) / 10.0;  // w2 twice
+  }
+};
+
+at::Tensor input(int64_t rank, int64_t micro) {
+  return at::arange(12, at::kFloat).reshape({3, 4}).mul(0.1 * static_cast<double>(rank + 1)).add(static_cast<double>(micro));
+}
+
+}  // namespace
+
+int main() {
+  try {
+    const dist::Launch launch = dist::read_launch();
+    if (!launch.active) {
+      std::fprintf(stderr, "error: run under torchrun (no RANK/WORLD_SIZE in the environment)\n");
+      return 2;
+    }
+    set_threads(1);
+    auto group = dist::Group::create(launch, c10::kCPU, {});
+    const int64_t r = group->rank(), w = group->size();
+
+    for (auto dtype : {at::kFloat, at::kDouble, at::kLong}) {
+      at::Tensor t = at::full({1000}, r + 1, at::TensorOptions().dtype(dtype));
+      group->all_reduce_sum(t);
+      check(t.eq(w * (w + 1) / 2).all().item<bool>(), std::string("all-reduce sum ") + c10::toString(dtype), r);
+    }
+    {
+      // 16 M floats (64 MB): several of Gloo's chunks; each element i sums to i * W(W+1)/2 % ...
+      at::Tensor base = at::arange(int64_t{1} << 24, at::kFloat).remainder(97);
+      at::Tensor t = base * static_cast<double>(r + 1);
+      group->all_reduce_sum(t);
+      check(t.equal(base * static_cast<double>(w * (w + 1) / 2)), "all-reduce sum of 16M floats", r);
+    }
+    {
+      std::vector<dist::Work> works;
+      std::vector<at::Tensor> ts;
+      for (int i = 0; i < 8; ++i) ts.push_back(at::full({100 + i}, static_cast<double>(i * (r + 1)), at::kDouble));
+      for (auto& t : ts) works.push_back(group->all_reduce_sum_async(t));
+      for (auto& k : works) k.wait();
+      bool ok = true;
+      for (int i = 0; i < 8; ++i) ok = ok && ts[static_cast<size_t>(i)].eq(static_cast<double>(i * w * (w + 1) / 2)).all().item<bool>();
+      check(ok, "8 asynchronous all-reduces in flight", r);
+    }
+    for (int64_t root : {int64_t{0}, w - 1}) {
+      std::vector<at::Tensor> ts = {at::full({3, 4}, static_cast<double>(r * 10 + 1)), at::full({5}, r, at::kLong)};
+      group->broadcast(ts, root);
+      check(ts[0].eq(static_cast<double>(root * 10 + 1)).all().item<bool>() && ts[1].eq(root).all().item<bool>(),
+            "broadcast from rank " + std::to_string(root), r);
+    }
+    group->barrier();
+    check(true, "barrier", r);
+
+    // The reducer: two micro-batches per step, buckets of 64 bytes (two), against the
+    // gradients of every rank's data computed here alone.
+    Toy model(1234), reference(1234);
+    {
+      dist::GradientReducer reducer(group, model.parameters(), 64);
+      check(reducer.buckets() >= 2, "reducer made " + std::to_string(reducer.buckets()) + " buckets", r);
+      for (int step = 0; step < 2; ++step) {
+        model.zero_grad(true);
+        for (int64_t micro = 0; micro < 2; ++micro) {
+          reducer.before_backward(micro == 1);
+          model.loss(input(r, micro + step)).backward();
+        }
+        const auto scalars = reducer.finish({static_cast<double>(r + 1), 0.5});
+        reference.zero_grad(true);
+        for (int64_t k = 0; k < w; ++k) {
+          for (int64_t micro = 0; micro < 2; ++micro) reference.loss(input(k, micro + step)).backward();
+        }
+        bool same = true;
+        double worst = 0;
+        for (const char* name : {"w1", "b1", "w2"}) {
+          const at::Tensor g = model.named_parameters()[name].grad(), e = reference.named_parameters()[name].grad();
+          same = same && g.defined();
+          if (g.defined()) worst = std::max(worst, (g - e).abs().max().item<double>());
+        }
+        check(same && worst < 1e-5, "reduced gradients equal the whole batch's (max diff " + std::to_string(worst) + ")", r);
+        check(!model.unused.grad().defined(), "a parameter no rank used keeps no gradient", r);
+        check(scalars.size() == 2 && scalars[0] == static_cast<double>(w * (w + 1) / 2) && scalars[1] == 0.5 * w,
+              "scalars summed with the gradients", r);
+      }
+    }
+    group->barrier();
+    return failures == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

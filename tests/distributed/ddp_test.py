@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Data-parallel training, tested on this machine over loopback with 2 processes.
+
+  collectives      lmkit-dist-check under torchrun: all-reduce, broadcast, barrier and
+                   the gradient reducer against values each rank computes alone.
+  equivalence F    F = bert (MLM + NSP), gpt (causal LM), t5 (span corruption) or
+                   finetune (BERT classification, a partial last batch): with dropout 0,
+                   torchrun 2 ranks x batch B logs the same losses (within 1e-4) and ends
+                   with the same weights as 1 process x batch 2B, and as 1 process x B
+                   with --accumulation 2; validation figures agree too.
+  resume           2 ranks stopped at step 4 and resumed (a restarted job) end as an
+                   uninterrupted 2-rank run: same losses, same weights.
+  failure          two ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT): kill -9
+                   one mid-training and the other exits non-zero with one error: line
+                   within the timeout; stop one (SIGSTOP) and the other gives up after
+                   --dist-timeout.
+
+Exit 0 only when every check holds; 77 (CTest: skipped) without torch/safetensors.
+"""
+import argparse, json, os, shutil, signal, socket, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "data", "wikitext-2-sample")
+SST = os.path.join(ROOT, "tests", "fixtures", "text", "sst2.dev.tsv")
+TOL = 1e-4
+
+try:
+    import torch
+    from safetensors.torch import load_file
+except ImportError as e:
+    print(f"LMKIT_SKIP: {e}")
+    sys.exit(77)
+
+MODELS = {
+    "bert": {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "intermediate_size": 128, "max_position_embeddings": 128,
+             "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+    "gpt": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 128,
+            "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0},
+    "t5": {"model_type": "t5", "d_model": 64, "d_kv": 32, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
+           "num_heads": 2, "feed_forward_proj": "relu", "tie_word_embeddings": True, "dropout_rate": 0.0},
+}
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        print("command failed:", " ".join(cmd), "\n", r.stdout[-3000:], r.stderr[-3000:], sep="")
+        sys.exit(1)
+    return r
+
+
+def torchrun(args, nproc=2):
+    return [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--no-python", "--nproc-per-node", str(nproc),
+            "--master-addr", "127.0.0.1", "--master-port", str(free_port())] + args
+
+
+def losses(run_dir, split="train"):
+    out = []
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        for line in f:
+            j = json.loads(line)
+            if j.get("split") == split:
+                out.append(j)
+    return out
+
+
+def compare_runs(a, b, label, weights="final", valid_keys=("loss",)):
+    la, lb = losses(a), losses(b)
+    check(len(la) == len(lb) and len(la) > 0, f"{label}: {len(la)} and {len(lb)} logged train steps")
+    worst = max((abs(x["loss"] - y["loss"]) for x, y in zip(la, lb)), default=float("inf"))
+    check(worst <= TOL, f"{label}: train losses agree (max |diff| {worst:.2e}, {len(la)} steps)")
+    va, vb = losses(a, "valid"), losses(b, "valid")
+    if va or vb:
+        vworst = max((abs(x[k] - y[k]) for x, y in zip(va, vb) for k in valid_keys), default=float("inf"))
+        check(len(va) == len(vb) and vworst <= TOL,
+              f"{label}: validation agrees ({len(va)} evaluations, {'/'.join(valid_keys)} max |diff| {vworst:.2e})")
+    wa = load_file(os.path.join(a, weights, "model.safetensors"))
+    wb = load_file(os.path.join(b, weights, "model.safetensors"))
+    check(wa.keys() == wb.keys(), f"{label}: same tensors in {weights}/")
+    wworst = max(float((wa[k].float() - wb[k].float()).abs().max()) for k in wa)
+    moved = max(float((wa[k].float()).abs().max()) for k in wa)
+    check(wworst <= TOL, f"{label}: same final weights (max |diff| {wworst:.2e}, weights up to {moved:.2f})")
+
+
+def pretrain_args(family, work, out, batch, extra=()):
+    cfg = os.path.join(work, f"{family}.json")
+    with open(cfg, "w") as f:
+        json.dump(MODELS[family], f)
+    args = [os.path.join(BIN, "lmkit-pretrain"), "--model", cfg, "--train", os.path.join(DATA, "train.txt"),
+            "--valid", os.path.join(DATA, "valid.txt"), "--output", out, "--steps", "8", "--batch-size", str(batch),
+            "--seq-len", "64", "--lr", "1e-3", "--warmup", "2", "--log-every", "1", "--eval-every", "4",
+            "--threads", "1", "--seed", "7", "--vocab-size", "1000"]
+    return args + list(extra)
+
+
+def equivalence(family, work):
+    if family == "finetune":
+        return equivalence_finetune(work)
+    one = os.path.join(work, "one")
+    t0 = time.time()
+    run(pretrain_args(family, work, one, 16))
+    tok = ["--tokenizer", os.path.join(one, "tokenizer.model")]
+    two = os.path.join(work, "two")
+    t1 = time.time()
+    run(torchrun(pretrain_args(family, work, two, 8, tok)))
+    t2 = time.time()
+    acc = os.path.join(work, "accumulate")
+    run(pretrain_args(family, work, acc, 8, tok + ["--accumulation", "2"]))
+    print(f"       1 x 16: {t1 - t0:.1f} s, 2 x 8 (torchrun): {t2 - t1:.1f} s")
+    keys = ("loss", "mlm_loss", "nsp_accuracy") if family == "bert" else ("loss",)
+    compare_runs(one, two, f"{family} 2 ranks x 8 vs 1 x 16", valid_keys=keys)
+    compare_runs(one, acc, f"{family} 1 x 8 accumulating 2 vs 1 x 16", valid_keys=keys)
+
+
+def equivalence_finetune(work):
+    # 872 SST-2 dev sentences as training data: 54 batches of 16 and a last one of 8 (4 per rank).
+    tok_dir = os.path.join(work, "tok")
+    run([os.path.join(BIN, "lmkit-tokenize"), "train", "--input", os.path.join(DATA, "train.txt"), "--output", tok_dir,
+         "--vocab-size", "1000", "--family", "bert"])
+    cfg = os.path.join(work, "bert.json")
+    with open(cfg, "w") as f:
+        json.dump(MODELS["bert"], f)
+
+    def args(out, batch):
+        return [os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
+                "--train", SST, "--dev", SST, "--output", out, "--epochs", "1", "--batch-size", str(batch),
+                "--max-length", "48", "--lr", "1e-3", "--threads", "1", "--seed", "3"]
+    one, two = os.path.join(work, "one"), os.path.join(work, "two")
+    run(args(one, 16))
+    run(torchrun(args(two, 8)))
+    compare_runs(one, two, "finetune 2 ranks x 8 vs 1 x 16", weights="best", valid_keys=("accuracy", "loss"))
+    ra, rb = (json.load(open(os.path.join(d, "result.json"))) for d in (one, two))
+    check(abs(ra["accuracy"] - rb["accuracy"]) <= TOL, f"finetune: dev accuracy {ra['accuracy']:.4f} vs {rb['accuracy']:.4f}")
+    preds = [[l.split("\t")[:3] for l in open(os.path.join(d, "predictions.tsv"))] for d in (one, two)]
+    check(preds[0] == preds[1] and len(preds[0]) == 873, f"finetune: the same {len(preds[1]) - 1} predictions (rank 0 writes them)")
+
+
+def resume(work):
+    # No --tokenizer: rank 0 trains it and encodes the corpus, the other rank waits and reads them.
+    full = os.path.join(work, "full")
+    run(torchrun(pretrain_args("bert", work, full, 8, ["--save-every", "4"])))
+    cut = os.path.join(work, "cut")
+    run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--stop-at", "4"])))
+    check(not os.path.exists(os.path.join(cut, "final")), "resume: the stopped run has no final/")
+    r = run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--resume"])))
+    check("resuming from" in r.stderr and "step 4" in r.stderr, "resume: both ranks continue from step 4")
+    compare_runs(full, cut, "resume 2 ranks: stopped at 4 + resumed vs uninterrupted",
+                 valid_keys=("loss", "mlm_loss", "nsp_accuracy"))
+
+
+def failure(work):
+    base = pretrain_args("bert", work, os.path.join(work, "run"), 8, [])
+    base[base.index("--steps") + 1] = "1000000"
+    base[base.index("--eval-every") + 1] = "0"
+
+    def start(timeout):
+        port = free_port()
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port))
+            procs.append(subprocess.Popen(base + ["--dist-timeout", str(timeout), "--output", os.path.join(work, f"run{port}")],
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        metrics = os.path.join(work, f"run{port}", "metrics.jsonl")
+        deadline = time.time() + 120
+        while time.time() < deadline and not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+            time.sleep(0.2)
+        check(os.path.exists(metrics), "failure: both ranks started training")
+        time.sleep(0.5)
+        return procs
+
+    def outcome(proc, limit):
+        t = time.time()
+        try:
+            _, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return None, time.time() - t, ""
+        lines = [l for l in err.splitlines() if l.startswith("error:")]
+        return proc.returncode, time.time() - t, lines[-1] if lines else ""
+
+    # A rank that dies: its sockets close, the survivor's next collective fails at once.
+    procs = start(timeout=60)
+    procs[1].send_signal(signal.SIGKILL)
+    rc, waited, line = outcome(procs[0], 90)
+    procs[1].wait()
+    check(rc not in (None, 0), f"failure: rank 1 killed -> rank 0 exits {rc} after {waited:.1f} s (--dist-timeout 60)")
+    check(line.startswith("error: rank 0 of 2:"), f"failure: one error line: {line[:160]}")
+
+    # A rank that hangs: nothing closes, the survivor gives up after --dist-timeout.
+    procs = start(timeout=5)
+    procs[1].send_signal(signal.SIGSTOP)
+    rc, waited, line = outcome(procs[0], 90)
+    procs[1].send_signal(signal.SIGKILL)
+    procs[1].wait()
+    check(rc not in (None, 0) and waited < 60,
+          f"failure: rank 1 stopped -> rank 0 exits {rc} after {waited:.1f} s (--dist-timeout 5)")
+    check(line.startswith("error: rank 0 of 2:"), f"failure: one error line: {line[:160]}")
+
+
+def main():
+    global BIN
+    p = argparse.ArgumentParser()
+    p.add_argument("case", choices=["collectives", "equivalence", "resume", "failure"])
+    p.add_argument("family", nargs="?", default="bert", choices=["bert", "gpt", "t5", "finetune"])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    a = p.parse_args()
+    BIN = a.bin
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    if a.case == "collectives":
+        r = subprocess.run(torchrun([os.path.join(BIN, "lmkit-dist-check")]), capture_output=True, text=True)
+        print("\n".join(sorted(l for l in r.stdout.splitlines() if l.startswith("rank"))))
+        check(r.returncode == 0 and "FAIL" not in r.stdout and r.stdout.count(" ok ") > 20,
+              f"collectives: lmkit-dist-check on 2 ranks exits {r.returncode}")
+        if r.returncode != 0:
+            print(r.stderr[-2000:])
+    elif a.case == "equivalence":
+        equivalence(a.family, a.work)
+    elif a.case == "resume":
+        resume(a.work)
+    else:
+        failure(a.work)
+    print(f"{len(failures)} failed" if failures else "all checks passed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
