@@ -10,6 +10,8 @@
                    with --accumulation 2; validation figures agree too.
   resume           2 ranks stopped at step 4 and resumed (a restarted job) end as an
                    uninterrupted 2-rank run: same losses, same weights.
+  nccl             where a GPU is: torchrun with 1 process on --device cuda (NCCL, world
+                   size 1) trains like the same run without torchrun (skipped without one).
   failure          two ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT): kill -9
                    one mid-training and the other exits non-zero with one error: line
                    within the timeout; stop one (SIGSTOP) and the other gives up after
@@ -163,6 +165,18 @@ def resume(work):
                  valid_keys=("loss", "mlm_loss", "nsp_accuracy"))
 
 
+def nccl(work):
+    if not torch.cuda.is_available():
+        print("LMKIT_SKIP: no CUDA device")
+        sys.exit(77)
+    plain, ranked = os.path.join(work, "plain"), os.path.join(work, "nccl")
+    run(pretrain_args("gpt", work, plain, 16, ["--device", "cuda"]))
+    tok = ["--tokenizer", os.path.join(plain, "tokenizer.model")]
+    r = run(torchrun(pretrain_args("gpt", work, ranked, 16, tok + ["--device", "cuda"]), nproc=1))
+    check("backend nccl" in r.stderr, "nccl: the group is NCCL's")
+    compare_runs(plain, ranked, "nccl 1 GPU under torchrun vs plain")
+
+
 def failure(work):
     base = pretrain_args("bert", work, os.path.join(work, "run"), 8, [])
     base[base.index("--steps") + 1] = "1000000"
@@ -216,7 +230,7 @@ def failure(work):
 def main():
     global BIN
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["collectives", "equivalence", "resume", "failure"])
+    p.add_argument("case", choices=["collectives", "equivalence", "resume", "nccl", "failure"])
     p.add_argument("family", nargs="?", default="bert", choices=["bert", "gpt", "t5", "finetune"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
@@ -235,6 +249,8 @@ def main():
         equivalence(a.family, a.work)
     elif a.case == "resume":
         resume(a.work)
+    elif a.case == "nccl":
+        nccl(a.work)
     else:
         failure(a.work)
     print(f"{len(failures)} failed" if failures else "all checks passed")

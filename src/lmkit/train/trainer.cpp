@@ -275,14 +275,17 @@ Json Trainer::run() {
     const double tokens_per_sec = window_s > 0 ? window_tokens / window_s : 0;
     bar.update(step, {{"loss", fmt(loss_sum)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
     if (writer && (step % o_.log_every == 0 || step == o_.steps)) {
-      metrics->write({{"step", step},
-                     {"split", "train"},
-                     {"loss", loss_sum},
-                     {"lr", lr},
-                     {"grad_norm", grad_norm},
-                     {"tokens_per_sec", tokens_per_sec},
-                     {"epoch", loader.position().epoch},
-                     {"elapsed_s", std::chrono::duration<double>(now - start).count()}});
+      Json line = {{"step", step},
+                   {"split", "train"},
+                   {"loss", loss_sum},
+                   {"lr", lr},
+                   {"grad_norm", grad_norm},
+                   {"tokens_per_sec", tokens_per_sec},
+                   {"epoch", loader.position().epoch},
+                   {"elapsed_s", std::chrono::duration<double>(now - start).count()}};
+      // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
+      if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
+      metrics->write(line);
       window_start = now, window_tokens = 0;
     }
     const bool last = step == o_.steps;

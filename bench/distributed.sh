@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Data-parallel scaling on this machine: the same global batch trained by one
+# process and by N processes under torchrun (Gloo over loopback), same steps,
+# same data. Prints tokens/s (all ranks together, median of the logged steps
+# after the first 5), the all-reduce wait per step, and the ratios.
+#   bash bench/distributed.sh [OUT_DIR]              (default runs/distributed)
+#   STEPS=30 BATCH=32 SEQ=128 MODEL=models/bert-mini.json bash bench/distributed.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-runs/distributed}
+steps=${STEPS:-30} batch=${BATCH:-32} seq=${SEQ:-128} model=${MODEL:-models/bert-mini.json}
+cores=$(nproc)
+procs=${PROCS:-2}
+rm -rf "$out" && mkdir -p "$out"
+common=(--model "$model" --train data/wikitext-2-sample/train.txt --steps "$steps" --seq-len "$seq"
+        --log-every 1 --vocab-size 8000 --seed 1)
+# The tokenizer and the encoded corpus once, outside the timings.
+build/bin/lmkit-pretrain "${common[@]}" --steps 1 --batch-size 8 --output "$out/prep" > /dev/null 2>&1
+tok=(--tokenizer "$out/prep/tokenizer.model")
+stats() {  # median tokens/s and mean reduce wait of the steps after the 5th
+  .venv/bin/python - "$1" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l][5:]
+rate = statistics.median(r["tokens_per_sec"] for r in rows)
+wait = statistics.mean(r.get("reduce_wait_ms", 0.0) for r in rows)
+print(f"{rate:.0f} {wait:.1f}")
+PY
+}
+run_one() {  # name threads batch
+  build/bin/lmkit-pretrain "${common[@]}" "${tok[@]}" --threads "$2" --batch-size "$3" --output "$out/$1" > "$out/$1.log" 2>&1
+  stats "$out/$1/metrics.jsonl"
+}
+run_ranks() {  # name threads-per-rank batch-per-rank
+  .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
+    "${common[@]}" "${tok[@]}" --threads "$2" --batch-size "$3" --output "$out/$1" > "$out/$1.log" 2>&1
+  stats "$out/$1/metrics.jsonl"
+}
+per_rank=$((batch / procs)) threads_per_rank=$(( cores / procs > 0 ? cores / procs : 1 ))
+read -r single_all _ < <(run_one single-all-cores "$cores" "$batch")
+read -r single_one _ < <(run_one single-one-rank-share "$threads_per_rank" "$per_rank")
+read -r ranks wait < <(run_ranks ranks "$threads_per_rank" "$per_rank")
+echo "model $model, global batch $batch x $seq, $steps steps, $cores cores, $procs processes"
+printf '%-52s %12s\n' "configuration" "tokens/s"
+printf '%-52s %12s\n' "1 process, $cores threads, batch $batch" "$single_all"
+printf '%-52s %12s\n' "1 process, $threads_per_rank threads, batch $per_rank (one rank's share)" "$single_one"
+printf '%-52s %12s   (all-reduce wait %s ms/step)\n' "$procs processes x $threads_per_rank threads, batch $per_rank each" "$ranks" "$wait"
+.venv/bin/python - "$single_all" "$single_one" "$ranks" "$procs" <<'PY'
+import sys
+a, one, r, n = map(float, sys.argv[1:])
+print(f"ratio {int(n)} processes / 1 process on the same cores: {r / a:.2f}x")
+print(f"scaling efficiency against {int(n)} x one rank's share alone: {r / (n * one):.0%}")
+PY
