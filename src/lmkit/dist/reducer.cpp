@@ -94,6 +94,17 @@ void GradientReducer::launch_ready() {
   }
 }
 
+c10::Device GradientReducer::device() const {
+  return slots_.empty() ? c10::Device(c10::kCPU) : slots_.front().param.device();
+}
+
+std::vector<double> GradientReducer::sum(const std::vector<double>& values) {
+  at::Tensor t = at::tensor(values, at::kDouble).to(device());
+  group_->all_reduce_sum(t);
+  t = t.cpu();
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
 std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) {
   std::vector<uint8_t> used(slots_.size(), 0);
   {
@@ -116,8 +127,7 @@ std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) 
   auto e = extra.accessor<double, 1>();
   for (size_t i = 0; i < scalars.size(); ++i) e[static_cast<int64_t>(i)] = scalars[i];
   for (size_t i = 0; i < used.size(); ++i) e[static_cast<int64_t>(scalars.size() + i)] = used[i];
-  const c10::Device device = slots_.empty() ? c10::Device(c10::kCPU) : slots_.front().param.device();
-  at::Tensor reduced = extra.to(device);
+  at::Tensor reduced = extra.to(device());
   Work extra_work = group_->all_reduce_sum_async(reduced);
   for (auto& w : work_) w.wait();
   work_.clear();

@@ -36,8 +36,10 @@ class GradientReducer {
   /// in a single process. Returns the summed scalars.
   std::vector<double> finish(const std::vector<double>& scalars);
 
+  /// Sums a few numbers over ranks now (through the parameters' device, as NCCL needs).
+  std::vector<double> sum(const std::vector<double>& values);
+
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
-  Group& group() { return *group_; }
 
  private:
   struct Slot {
@@ -55,6 +57,7 @@ class GradientReducer {
   void on_gradient(size_t slot, const at::Tensor& grad);
   void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
   void write_slot(size_t slot, const at::Tensor* grad);
+  c10::Device device() const;
 
   std::shared_ptr<Group> group_;
   std::vector<Slot> slots_;

@@ -129,14 +129,14 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   // Targets per micro-batch of the task loss (BERT pre-training: MLM) and of NSP, and
   // their totals over the step (all ranks): each term is weighted by its share.
   std::vector<double> main_targets, nsp_targets;
-  at::Tensor totals = at::zeros({2}, at::kDouble);
+  std::vector<double> totals = {0.0, 0.0};
   for (const Batch& b : batches) {
     main_targets.push_back(static_cast<double>(count_targets(model, b)));
     nsp_targets.push_back(b.next_sentence_label.defined() ? static_cast<double>(b.next_sentence_label.size(0)) : 0.0);
     totals[0] += main_targets.back(), totals[1] += nsp_targets.back();
   }
-  if (reducer) reducer->group().all_reduce_sum(totals);
-  const double main_total = totals[0].item<double>(), nsp_total = totals[1].item<double>();
+  if (reducer) totals = reducer->sum(totals);
+  const double main_total = totals[0], nsp_total = totals[1];
   int64_t tokens = 0;
   bool finite = true;
   for (size_t i = 0; i < batches.size(); ++i) {
