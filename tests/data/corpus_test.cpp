@@ -4,6 +4,7 @@
 
 #include "data_fixture.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/config.h"
 #include "lmkit/core/file.h"
 #include "lmkit/data/text.h"
 
@@ -68,4 +69,43 @@ TEST_CASE("corpus: empty input and damaged corpora are refused", "[data][corpus]
   const std::string tokens = read_file(dir / "cut/tokens.bin");
   write_file_atomic(dir / "cut/tokens.bin", tokens.substr(0, tokens.size() - 10));
   CHECK_THROWS_WITH(data::Corpus(dir / "cut"), Catch::Contains("damaged corpus"));
+}
+
+TEST_CASE("corpus: every index entry and token id is checked at open, not only the last", "[data][corpus]") {
+  // Damaged inner entries used to crash the datasets (SIGSEGV/SIGBUS) or silently change
+  // the example count; each is now one InputError naming the file.
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  auto damage = [&](const std::string& name, const std::string& file, size_t byte_offset, const std::string& bytes) {
+    std::filesystem::copy(f.corpus_path, dir / name);
+    const std::string path = dir / name + "/" + file;
+    std::string data = read_file(path);
+    REQUIRE(byte_offset + bytes.size() <= data.size());
+    data.replace(byte_offset, bytes.size(), bytes);
+    write_file_atomic(path, data);
+    return dir / name;
+  };
+  auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  const data::Corpus good(f.corpus_path);
+  REQUIRE(good.num_sentences() > 4);
+  REQUIRE(good.num_documents() > 2);
+  CHECK_THROWS_WITH(data::Corpus(damage("s-huge", "sentences.bin", 8 * 2, u64(uint64_t{1} << 63))),
+                    Catch::Contains("sentences.bin: offset 2 is 9223372036854775808"));
+  CHECK_THROWS_WITH(data::Corpus(damage("s-down", "sentences.bin", 8 * 3, u64(0))), Catch::Contains("offsets must grow"));
+  CHECK_THROWS_WITH(data::Corpus(damage("s-first", "sentences.bin", 0, u64(5))), Catch::Contains("the first offset is 5"));
+  CHECK_THROWS_WITH(data::Corpus(damage("d-huge", "documents.bin", 8, u64(good.num_sentences() + 1))),
+                    Catch::Contains("documents.bin: offset 1"));
+  CHECK_THROWS_WITH(data::Corpus(damage("t-id", "tokens.bin", 2 * 7, std::string("\xff\xff", 2))),
+                    Catch::Contains("tokens.bin: token 7 is id 65535, outside the vocabulary"));
+  // Header counts whose sizes would overflow, and a vocabulary the dtype cannot hold.
+  for (const auto& [key, value] : {std::pair<std::string, Json>{"sentences", -1}, {"tokens", int64_t{1} << 62},
+                                   {"vocab_size", 100000}}) {
+    const std::string name = "h-" + key;
+    std::filesystem::copy(f.corpus_path, dir / name);
+    const std::string header = dir / name + "/header.json";
+    Json h = load_json_file(header);
+    h[key] = value;
+    save_json_file(header, h);
+    CHECK_THROWS_WITH(data::Corpus(dir / name), Catch::Contains("damaged corpus"));
+  }
 }

@@ -134,6 +134,14 @@ Corpus::Corpus(const std::string& dir) : dir_(dir) {
   r.get("sources", sources);
   r.finish();
   wide_ = dtype == "uint32";
+  // Counts whose byte sizes cannot overflow (2^40 tokens is 4 TiB of uint32).
+  constexpr int64_t kMaxCount = int64_t{1} << 40;
+  for (const auto& [name, n] : {std::pair<const char*, int64_t>{"tokens", num_tokens_}, {"sentences", num_sentences_},
+                                {"documents", num_documents_}}) {
+    check_input(n >= 0 && n <= kMaxCount, hp + ": '" + name + "' = " + std::to_string(n) + " is not a count (damaged corpus)");
+  }
+  check_input(vocab_size_ >= 1 && vocab_size_ <= (wide_ ? (int64_t{1} << 32) : (int64_t{1} << 16)),
+              hp + ": 'vocab_size' = " + std::to_string(vocab_size_) + " does not fit dtype " + dtype + " (damaged corpus)");
   tokens_file_ = MappedFile(dir + "/tokens.bin");
   sentences_file_ = MappedFile(dir + "/sentences.bin");
   documents_file_ = MappedFile(dir + "/documents.bin");
@@ -150,11 +158,33 @@ Corpus::Corpus(const std::string& dir) : dir_(dir) {
   tokens32_ = reinterpret_cast<const uint32_t*>(tokens_file_.data());
   sentences_ = reinterpret_cast<const uint64_t*>(sentences_file_.data());
   documents_ = reinterpret_cast<const uint64_t*>(documents_file_.data());
-  if (sentences_[num_sentences_] != static_cast<uint64_t>(num_tokens_) ||
-      documents_[num_documents_] != static_cast<uint64_t>(num_sentences_)) {
-    throw InputError(dir + ": the sentence or document index does not match the token count (damaged corpus)");
-  }
+  // The whole of both indexes and every token id, once, here: readers then index without checks.
+  check_index(sentences_, num_sentences_, static_cast<uint64_t>(num_tokens_), "sentences.bin", "tokens");
+  check_index(documents_, num_documents_, static_cast<uint64_t>(num_sentences_), "documents.bin", "sentences");
   check_input(num_tokens_ > 0, dir + ": the corpus is empty");
+  const size_t n = static_cast<size_t>(num_tokens_);
+  const size_t worst = wide_ ? static_cast<size_t>(std::max_element(tokens32_, tokens32_ + n) - tokens32_)
+                             : static_cast<size_t>(std::max_element(tokens16_, tokens16_ + n) - tokens16_);
+  const int64_t max_id = wide_ ? tokens32_[worst] : tokens16_[worst];
+  if (max_id >= vocab_size_) {
+    throw InputError(dir + "/tokens.bin: token " + std::to_string(worst) + " is id " + std::to_string(max_id) +
+                     ", outside the vocabulary of " + std::to_string(vocab_size_) + " (damaged corpus)");
+  }
+}
+
+void Corpus::check_index(const uint64_t* index, int64_t entries, uint64_t total, const char* name, const char* unit) const {
+  // entries + 1 offsets: 0, non-decreasing, ending at the total the header gives.
+  auto damaged = [&](const std::string& what) { throw InputError(dir_ + "/" + name + ": " + what + " (damaged corpus)"); };
+  if (index[0] != 0) damaged("the first offset is " + std::to_string(index[0]) + ", not 0");
+  for (int64_t i = 1; i <= entries; ++i) {
+    if (index[i] < index[i - 1] || index[i] > total) {
+      damaged("offset " + std::to_string(i) + " is " + std::to_string(index[i]) + " after " + std::to_string(index[i - 1]) +
+              " (offsets must grow, up to " + std::to_string(total) + " " + unit + ")");
+    }
+  }
+  if (index[entries] != total) {
+    damaged("ends at " + std::to_string(index[entries]) + " " + unit + ", header.json has " + std::to_string(total));
+  }
 }
 
 void Corpus::append_tokens(int64_t begin, int64_t end, std::vector<int32_t>& out) const {

@@ -64,6 +64,8 @@ class Corpus {
  private:
   std::string dir_;
   Json header_;
+  /// Throws InputError unless `index` (entries + 1 offsets) starts at 0, never decreases and ends at `total`.
+  void check_index(const uint64_t* index, int64_t entries, uint64_t total, const char* name, const char* unit) const;
   MappedFile tokens_file_, sentences_file_, documents_file_;
   const uint16_t* tokens16_ = nullptr;
   const uint32_t* tokens32_ = nullptr;
