@@ -106,6 +106,28 @@ TEST_CASE("config: malformed JSON names the file and line - a missing file is an
   CHECK_THAT(message_of([&] { lmkit::load_json_file(dir / "nope.json"); }), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("config: deeply nested JSON and huge values give one short error, not a stack overflow", "[core][config]") {
+  // 100,000 levels (200 KB) crashed lmkit-info, lmkit-bench and lmkit-forward with SIGSEGV:
+  // nlohmann's dump() recursed while building the error message.
+  lmkit::test::TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  { std::ofstream(dir / "deep.json") << "{\n\"model_type\": " << deep << "}\n"; }
+  const std::string msg = message_of([&] { lmkit::load_json_file(dir / "deep.json"); });
+  CHECK_THAT(msg, Catch::Contains("deep.json:2: JSON nested deeper than 512 levels"));
+  CHECK(msg.size() < 300);
+  // Brackets inside strings are text, not nesting; 512 levels still parse.
+  CHECK(lmkit::parse_json("{\"a\": \"" + std::string(2000, '[') + "\"}", "s")["a"].get<std::string>().size() == 2000);
+  CHECK_NOTHROW(lmkit::parse_json(std::string(512, '[') + std::string(512, ']'), "ok"));
+  CHECK_THROWS(lmkit::parse_json(std::string(513, '[') + std::string(513, ']'), "too deep"));
+  // A wrong value of 10 MB is named briefly.
+  Json j = {{"hidden_size", std::string(10'000'000, 'x')}};
+  int64_t h = 0;
+  const std::string wrong = message_of([&] { ConfigReader(j, "big.json").get("hidden_size", h); });
+  CHECK_THAT(wrong, Catch::Contains("must be an integer"));
+  CHECK(wrong.size() < 300);
+  CHECK(lmkit::brief_json(Json::array({1, 2, 3, 4, 5, 6, 7, 8, 9})) == "an array of 9 items");
+}
+
 TEST_CASE("config: atomic writes leave no temporary file behind", "[core][config]") {
   lmkit::test::TempDir dir;
   lmkit::save_json_file(dir / "c.json", {{"x", 1}});

@@ -35,7 +35,7 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
   { std::ofstream(dir / "c.jsonl") << "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n"; }
   CHECK_THROWS_WITH(data::read_documents(dir / "c.jsonl"), Catch::Contains("c.jsonl:2: no string field 'text'"));
   { std::ofstream(dir / "d.jsonl") << "{not json\n"; }
-  CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: not a JSON object"));
+  CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: malformed JSON"));
 }
 
 TEST_CASE("corpus: encoding is identical whatever the thread count and matches the tokenizer", "[data][corpus]") {

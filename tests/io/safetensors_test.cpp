@@ -78,6 +78,9 @@ TEST_CASE("safetensors: every malformed file gives its own error", "[io][safeten
   CHECK_THAT(error_of(craft(ok, 8, 0xFFFFFFFFFFFFFFF0ull)), Catch::Contains("exceeds the file size"));
   CHECK_THAT(error_of(craft("{\"a\": [1, ", 8)), Catch::Contains("not well-formed JSON"));
   CHECK_THAT(error_of(craft("[1,2]", 8)), Catch::Contains("not a JSON object"));
+  // A header of 100,000 nested arrays: one error, no stack overflow.
+  CHECK_THAT(error_of(craft(std::string(100000, '[') + std::string(100000, ']'), 8)),
+             Catch::Contains("nested deeper than 512 levels"));
   CHECK_THAT(error_of(craft(ok, 4)), Catch::Contains("past the data area") && Catch::Contains("truncated"));
   CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
              Catch::Contains("shape × itemsize = 12 bytes but data_offsets span 8"));

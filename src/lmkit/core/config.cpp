@@ -28,19 +28,54 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-Json load_json_file(const std::string& path) {
-  const std::string text = read_file(path);
+Json parse_json(std::string_view text, const std::string& what, bool with_line) {
+  // Nesting depth first, outside strings, without recursion.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t line = 1;
+  auto at = [&](size_t n) { return with_line ? what + ":" + std::to_string(n) : what; };
+  for (char c : text) {
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError(at(line) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                         " levels");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
   try {
-    return Json::parse(text);
+    return Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset; users want a line.
-    size_t offset = std::min<size_t>(e.byte, text.size());
-    size_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-    std::string what = e.what();
-    auto pos = what.find("syntax error");
-    throw InputError(path + ":" + std::to_string(line) + ": malformed JSON (" +
-                     (pos == std::string::npos ? what : what.substr(pos)) + ")");
+    const size_t offset = std::min<size_t>(e.byte, text.size());
+    const size_t error_line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+    std::string message = e.what();
+    const auto pos = message.find("syntax error");
+    message = pos == std::string::npos ? message : message.substr(pos);
+    if (message.size() > 200) message = message.substr(0, 200) + "...";
+    throw InputError(at(error_line) + ": malformed JSON (" + message + ")");
   }
+}
+
+Json load_json_file(const std::string& path) { return parse_json(read_file(path), path); }
+
+std::string brief_json(const Json& value, size_t max) {
+  // Containers are summarised before dumping, so a huge value is never serialised whole.
+  if (value.is_object() && value.size() > 8) return "an object of " + std::to_string(value.size()) + " keys";
+  if (value.is_array() && value.size() > 8) return "an array of " + std::to_string(value.size()) + " items";
+  if (value.is_string() && value.get_ref<const std::string&>().size() > max) {
+    return "\"" + value.get_ref<const std::string&>().substr(0, max) + "...\"";
+  }
+  std::string text = value.dump();
+  return text.size() > max ? text.substr(0, max) + "..." : text;
 }
 
 void save_json_file(const std::string& path, const Json& value) { write_file_atomic(path, value.dump(2) + "\n"); }

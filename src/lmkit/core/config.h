@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
@@ -18,8 +19,18 @@ namespace lmkit {
 
 using Json = nlohmann::json;
 
+/// Deepest nesting parse_json accepts. nlohmann's dump() and destructor recurse per
+/// level: 100,000 levels (200 KB of brackets) overflowed the stack.
+constexpr int kMaxJsonDepth = 512;
+
+/// Parses JSON text that `what` names in its errors (as "WHAT:LINE: ..." with
+/// `with_line`; a JSONL row passes "FILE:LINE" and false): nesting beyond
+/// kMaxJsonDepth is refused before parsing, a syntax error names the line.
+Json parse_json(std::string_view text, const std::string& what, bool with_line = true);
 /// Parses a JSON file; a missing file or a syntax error names the file and line.
 Json load_json_file(const std::string& path);
+/// A JSON value for an error message: its text, cut to about `max` characters.
+std::string brief_json(const Json& value, size_t max = 80);
 /// Writes JSON (indented) atomically: a temporary sibling, fsync, then rename.
 void save_json_file(const std::string& path, const Json& value);
 
@@ -75,19 +86,19 @@ bool ConfigReader::get(const std::string& key, T& out) {
   if (!object_.contains(key)) return false;
   const Json& v = at(key);
   if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) fail(key, "must be true or false, got " + v.dump());
+    if (!v.is_boolean()) fail(key, "must be true or false, got " + brief_json(v));
     out = v.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) fail(key, "must be an integer, got " + v.dump());
+    if (!v.is_number_integer()) fail(key, "must be an integer, got " + brief_json(v));
     if constexpr (std::is_unsigned_v<T>) {
-      if (v.is_number_unsigned() == false && v.get<int64_t>() < 0) fail(key, "must be >= 0, got " + v.dump());
+      if (v.is_number_unsigned() == false && v.get<int64_t>() < 0) fail(key, "must be >= 0, got " + brief_json(v));
     }
     out = v.get<T>();
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) fail(key, "must be a number, got " + v.dump());
+    if (!v.is_number()) fail(key, "must be a number, got " + brief_json(v));
     out = v.get<T>();
   } else if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) fail(key, "must be a string, got " + v.dump());
+    if (!v.is_string()) fail(key, "must be a string, got " + brief_json(v));
     out = v.get<std::string>();
   } else {
     try {
@@ -106,7 +117,7 @@ bool ConfigReader::get(const std::string& key, T& out, T lo, T hi) {
   if (out < lo || out > hi) {
     std::string range = hi == std::numeric_limits<T>::max() ? ">= " + std::to_string(lo)
                                                             : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    fail(key, "must be " + range + ", got " + object_.at(key).dump());
+    fail(key, "must be " + range + ", got " + brief_json(object_.at(key)));
   }
   return true;
 }

@@ -103,12 +103,7 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
     for (size_t i = 0; i < lines.size(); ++i) {
       if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
       const std::string where = path + ":" + std::to_string(i + 1);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(lines[i]);
-      } catch (const nlohmann::json::exception&) {
-        throw InputError(where + ": not a JSON object");
-      }
+      const nlohmann::json j = parse_json(lines[i], where, /*with_line=*/false);
       auto field = [&](const std::string& name) -> std::string {
         if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");
         return j[name].is_string() ? j[name].get<std::string>() : j[name].dump();

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 
 namespace lmkit::data {
@@ -74,12 +75,7 @@ std::vector<Document> read_documents(const std::string& path, TextFormat format,
     while (std::getline(in, line)) {
       ++line_no;
       if (trim(line).empty()) continue;
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception&) {
-        throw InputError(path + ":" + std::to_string(line_no) + ": not a JSON object");
-      }
+      const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no), /*with_line=*/false);
       if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
         throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
       }

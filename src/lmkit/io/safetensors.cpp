@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 
@@ -60,9 +61,9 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
   }
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const nlohmann::json::exception&) {
-    throw bad("the header is not well-formed JSON");
+    header = parse_json(std::string_view(bytes).substr(8, header_len), "header", /*with_line=*/false);
+  } catch (const Error& e) {
+    throw bad(std::string("the header is not well-formed JSON (") + e.what() + ")");
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
   const uint64_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
@@ -100,7 +101,7 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
     std::vector<int64_t> shape;
     uint64_t numel = 1;
     for (const auto& dim : entry["shape"]) {
-      if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + dim.dump());
+      if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + brief_json(dim));
       const uint64_t d = dim.get<uint64_t>();
       if (d > 0 && numel > (uint64_t{1} << 62) / d) throw bad(where + ": shape is too large");
       numel *= d;

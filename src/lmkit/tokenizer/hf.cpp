@@ -150,7 +150,7 @@ void template_item(const Json& item, const Json& special_tokens, const std::stri
       out.push_back(r);
     }
   } else {
-    throw InputError(what + ": unknown template piece " + item.dump());
+    throw InputError(what + ": unknown template piece " + brief_json(item));
   }
 }
 
