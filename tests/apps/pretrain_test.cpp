@@ -3,6 +3,7 @@
 // one error line and exit 2.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -113,6 +114,31 @@ TEST_CASE("pretrain: a corrupt latest is reported", "[apps][pretrain]") {
   r = run(base_args("bert-tiny", dir / "r", 8) + " --resume");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("names step-99, which is missing or incomplete"));
+}
+
+TEST_CASE("pretrain: a full disk while writing a checkpoint is one error, exit 1, nothing left behind", "[apps][pretrain]") {
+  // A file-size limit between the model's size and the optimizer state's (twice the model):
+  // model.safetensors is written, optimizer.pt is not. It used to end in std::terminate
+  // (exit 134) with the checkpoint's temporary folder left behind.
+  test::TempDir dir;
+  REQUIRE(run(base_args("bert-tiny", dir / "ok", 1)).code == 0);
+  const auto model_bytes = fs::file_size(dir / "ok/final/model.safetensors");
+  REQUIRE(fs::file_size(dir / "ok/final/optimizer.pt") > 3 * model_bytes / 2);
+  const std::string limited = "bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(model_bytes * 5 / 4 / 1024) +
+                              "; exec " + test::bin_dir() + "/" + base_args("bert-tiny", dir / "full", 2) + " 2>&1\"";
+  std::array<char, 4096> buf{};
+  std::string out;
+  FILE* pipe = ::popen(limited.c_str(), "r");
+  REQUIRE(pipe);
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_THAT(out, Catch::Contains("error: ") && Catch::Contains("optimizer.pt") && Catch::Contains("File too large"));
+  CHECK_THAT(out, !Catch::Contains("terminate"));
+  for (const auto& e : fs::recursive_directory_iterator(dir / "full")) {
+    CHECK_THAT(e.path().string(), !Catch::Contains(".tmp."));
+  }
+  CHECK_FALSE(fs::exists(dir / "full/checkpoints/step-2"));
 }
 
 TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]") {

@@ -166,7 +166,11 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
       rng = gen.get_state();
     }
     archive.write("cpu_rng_state", rng);
-    archive.save_to(tmp + "/optimizer.pt");
+    // Serialised in memory, then written by lmkit's checked writer: LibTorch's file writer
+    // threw from a destructor on a full disk (std::terminate, the temporary folder left behind).
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    write_file_atomic(tmp + "/optimizer.pt", bytes.str());
     save_json_file(tmp + "/trainer_state.json", state);
     if (save_extra_) save_extra_(tmp);
   });
