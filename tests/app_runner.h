@@ -16,9 +16,8 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-/// Runs `bin/ARGS` with stderr merged into the output.
-inline Run run(const std::string& args) {
-  const std::string cmd = test::bin_dir() + "/" + args + " 2>&1";
+/// Runs a shell command line as it is (merge stderr with 2>&1 where wanted).
+inline Run run_shell(const std::string& cmd) {
   std::array<char, 4096> buf{};
   std::string out;
   FILE* pipe = ::popen(cmd.c_str(), "r");
@@ -27,5 +26,8 @@ inline Run run(const std::string& args) {
   const int status = ::pclose(pipe);
   return {WEXITSTATUS(status), out};
 }
+
+/// Runs `bin/ARGS` with stderr merged into the output.
+inline Run run(const std::string& args) { return run_shell(test::bin_dir() + "/" + args + " 2>&1"); }
 
 }  // namespace lmkit::test

@@ -3,7 +3,6 @@
 // one error line and exit 2.
 #include <catch2/catch.hpp>
 
-#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -126,15 +125,10 @@ TEST_CASE("pretrain: a full disk while writing a checkpoint is one error, exit 1
   REQUIRE(fs::file_size(dir / "ok/final/optimizer.pt") > 3 * model_bytes / 2);
   const std::string limited = "bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(model_bytes * 5 / 4 / 1024) +
                               "; exec " + test::bin_dir() + "/" + base_args("bert-tiny", dir / "full", 2) + " 2>&1\"";
-  std::array<char, 4096> buf{};
-  std::string out;
-  FILE* pipe = ::popen(limited.c_str(), "r");
-  REQUIRE(pipe);
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  CHECK(WEXITSTATUS(status) == 1);
-  CHECK_THAT(out, Catch::Contains("error: ") && Catch::Contains("optimizer.pt") && Catch::Contains("File too large"));
-  CHECK_THAT(out, !Catch::Contains("terminate"));
+  const test::Run r = test::run_shell(limited);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("error: ") && Catch::Contains("optimizer.pt") && Catch::Contains("File too large"));
+  CHECK_THAT(r.out, !Catch::Contains("terminate"));
   for (const auto& e : fs::recursive_directory_iterator(dir / "full")) {
     CHECK_THAT(e.path().string(), !Catch::Contains(".tmp."));
   }
