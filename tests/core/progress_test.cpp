@@ -91,3 +91,44 @@ TEST_CASE("app: failures become one error line and the right exit code", "[core]
   CHECK(run([] {}, {"--no-such-flag"}, err) == 2);
   CHECK_THAT(err, Catch::Contains("--no-such-flag"));
 }
+
+TEST_CASE("app: numbers are taken as written: out of range or not finite is an input error", "[core][app]") {
+  // CLI11 clamped 99999999999999999999 to 2^63-1 and took nan; both ran silently.
+  auto parse = [](std::vector<std::string> args, std::string& err) {
+    CLI::App app("test");
+    int64_t steps = 1;
+    uint64_t seed = 0;
+    double lr = 1e-3;
+    int64_t n = 0;
+    app.add_option("--steps", steps)->check(CLI::PositiveNumber);  // its type name becomes INT:POSITIVE
+    app.add_option("--seed", seed);
+    app.add_option("--lr", lr);
+    CLI::App* sub = app.add_subcommand("sub");
+    sub->add_option("--n", n);
+    bool ran = false;
+    sub->callback([&] { ran = true; });
+    std::vector<char*> argv{const_cast<char*>("prog")};
+    for (auto& a : args) argv.push_back(a.data());
+    std::stringstream captured;
+    auto* old = std::cerr.rdbuf(captured.rdbuf());
+    const int code = lmkit::run_app(app, static_cast<int>(argv.size()), argv.data(), [] {});
+    std::cerr.rdbuf(old);
+    err = captured.str();
+    return std::make_pair(code, ran);
+  };
+  std::string err;
+  CHECK(parse({"--steps", "9223372036854775807", "--seed", "18446744073709551615", "--lr", "1e-300"}, err).first == 0);
+  CHECK(parse({"--steps", "99999999999999999999"}, err).first == 2);
+  CHECK(err == "error: --steps 99999999999999999999: out of range for an integer option\n");
+  CHECK(parse({"--seed", "18446744073709551616"}, err).first == 2);
+  CHECK_THAT(err, Catch::Contains("--seed"));
+  for (const char* bad : {"nan", "inf", "-inf", "1e400"}) {
+    CHECK(parse({"--lr", bad}, err).first == 2);
+    CHECK_THAT(err, Catch::StartsWith("error: --lr") && Catch::Contains("not a finite number"));
+  }
+  // In a subcommand, before its callback runs.
+  const auto r = parse({"sub", "--n", "-99999999999999999999"}, err);
+  CHECK(r.first == 2);
+  CHECK_FALSE(r.second);
+  CHECK_THAT(err, Catch::Contains("--n -99999999999999999999"));
+}

@@ -3,6 +3,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "lmkit/core/error.h"
@@ -69,6 +72,32 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
   return from_file;
 }
 
+// CLI11 converts an integer that does not fit with strtoll's clamp (--steps
+// 99999999999999999999 ran 2^63-1 steps) and takes "nan" and "inf" as numbers:
+// every numeric value given, in the app and its subcommands, is checked as written.
+void check_numbers(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    // "INT", or "INT:POSITIVE" with a validator's description appended.
+    const std::string full = o->get_type_name(), type = full.substr(0, full.find(':'));
+    const bool integer = type == "INT" || type == "UINT", real = type == "FLOAT";
+    if (!integer && !real) continue;
+    for (const std::string& value : o->results()) {
+      const std::string name = o->get_name(false, true);
+      errno = 0;
+      char* end = nullptr;
+      if (integer) {
+        (void)(type == "INT" ? static_cast<void>(std::strtoll(value.c_str(), &end, 10))
+                             : static_cast<void>(std::strtoull(value.c_str(), &end, 10)));
+        if (errno == ERANGE) throw InputError(name + " " + value.substr(0, 40) + ": out of range for an integer option");
+      } else {
+        const double v = std::strtod(value.c_str(), &end);
+        if (end != value.c_str() && !std::isfinite(v)) throw InputError(name + " " + value.substr(0, 40) + ": not a finite number");
+      }
+    }
+  }
+  for (const CLI::App* sub : const_cast<CLI::App&>(app).get_subcommands([](CLI::App*) { return true; })) check_numbers(*sub);
+}
+
 int fail(const std::string& message, ExitCode code) {
   // One line: the first line of the message is what the user needs.
   std::cerr << "error: " << message.substr(0, message.find('\n')) << std::endl;
@@ -83,6 +112,8 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     // CLI11 wants the arguments reversed when given as a vector.
     std::vector<std::string> args = expand_config(app, argc, argv);
     std::reverse(args.begin(), args.end());
+    // After parsing, before any callback: subcommands' bodies run inside parse().
+    app.parse_complete_callback([&app] { check_numbers(app); });
     app.parse(args);
     body();
     return 0;
