@@ -29,8 +29,37 @@ struct Args {
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
   double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6;
-  bool resume = false, whole_word = false;
+  bool resume = false, whole_word = false, allow_changes = false;
 };
+
+// --resume continues the run its directory holds: a flag that defines the data, the
+// model or the optimisation must be what it was (config.json), unless --allow-changes.
+void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
+  const std::string latest = train::latest_checkpoint(output);
+  if (!latest.empty()) {
+    const int64_t reached = load_json_file(latest + "/trainer_state.json").value("step", int64_t{0});
+    check_input(steps >= reached, "--steps " + std::to_string(steps) + " is below the step the run has reached (" +
+                                      std::to_string(reached) + ")");
+  }
+  const std::string path = output + "/config.json";
+  if (!fs::exists(path)) return;
+  const Json before = load_json_file(path);
+  static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
+                                                   "keep-last", "log-every", "prefetch", "threads", "device",
+                                                   "backend", "dist-timeout", "allow-changes", "output"};
+  std::string changed;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (may_change.count(it.key()) || !before.contains(it.key()) || before[it.key()] == it.value()) continue;
+    changed += (changed.empty() ? "" : ", ") + ("--" + it.key() + " " + brief_json(it.value()) + " (was " +
+                                                 brief_json(before[it.key()]) + ")");
+  }
+  if (changed.empty()) return;
+  if (!allow_changes) {
+    throw InputError("--resume with flags that differ from " + path + ": " + changed +
+                     "; give the run's flags, or --allow-changes to continue anyway");
+  }
+  std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
+}
 
 std::string default_objective(const std::string& model_type) {
   if (model_type == "bert") return "mlm+nsp";
@@ -189,6 +218,8 @@ void run(const Args& a, const Json& resolved) {
   run_config["tokenizer"] = tok_path;
   run_config["warmup"] = o.schedule.warmup;
   run_config["model_config"] = model->config_json();
+  run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
+  if (a.resume) check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
   if (leader) save_json_file(a.output + "/config.json", run_config);
   if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
@@ -197,6 +228,11 @@ void run(const Args& a, const Json& resolved) {
   train::Trainer trainer(model, o, train_set, lo, valid_set, vlo, device, [&](const std::string& dir) { tok.save(dir); });
   Json summary = trainer.run();
   if (!leader) return;
+  if (summary.value("already_finished", false)) {
+    std::printf("the run already finished at step %lld: nothing to do\ncheckpoint: %s/final\n",
+                static_cast<long long>(summary.value("steps", int64_t{0})), a.output.c_str());
+    return;
+  }
   if (summary.contains("stopped_at")) {
     std::printf("stopped after step %lld; continue with --resume\n", static_cast<long long>(summary["stopped_at"].get<int64_t>()));
     return;
@@ -251,6 +287,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
+  app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");
   app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
       ->check(CLI::NonNegativeNumber);
   add_runtime_flags(app, a.runtime);

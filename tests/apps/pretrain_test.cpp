@@ -102,6 +102,29 @@ TEST_CASE("pretrain: a resumed run logs exactly what an uninterrupted one does",
   CHECK(read_file(dir / "once/final/model.safetensors") == read_file(dir / "twice/final/model.safetensors"));
 }
 
+TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished run", "[apps][pretrain]") {
+  test::TempDir dir;
+  REQUIRE(run(base_args("bert-tiny", dir / "r", 4) + " --save-every 2 --stop-at 2").code == 0);
+  // A different seed, batch size or step count would silently train another run.
+  for (const std::string& change : {" --seed 8", " --batch-size 4", " --seq-len 32"}) {
+    const auto r = run(base_args("bert-tiny", dir / "r", 4) + change + " --resume");
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("error: --resume with flags that differ from") && Catch::Contains("(was "));
+  }
+  const auto steps = run(base_args("bert-tiny", dir / "r", 5) + " --resume");
+  CHECK(steps.code == 2);
+  CHECK_THAT(steps.out, Catch::Contains("--steps \"5\" (was \"4\")"));
+  // Told to, it continues; fewer steps than the checkpoint's is an error either way.
+  CHECK(run(base_args("bert-tiny", dir / "r", 1) + " --resume --allow-changes").code == 2);
+  REQUIRE(run(base_args("bert-tiny", dir / "r", 4) + " --resume").code == 0);
+  const std::string result = read_file(dir / "r/result.json");
+  const auto again = run(base_args("bert-tiny", dir / "r", 4) + " --resume");
+  CHECK(again.code == 0);
+  CHECK_THAT(again.out, Catch::Contains("already finished at step 4"));
+  CHECK(read_file(dir / "r/result.json") == result);  // not rewritten with train_loss null
+  CHECK(load_json_file(dir / "r/result.json")["train_loss"].is_number());
+}
+
 TEST_CASE("pretrain: a corrupt latest is reported", "[apps][pretrain]") {
   test::TempDir dir;
   REQUIRE(run(base_args("bert-tiny", dir / "r", 4)).code == 0);

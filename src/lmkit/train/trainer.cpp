@@ -237,6 +237,17 @@ Json Trainer::run() {
       }
     }
   }
+  if (start_step_ > o_.steps) {
+    throw InputError("--steps " + std::to_string(o_.steps) + " is below the step the run has reached (" +
+                     std::to_string(start_step_) + ")");
+  }
+  if (start_step_ == o_.steps && fs::exists(o_.output + "/result.json") && fs::exists(o_.output + "/final")) {
+    // Resuming a finished run changes nothing (it used to rewrite result.json without its figures).
+    Json summary = load_json_file(o_.output + "/result.json");
+    summary["already_finished"] = true;
+    if (o_.group) o_.group->barrier();
+    return summary;
+  }
   if (writer) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
   std::optional<MetricsWriter> metrics;
   if (writer) metrics.emplace(o_.output + "/metrics.jsonl");
