@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
@@ -44,6 +46,8 @@ void run(const Args& a, const Json& resolved) {
   const bool leader = !started.group || started.group->leader();
   check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
   fs::create_directories(a.output);
+  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
+  if (leader) lock.emplace(a.output);
 
   // Tokenizer and label map.
   const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;

@@ -5,8 +5,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
@@ -103,6 +105,8 @@ void run(const Args& a, const Json& resolved) {
   check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
   check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
   fs::create_directories(a.output);
+  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
+  if (leader) lock.emplace(a.output);
 
   // The model's config, and the tokenizer: given, from --init, or trained on the training text.
   Json config = !a.init.empty() ? load_json_file(a.init + "/config.json") : load_json_file(a.model);

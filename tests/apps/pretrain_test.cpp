@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "app_runner.h"
 #include "lmkit/core/config.h"
@@ -123,6 +125,31 @@ TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished
   CHECK_THAT(again.out, Catch::Contains("already finished at step 4"));
   CHECK(read_file(dir / "r/result.json") == result);  // not rewritten with train_loss null
   CHECK(load_json_file(dir / "r/result.json")["train_loss"].is_number());
+}
+
+TEST_CASE("pretrain: a second run on the same --output is refused; a killed run's temporaries go", "[apps][pretrain]") {
+  // Two writers used to interleave (the folder ended up one seed's while the other reported success).
+  test::TempDir dir;
+  const std::string args = base_args("bert-tiny", dir / "r", 100000) + " --save-every 1000";
+  std::string pid = test::run_shell("(" + test::bin_dir() + "/" + args + " > /dev/null 2>&1 & echo $!)").out;
+  pid = pid.substr(0, pid.find('\n'));
+  for (int i = 0; i < 600 && !fs::exists(dir / "r/metrics.jsonl"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists(dir / "r/metrics.jsonl"));
+  const auto second = run(base_args("bert-tiny", dir / "r", 4) + " --seed 8");
+  CHECK(second.code == 1);
+  CHECK_THAT(second.out, Catch::Contains("is in use by another run (pid " + pid) &&
+                             Catch::Contains("choose another --output"));
+  test::run_shell("kill -9 " + pid);
+  for (int i = 0; i < 100 && test::run_shell("kill -0 " + pid + " 2>/dev/null").code == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // The lock dies with its process; a half-written checkpoint of the killed run is removed.
+  fs::create_directories(dir / "r/checkpoints/.step-1000.tmp.999999");
+  fs::create_directories(dir / "r/checkpoints/keep.tmp.x");
+  const auto after = run(base_args("bert-tiny", dir / "r", 2) + " --allow-changes --resume");
+  CHECK(after.code == 0);
+  CHECK_FALSE(fs::exists(dir / "r/checkpoints/.step-1000.tmp.999999"));
+  CHECK(fs::exists(dir / "r/checkpoints/keep.tmp.x"));
 }
 
 TEST_CASE("pretrain: a corrupt latest is reported", "[apps][pretrain]") {

@@ -7,7 +7,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <sys/file.h>
+
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +102,46 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     other.data_ = nullptr, other.size_ = 0;
   }
   return *this;
+}
+
+RunLock::RunLock(const std::string& dir) {
+  const std::string path = dir + "/.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw RuntimeError(path + ": cannot open the run's lock file (" + std::strerror(errno) + ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder = read_file(path);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) throw RuntimeError(path + ": cannot lock (" + std::strerror(err) + ")");
+    throw RuntimeError(dir + " is in use by another run (" + (holder.empty() ? "holder unknown" : holder.substr(0, 200)) +
+                       "): wait for it to finish or choose another --output");
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::time_t now = std::time(nullptr);
+  char when[64] = {0};
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  const std::string me = "pid " + std::to_string(::getpid()) + " on " + host + ", since " + when + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    throw RuntimeError(path + ": cannot write the run's lock file (" + std::strerror(errno) + ")");
+  }
+  // Nobody else writes here now: temporaries of killed writers are stale (~43 MB each were never cleaned).
+  for (const std::string& sub : {dir, dir + "/checkpoints"}) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(sub, ec)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(sub, ec)) {
+      const std::string name = e.path().filename().string();
+      const size_t at = name.rfind(".tmp.");
+      const std::string pid = at == std::string::npos ? "" : name.substr(at + 5);
+      if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos) std::filesystem::remove_all(e.path(), ec);
+    }
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 void fsync_directory(const std::string& path) {

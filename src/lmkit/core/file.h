@@ -54,4 +54,20 @@ class MappedFile {
 /// fsyncs a directory, so that renames inside it are durable.
 void fsync_directory(const std::string& path);
 
+/// An exclusive lock on a run directory (flock on DIR/.lock, released when the
+/// process ends, however it ends), held by the one process that writes there. A
+/// second run on the same directory gets a RuntimeError naming the holder (pid,
+/// host, since when). With the lock held, temporaries of killed writers
+/// (`*.tmp.PID` under DIR and DIR/checkpoints) are stale: they are removed.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace lmkit
