@@ -118,6 +118,9 @@ TEST_CASE("config: deeply nested JSON and huge values give one short error, not 
   // Brackets inside strings are text, not nesting; 512 levels still parse.
   CHECK(lmkit::parse_json("{\"a\": \"" + std::string(2000, '[') + "\"}", "s")["a"].get<std::string>().size() == 2000);
   CHECK_NOTHROW(lmkit::parse_json(std::string(512, '[') + std::string(512, ']'), "ok"));
+  // A key twice in one object is refused; the same key in two objects is not.
+  CHECK_THAT(message_of([] { lmkit::parse_json(R"({"a": {"x": 1}, "b": {"x": 2, "y": 3, "x": 4}})", "dup.json"); }),
+             Catch::Contains("dup.json: key 'x' appears twice in one object"));
   CHECK_THROWS(lmkit::parse_json(std::string(513, '[') + std::string(513, ']'), "too deep"));
   // A wrong value of 10 MB is named briefly.
   Json j = {{"hidden_size", std::string(10'000'000, 'x')}};

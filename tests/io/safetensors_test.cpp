@@ -78,6 +78,9 @@ TEST_CASE("safetensors: every malformed file gives its own error", "[io][safeten
   CHECK_THAT(error_of(craft(ok, 8, 0xFFFFFFFFFFFFFFF0ull)), Catch::Contains("exceeds the file size"));
   CHECK_THAT(error_of(craft("{\"a\": [1, ", 8)), Catch::Contains("not well-formed JSON"));
   CHECK_THAT(error_of(craft("[1,2]", 8)), Catch::Contains("not a JSON object"));
+  // A tensor named twice: the second copy used to win silently.
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8)),
+             Catch::Contains("key 'a' appears twice"));
   // A header of 100,000 nested arrays: one error, no stack overflow.
   CHECK_THAT(error_of(craft(std::string(100000, '[') + std::string(100000, ']'), 8)),
              Catch::Contains("nested deeper than 512 levels"));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 namespace lmkit {
@@ -51,8 +52,25 @@ Json parse_json(std::string_view text, const std::string& what, bool with_line) 
       --depth;
     }
   }
+  // A key twice in one object: nlohmann keeps the last silently (a safetensors header
+  // with a tensor twice loaded the second copy). Refused, naming the key.
+  std::vector<std::unordered_set<std::string>> keys;
+  std::string duplicate;
+  const Json::parser_callback_t unique = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == Json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second &&
+               duplicate.empty()) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    return Json::parse(text.begin(), text.end());
+    Json value = Json::parse(text.begin(), text.end(), unique);
+    if (!duplicate.empty()) throw InputError(what + ": key '" + duplicate.substr(0, 100) + "' appears twice in one object");
+    return value;
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset; users want a line.
     const size_t offset = std::min<size_t>(e.byte, text.size());
