@@ -63,13 +63,6 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
 }
 
-std::string default_objective(const std::string& model_type) {
-  if (model_type == "bert") return "mlm+nsp";
-  if (model_type == "gpt2") return "clm";
-  if (model_type == "t5") return "span";
-  return "seq2seq";
-}
-
 tokenizer::Family family_of(const std::string& model_type) {
   if (model_type == "bert") return tokenizer::Family::kBert;
   if (model_type == "gpt2") return tokenizer::Family::kGpt2;
@@ -114,13 +107,7 @@ void run(const Args& a, const Json& resolved) {
   check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
               config_name + ": key 'model_type' is required");
   const std::string type = config["model_type"].get<std::string>();
-  const std::string objective = a.objective.empty() ? default_objective(type) : a.objective;
-  const std::map<std::string, std::set<std::string>> allowed = {
-      {"bert", {"mlm", "mlm+nsp"}}, {"gpt2", {"clm"}}, {"t5", {"span"}}, {"transformer", {"seq2seq"}}};
-  if (!allowed.count(type) || !allowed.at(type).count(objective)) {
-    throw InputError("objective '" + objective + "' does not apply to model_type '" + type + "' (use " +
-                     default_objective(type) + ")");
-  }
+  const std::string objective = models::pretraining_objective(type, a.objective);
   const bool seq2seq = objective == "seq2seq";
   if (seq2seq) {
     check_input(!a.source_lang.empty() && !a.target_lang.empty(),
@@ -160,7 +147,7 @@ void run(const Args& a, const Json& resolved) {
       config["bos_token_id"] = config["decoder_start_token_id"] = tok.specials().pad;
     }
   }
-  const std::string arch = type == "bert" ? (objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining") : "";
+  const std::string arch = models::pretraining_architecture(type, objective);
   std::shared_ptr<models::Model> model =
       a.init.empty() ? models::create_model(config, config_name, arch) : models::load_pretrained(a.init, arch);
   const Json mc = model->config_json();

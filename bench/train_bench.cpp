@@ -78,9 +78,9 @@ void run_train(const TrainArgs& a) {
   Json config = load_json_file(a.model);
   if (a.vocab > 0) config["vocab_size"] = a.vocab;
   const std::string type = config.value("model_type", "");
-  std::string objective = a.objective;
-  if (objective.empty()) objective = type == "bert" ? "mlm" : type == "gpt2" ? "clm" : type == "t5" ? "span" : "seq2seq";
-  const std::string arch = type == "bert" ? (objective == "mlm+nsp" ? "BertForPreTraining" : "BertForMaskedLM") : "";
+  // BERT is timed on MLM alone unless asked (the HF peer's BertForMaskedLM); --objective must apply.
+  const std::string objective = models::pretraining_objective(type, a.objective.empty() && type == "bert" ? "mlm" : a.objective);
+  const std::string arch = models::pretraining_architecture(type, objective);
   auto model = models::create_model(config, a.model, arch);
   model->to(device);
   model->train();
@@ -185,7 +185,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast)")->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
-  cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary");
+  cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
   add_runtime_flags(*cmd, a->runtime);
   cmd->callback([a] { run_train(*a); });
 }

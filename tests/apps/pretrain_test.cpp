@@ -127,7 +127,7 @@ TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished
   CHECK(load_json_file(dir / "r/result.json")["train_loss"].is_number());
 }
 
-TEST_CASE("pretrain: a second run on the same --output is refused; a killed run's temporaries go", "[apps][pretrain]") {
+TEST_CASE("pretrain: a second run on the same --output is refused, and a killed run's temporaries go", "[apps][pretrain]") {
   // Two writers used to interleave (the folder ended up one seed's while the other reported success).
   test::TempDir dir;
   const std::string args = base_args("bert-tiny", dir / "r", 100000) + " --save-every 1000";

@@ -192,6 +192,14 @@ TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]
   data::ClassificationDataset pds(dir / "pairs.csv", pairs, *f.tok, 32, data::make_label_map(prow));
   CHECK(pds.get(0, 0).token_type_ids.back() == 1);
   CHECK(pds.get(0, 0).class_label == 1);  // labels sort: no=0, yes=1
+  // Numbers sort as numbers; a label 1e999 is a name (it was std::stod's out_of_range).
+  CHECK(data::make_label_map({{"a", "", "10", 1}, {"b", "", "2", 2}}) == std::map<std::string, int64_t>{{"2", 0}, {"10", 1}});
+  CHECK(data::make_label_map({{"a", "", "1e999", 1}, {"b", "", "2", 2}}) == std::map<std::string, int64_t>{{"1e999", 0}, {"2", 1}});
+  // A column index no file has (was std::stoul's out_of_range).
+  data::ColumnSpec huge;
+  huge.text = "99999999999999999999", huge.label = "1";
+  CHECK_THROWS_WITH(data::read_labelled_rows(dir / "short.tsv", huge),
+                    Catch::Contains("column index 99999999999999999999 is beyond any row's columns"));
 }
 
 TEST_CASE("tasks: Multi30k-style parallel files", "[data][tasks]") {

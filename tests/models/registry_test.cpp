@@ -137,3 +137,18 @@ TEST_CASE("registry: missing or incomplete or damaged checkpoints are refused", 
   io::write_safetensors(dir / "ck/model.safetensors", {{"unrelated", at::zeros({1})}});
   CHECK_THROWS_WITH(models::load_pretrained(dir / "ck"), Catch::Contains("missing tensor 'transformer.wte.weight'"));
 }
+
+TEST_CASE("registry: pretraining objectives per model type, one source for pretrain and bench", "[models][registry]") {
+  CHECK(models::pretraining_objective("bert") == "mlm+nsp");
+  CHECK(models::pretraining_objective("bert", "mlm") == "mlm");
+  CHECK(models::pretraining_objective("gpt2") == "clm");
+  CHECK(models::pretraining_objective("t5") == "span");
+  CHECK(models::pretraining_objective("transformer") == "seq2seq");
+  CHECK(models::pretraining_architecture("bert", "mlm") == "BertForMaskedLM");
+  CHECK(models::pretraining_architecture("bert", "mlm+nsp") == "BertForPreTraining");
+  CHECK(models::pretraining_architecture("gpt2", "clm").empty());
+  // lmkit-bench train --objective clm on BERT used to run.
+  CHECK_THROWS_WITH(models::pretraining_objective("bert", "clm"),
+                    Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp or mlm)"));
+  CHECK_THROWS_WITH(models::pretraining_objective("llama"), Catch::Contains("unknown model_type 'llama'"));
+}

@@ -58,6 +58,21 @@ bool is_index(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// A column given by 0-based index; one past any real file's width is an error here,
+// not std::stoul's out_of_range.
+size_t column_index(const std::string& s, const std::string& path) {
+  if (s.size() > 6) throw InputError(path + ": column index " + s.substr(0, 40) + " is beyond any row's columns");
+  return static_cast<size_t>(std::stoul(s));
+}
+
+// A label that reads as a finite number (1e999 does not: it is a name).
+bool finite_number(const std::string& s, double* value = nullptr) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (value) *value = v;
+  return !s.empty() && end && *end == '\0' && std::isfinite(v);
+}
+
 }  // namespace
 
 Seq2SeqDataset::Seq2SeqDataset(const std::string& source_file, const std::string& target_file,
@@ -115,13 +130,13 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
     const bool by_index = is_index(c.text) && is_index(c.label) && (!want_pair || is_index(c.text_pair));
     size_t text_col = 0, pair_col = 0, label_col = 0, first = 0;
     if (by_index) {
-      text_col = std::stoul(c.text), label_col = std::stoul(c.label);
-      if (want_pair) pair_col = std::stoul(c.text_pair);
+      text_col = column_index(c.text, path), label_col = column_index(c.label, path);
+      if (want_pair) pair_col = column_index(c.text_pair, path);
     } else {
       check_input(!lines.empty(), path + ": empty file");
       const auto header = split_record(lines[0], sep);
       auto find = [&](const std::string& name) -> size_t {
-        if (is_index(name)) return std::stoul(name);
+        if (is_index(name)) return column_index(name, path);
         auto it = std::find(header.begin(), header.end(), name);
         if (it == header.end()) {
           std::string cols;
@@ -153,13 +168,14 @@ std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& ro
   std::set<std::string> labels;
   for (const auto& r : rows) labels.insert(r.label);
   std::vector<std::string> sorted(labels.begin(), labels.end());
-  const bool numeric = std::all_of(sorted.begin(), sorted.end(), [](const std::string& s) {
-    char* end = nullptr;
-    std::strtod(s.c_str(), &end);
-    return !s.empty() && end && *end == '\0';
-  });
+  // Numbers in numeric order (2 before 10), as long as every label is a finite number.
+  const bool numeric = std::all_of(sorted.begin(), sorted.end(), [](const std::string& s) { return finite_number(s); });
   if (numeric) {
-    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) { return std::stod(a) < std::stod(b); });
+    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+      double x = 0, y = 0;
+      finite_number(a, &x), finite_number(b, &y);
+      return x < y;
+    });
   }
   std::map<std::string, int64_t> map;
   for (size_t i = 0; i < sorted.size(); ++i) map[sorted[i]] = static_cast<int64_t>(i);

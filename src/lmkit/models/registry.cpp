@@ -33,6 +33,25 @@ std::vector<std::string> supported_architectures(const std::string& model_type) 
   return it == architectures().end() ? std::vector<std::string>{} : it->second;
 }
 
+std::string pretraining_objective(const std::string& model_type, const std::string& objective) {
+  static const std::map<std::string, std::vector<std::string>> objectives = {
+      {"bert", {"mlm+nsp", "mlm"}}, {"gpt2", {"clm"}}, {"t5", {"span"}}, {"transformer", {"seq2seq"}}};
+  const auto it = objectives.find(model_type);
+  if (it == objectives.end()) throw InputError("unknown model_type '" + model_type + "' (expected bert, gpt2, t5 or transformer)");
+  if (objective.empty()) return it->second.front();
+  if (std::find(it->second.begin(), it->second.end(), objective) == it->second.end()) {
+    std::string list;
+    for (const auto& o : it->second) list += (list.empty() ? "" : " or ") + o;
+    throw InputError("objective '" + objective + "' does not apply to model_type '" + model_type + "' (use " + list + ")");
+  }
+  return objective;
+}
+
+std::string pretraining_architecture(const std::string& model_type, const std::string& objective) {
+  if (model_type != "bert") return "";
+  return objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining";
+}
+
 std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture) {
   if (!config.is_object()) throw InputError(file + ": the model config must be a JSON object");
   if (!config.contains("model_type") || !config["model_type"].is_string()) {

@@ -22,6 +22,14 @@ std::shared_ptr<Model> create_model(const Json& config, const std::string& file,
 /// The architectures create_model() accepts for a model_type.
 std::vector<std::string> supported_architectures(const std::string& model_type);
 
+/// The pretraining objective for a model_type: `objective` when it applies (bert:
+/// mlm+nsp or mlm; gpt2: clm; t5: span; transformer: seq2seq), the type's default
+/// (the first of those) when empty; InputError naming what applies otherwise.
+std::string pretraining_objective(const std::string& model_type, const std::string& objective = "");
+
+/// The architecture a model_type pretrains as with `objective` ("" for the type's default).
+std::string pretraining_architecture(const std::string& model_type, const std::string& objective);
+
 /// HF tensors of `model` under HF names, transposed where HF stores them so.
 std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model);
 
