@@ -195,6 +195,9 @@ TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]
   // Numbers sort as numbers; a label 1e999 is a name (it was std::stod's out_of_range).
   CHECK(data::make_label_map({{"a", "", "10", 1}, {"b", "", "2", 2}}) == std::map<std::string, int64_t>{{"2", 0}, {"10", 1}});
   CHECK(data::make_label_map({{"a", "", "1e999", 1}, {"b", "", "2", 2}}) == std::map<std::string, int64_t>{{"1e999", 0}, {"2", 1}});
+  // A UTF-8 BOM before the header does not hide the first column's name.
+  { std::ofstream(dir / "bom.tsv") << "\xEF\xBB\xBFsentence\tlabel\nit is good\t1\n"; }
+  CHECK(data::read_labelled_rows(dir / "bom.tsv", data::ColumnSpec{}).front().text == "it is good");
   // A column index no file has (was std::stoul's out_of_range).
   data::ColumnSpec huge;
   huge.text = "99999999999999999999", huge.label = "1";

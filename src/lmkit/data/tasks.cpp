@@ -22,6 +22,8 @@ std::vector<std::string> read_lines(const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     lines.push_back(std::move(line));
   }
+  // A UTF-8 byte-order mark (Excel, Notepad) is not part of the first column's name.
+  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
   return lines;
 }
 
