@@ -185,3 +185,22 @@ TEST_CASE("generation: bad requests are input errors", "[eval][generation]") {
   CHECK_THROWS_WITH(eval::generate(*cls, at::tensor({1, 2}, at::kLong).view({1, 2}), {}, fixed_length(2)),
                     Catch::Contains("cannot generate"));
 }
+
+TEST_CASE("generation: more new tokens than the positions allow is refused before the first", "[eval][generation]") {
+  // It used to generate every token that fitted and then fail.
+  auto gpt = models::load_pretrained(fixture("gpt2"));
+  const int64_t positions = gpt->config_json()["n_positions"].get<int64_t>();
+  const at::Tensor prompt = at::randint(0, 50, {1, 5}, at::kLong);
+  eval::GenerationOptions o;
+  o.max_new_tokens = positions - 5 + 1;  // the last token is never fed back: exactly fits
+  CHECK(eval::generate(*gpt, prompt, {}, o).front().size() >= 1);
+  o.max_new_tokens = positions - 5 + 2;
+  CHECK_THROWS_WITH(eval::generate(*gpt, prompt, {}, o),
+                    Catch::Contains("does not fit the model's " + std::to_string(positions) + " positions after a prompt of 5 tokens") &&
+                        Catch::Contains("at most " + std::to_string(positions - 4)));
+  auto transformer = tiny_transformer();
+  const int64_t decoder = transformer->config_json()["max_position_embeddings"].get<int64_t>();
+  const at::Tensor src = at::randint(3, 40, {1, 4}, at::kLong);
+  o.max_new_tokens = decoder + 1;
+  CHECK_THROWS_WITH(eval::generate(*transformer, src, at::ones_like(src), o), Catch::Contains("(at most " + std::to_string(decoder) + ")"));
+}

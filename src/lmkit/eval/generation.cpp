@@ -157,6 +157,17 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
     check_input(!attention_mask.defined() || attention_mask.ne(0).all().item<bool>(),
                 "generation: decoder-only prompts must be unpadded; generate them one at a time");
   }
+  if (spec.max_positions > 0) {
+    // Said before the first token, not after the last one that fits (the decoder is fed
+    // the prompt, or the start token, and every new token but the last).
+    const int64_t first = spec.encoder_decoder ? 1 : input_ids.size(1);
+    const int64_t most = spec.max_positions - first + 1;
+    check_input(options.max_new_tokens <= most,
+                "generation: --max-new-tokens " + std::to_string(options.max_new_tokens) + " does not fit the model's " +
+                    std::to_string(spec.max_positions) + " positions" +
+                    (spec.encoder_decoder ? "" : " after a prompt of " + std::to_string(first) + " tokens") +
+                    " (at most " + std::to_string(std::max<int64_t>(most, 0)) + ")");
+  }
   c10::InferenceMode inference;  // no autograd, no version counters: less work per op while decoding
   const bool was_training = model.is_training();
   model.eval();

@@ -187,7 +187,7 @@ Output GptImpl::forward(const Batch& batch) {
 }
 
 GenerationSpec GptImpl::generation_spec() const {
-  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size};
+  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size, config.n_positions};
 }
 
 std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {

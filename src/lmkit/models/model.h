@@ -40,6 +40,7 @@ struct GenerationSpec {
   int64_t decoder_start_token_id = 0;
   int64_t eos_token_id = -1;      ///< -1: none
   int64_t vocab_size = 0;
+  int64_t max_positions = 0;      ///< decoder positions the model has (0: no limit, T5's relative positions)
 };
 
 /// Base of every task model. Models take a Batch and return an Output whose

@@ -163,7 +163,7 @@ Output TransformerImpl::forward(const Batch& batch) {
 }
 
 GenerationSpec TransformerImpl::generation_spec() const {
-  return {true, config.decoder_start_token_id, config.eos_token_id, config.tgt_vocab_size};
+  return {true, config.decoder_start_token_id, config.eos_token_id, config.tgt_vocab_size, config.max_position_embeddings};
 }
 
 std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
