@@ -39,7 +39,7 @@ struct Args {
 void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
   const std::string latest = train::latest_checkpoint(output);
   if (!latest.empty()) {
-    const int64_t reached = load_json_file(latest + "/trainer_state.json").value("step", int64_t{0});
+    const int64_t reached = train::checkpoint_step(latest);
     check_input(steps >= reached, "--steps " + std::to_string(steps) + " is below the step the run has reached (" +
                                       std::to_string(reached) + ")");
   }

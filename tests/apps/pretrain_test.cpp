@@ -152,6 +152,24 @@ TEST_CASE("pretrain: a second run on the same --output is refused, and a killed 
   CHECK(fs::exists(dir / "r/checkpoints/keep.tmp.x"));
 }
 
+TEST_CASE("pretrain: a damaged optimizer.pt or trainer_state.json is one error and exit 2 on resume", "[apps][pretrain]") {
+  test::TempDir dir;
+  REQUIRE(run(base_args("bert-tiny", dir / "r", 4) + " --save-every 2 --stop-at 2").code == 0);
+  const std::string ckpt = dir / "r/checkpoints/step-2";
+  const std::string optimizer = read_file(ckpt + "/optimizer.pt"), state = read_file(ckpt + "/trainer_state.json");
+  write_file_atomic(ckpt + "/optimizer.pt", optimizer.substr(0, optimizer.size() / 2));
+  auto r = run(base_args("bert-tiny", dir / "r", 4) + " --resume");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("error: ") && Catch::Contains("optimizer.pt: damaged"));
+  write_file_atomic(ckpt + "/optimizer.pt", optimizer);
+  write_file_atomic(ckpt + "/trainer_state.json", R"({"step": "two", "epoch": 0, "batch": 2})");
+  r = run(base_args("bert-tiny", dir / "r", 4) + " --resume");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("trainer_state.json: damaged"));
+  write_file_atomic(ckpt + "/trainer_state.json", state);
+  CHECK(run(base_args("bert-tiny", dir / "r", 4) + " --resume").code == 0);
+}
+
 TEST_CASE("pretrain: a corrupt latest is reported", "[apps][pretrain]") {
   test::TempDir dir;
   REQUIRE(run(base_args("bert-tiny", dir / "r", 4)).code == 0);

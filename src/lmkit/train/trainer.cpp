@@ -62,6 +62,15 @@ std::string latest_checkpoint(const std::string& run_dir) {
   return dir;
 }
 
+int64_t checkpoint_step(const std::string& dir) {
+  const std::string file = dir + "/trainer_state.json";
+  const Json state = load_json_file(file);
+  if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer() || state["step"].get<int64_t>() < 0) {
+    throw InputError(file + ": damaged (no non-negative integer 'step')");
+  }
+  return state["step"].get<int64_t>();
+}
+
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
                    c10::Device device, int64_t max_batches, dist::Group* group) {
   lo.shuffle = false, lo.drop_last = false;
@@ -179,24 +188,37 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
 data::LoaderPosition Trainer::restore(const std::string& dir) {
   const std::string weights = dir + "/model.safetensors";
   models::load_hf_weights(*model_, io::read_safetensors(weights), weights, /*strict=*/true);
+  // A damaged file is the user's to fix (exit 2), named, not LibTorch's or nlohmann's raw message (exit 1).
   torch::serialize::InputArchive archive;
-  archive.load_from(dir + "/optimizer.pt");
-  optimizer_->load(archive);
   at::Tensor rng;
-  archive.read("cpu_rng_state", rng);
+  try {
+    archive.load_from(dir + "/optimizer.pt");
+    optimizer_->load(archive);
+    archive.read("cpu_rng_state", rng);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw InputError(dir + "/optimizer.pt: damaged or not this run's optimizer state (" + what.substr(0, what.find('\n')).substr(0, 160) + ")");
+  }
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng);
   }
-  const Json state = load_json_file(dir + "/trainer_state.json");
-  start_step_ = state.at("step").get<int64_t>();
-  skipped_steps_ = state.value("skipped_steps", int64_t{0});
-  if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
-  // Early stopping and result.json carry on from where the run was, not from zero.
-  best_step_ = state.value("best_step", int64_t{0});
-  evals_since_best_ = state.value("evals_since_best", int64_t{0});
-  return {state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
+  const std::string state_file = dir + "/trainer_state.json";
+  const Json state = load_json_file(state_file);
+  try {
+    start_step_ = state.at("step").get<int64_t>();
+    skipped_steps_ = state.value("skipped_steps", int64_t{0});
+    if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
+    // Early stopping and result.json carry on from where the run was, not from zero.
+    best_step_ = state.value("best_step", int64_t{0});
+    evals_since_best_ = state.value("evals_since_best", int64_t{0});
+    const data::LoaderPosition position{state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
+    check_input(start_step_ >= 0 && position.epoch >= 0 && position.batch >= 0, state_file + ": negative step or position");
+    return position;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(state_file + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
+  }
 }
 
 Json Trainer::validate(int64_t step) {

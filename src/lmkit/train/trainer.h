@@ -95,4 +95,7 @@ class Trainer {
 /// or "" when there is none; a `latest` naming a missing or incomplete checkpoint is an InputError.
 std::string latest_checkpoint(const std::string& run_dir);
 
+/// The step a checkpoint directory holds (its trainer_state.json); InputError when that file is damaged.
+int64_t checkpoint_step(const std::string& checkpoint_dir);
+
 }  // namespace lmkit::train
