@@ -166,6 +166,13 @@ void Group::fail(const std::string& what, const std::exception& e) const {
 
 void Group::all_reduce_sum(at::Tensor& tensor) { all_reduce_sum_async(tensor).wait(); }
 
+std::vector<double> Group::sum(const std::vector<double>& values, c10::Device device) {
+  at::Tensor t = at::tensor(values, at::kDouble).to(device);
+  all_reduce_sum(t);
+  t = t.cpu();
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
 Work Group::all_reduce_sum_async(at::Tensor tensor) {
   std::vector<at::Tensor> tensors{std::move(tensor)};
   c10d::AllreduceOptions options;

@@ -73,6 +73,8 @@ class Group {
 
   /// Sum over ranks, in place; waits.
   void all_reduce_sum(at::Tensor& tensor);
+  /// A few numbers summed over ranks, through `device` (NCCL reduces GPU tensors only).
+  std::vector<double> sum(const std::vector<double>& values, c10::Device device);
   /// Sum over ranks, in place; returns at once (the reduction runs on the backend's threads or stream).
   Work all_reduce_sum_async(at::Tensor tensor);
   /// Root's values into every rank's tensors, in place; waits.

@@ -98,12 +98,7 @@ c10::Device GradientReducer::device() const {
   return slots_.empty() ? c10::Device(c10::kCPU) : slots_.front().param.device();
 }
 
-std::vector<double> GradientReducer::sum(const std::vector<double>& values) {
-  at::Tensor t = at::tensor(values, at::kDouble).to(device());
-  group_->all_reduce_sum(t);
-  t = t.cpu();
-  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-}
+std::vector<double> GradientReducer::sum(const std::vector<double>& values) { return group_->sum(values, device()); }
 
 std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) {
   std::vector<uint8_t> used(slots_.size(), 0);

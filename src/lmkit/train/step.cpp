@@ -130,9 +130,11 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   // their totals over the step (all ranks): each term is weighted by its share.
   std::vector<double> main_targets, nsp_targets;
   std::vector<double> totals = {0.0, 0.0};
+  // One batch in one process: every term's share is 1, so skip counting (a device sync per step).
+  const bool alone = !reducer && batches.size() == 1;
   for (const Batch& b : batches) {
-    main_targets.push_back(static_cast<double>(count_targets(model, b)));
-    nsp_targets.push_back(b.next_sentence_label.defined() ? static_cast<double>(b.next_sentence_label.size(0)) : 0.0);
+    main_targets.push_back(alone ? 1.0 : static_cast<double>(count_targets(model, b)));
+    nsp_targets.push_back(!b.next_sentence_label.defined() ? 0.0 : alone ? 1.0 : static_cast<double>(b.next_sentence_label.size(0)));
     totals[0] += main_targets.back(), totals[1] += nsp_targets.back();
   }
   if (reducer) totals = reducer->sum(totals);

@@ -102,13 +102,11 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
   }
   model.train(was_training);
   if (group) {
-    at::Tensor sums = at::tensor({loss_sum, mlm_sum, static_cast<double>(targets), static_cast<double>(nsp_correct),
-                                  static_cast<double>(nsp_total), static_cast<double>(tokens)}, at::kDouble).to(device);
-    group->all_reduce_sum(sums);
-    sums = sums.cpu();
-    loss_sum = sums[0].item<double>(), mlm_sum = sums[1].item<double>();
-    targets = static_cast<int64_t>(sums[2].item<double>()), nsp_correct = static_cast<int64_t>(sums[3].item<double>());
-    nsp_total = static_cast<int64_t>(sums[4].item<double>()), tokens = static_cast<int64_t>(sums[5].item<double>());
+    const auto sums = group->sum({loss_sum, mlm_sum, static_cast<double>(targets), static_cast<double>(nsp_correct),
+                                  static_cast<double>(nsp_total), static_cast<double>(tokens)}, device);
+    loss_sum = sums[0], mlm_sum = sums[1];
+    targets = static_cast<int64_t>(sums[2]), nsp_correct = static_cast<int64_t>(sums[3]);
+    nsp_total = static_cast<int64_t>(sums[4]), tokens = static_cast<int64_t>(sums[5]);
   }
   Json r;
   const bool bert_pretraining = model.architecture() == "BertForPreTraining" || model.architecture() == "BertForMaskedLM";
@@ -246,15 +244,13 @@ Json Trainer::run() {
   }
   if (o_.group) {
     // Every rank must continue from rank 0's checkpoint: the run directory has to be one all ranks see.
-    at::Tensor steps = at::zeros({o_.group->size()}, at::kLong);
-    steps[o_.group->rank()] = start_step_;
-    steps = steps.to(device_);
-    o_.group->all_reduce_sum(steps);
-    steps = steps.cpu();
-    for (int64_t r = 1; r < o_.group->size(); ++r) {
-      if (steps[r].item<int64_t>() != steps[0].item<int64_t>()) {
-        throw InputError("rank " + std::to_string(r) + " would resume from step " + std::to_string(steps[r].item<int64_t>()) +
-                         " but rank 0 from step " + std::to_string(steps[0].item<int64_t>()) + ": --output " + o_.output +
+    std::vector<double> mine(static_cast<size_t>(o_.group->size()), 0.0);
+    mine[static_cast<size_t>(o_.group->rank())] = static_cast<double>(start_step_);
+    const auto steps = o_.group->sum(mine, device_);  // every rank's start step
+    for (size_t r = 1; r < steps.size(); ++r) {
+      if (steps[r] != steps[0]) {
+        throw InputError("rank " + std::to_string(r) + " would resume from step " + std::to_string(static_cast<int64_t>(steps[r])) +
+                         " but rank 0 from step " + std::to_string(static_cast<int64_t>(steps[0])) + ": --output " + o_.output +
                          " must be a directory every rank sees (a shared filesystem)");
       }
     }
