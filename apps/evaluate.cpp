@@ -74,10 +74,11 @@ void run(const Args& a) {
     if (arch.find("SequenceClassification") == std::string::npos) {
       throw InputError(a.checkpoint + ": " + arch + " has no classification head (finetune it first)");
     }
-    Json map_json = fs::exists(a.checkpoint + "/label_map.json") ? load_json_file(a.checkpoint + "/label_map.json") : Json::object();
-    std::map<std::string, int64_t> label_map = map_json.get<std::map<std::string, int64_t>>();
+    const Json model_config = model->config_json();
+    const int64_t num_labels = static_cast<int64_t>(model_config.value("id2label", Json::object()).size());
+    const auto label_map = data::load_label_map(a.checkpoint, num_labels);
     data::ColumnSpec cols = a.columns;
-    cols.regression = label_map.empty();
+    cols.regression = num_labels == 1;
     model->to(device);
     const int64_t max_length = config.value("max_position_embeddings", config.value("n_positions", int64_t{512}));
     auto ds = std::make_shared<data::ClassificationDataset>(a.data, cols, tok, std::min<int64_t>(a.seq_len, max_length), label_map);

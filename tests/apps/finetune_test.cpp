@@ -61,7 +61,20 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
   REQUIRE(run("lmkit-pretrain --model " + preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --tokenizer " +
               (*f.dir / "tok.model") + " --output " + (dir / "pre") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1")
               .code == 0);
+  // A finetuned checkpoint without its label map, or with one that does not fit the head.
+  std::filesystem::copy(dir / "ft/best", dir / "nomap");
+  std::filesystem::remove(dir / "nomap/label_map.json");
+  std::filesystem::copy(dir / "ft/best", dir / "badmap");
+  { std::ofstream(dir / "badmap/label_map.json", std::ios::trunc) << R"({"neg": 0, "pos": 7})"; }
+  std::filesystem::copy(dir / "ft/best", dir / "shortmap");
+  { std::ofstream(dir / "shortmap/label_map.json", std::ios::trunc) << R"({"neg": 0})"; }
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--checkpoint " + (dir / "nomap") + " --data " + (dir / "train.tsv") + " --metric classification",
+       "no label_map.json (lmkit-finetune writes one)"},
+      {"--checkpoint " + (dir / "badmap") + " --data " + (dir / "train.tsv") + " --metric classification",
+       "label_map.json: label 'pos' maps to class 7, but the model has 2 classes"},
+      {"--checkpoint " + (dir / "shortmap") + " --data " + (dir / "train.tsv") + " --metric classification",
+       "label_map.json: names 1 labels but the model has 2 classes"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "odd.tsv") + " --metric classification",
        "odd.tsv:3: label 'maybe' is not in the label map"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "nocol.tsv") + " --metric classification",

@@ -58,6 +58,42 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
   Run types = run(base + " --inputs " + (dir / "types.safetensors"));
   CHECK(types.code == 2);
   CHECK_THAT(types.out, Catch::Contains("GPT2LMHeadModel does not take token_type_ids"));
+  // Ids an embedding cannot take, empty and mis-shaped tensors: named, exit 2 (LibTorch's
+  // "Expected tensor for argument #1 'indices'" and "select(): index 0 out of range" were exit 1).
+  const std::vector<std::pair<std::vector<std::pair<std::string, at::Tensor>>, std::string>> shaped = {
+      {{{"input_ids", at::ones({1, 4}, at::kChar)}}, "input_ids must hold int64 or int32 ids, not Char"},
+      {{{"input_ids", at::ones({1, 4}, at::kShort)}}, "not Short"},
+      {{{"input_ids", at::ones({1, 4}, at::kByte)}}, "not Byte"},
+      {{{"input_ids", at::ones({1, 0}, at::kLong)}}, "input_ids must have shape [batch, length] with batch and length >= 1, got [1, 0]"},
+      {{{"input_ids", at::ones({4}, at::kLong)}}, "got [4]"},
+      {{{"input_ids", at::ones({1, 4}, at::kLong)}, {"labels", at::ones({1, 4}, at::kInt)}}, "labels must hold int64 ids, not Int"},
+  };
+  for (size_t i = 0; i < shaped.size(); ++i) {
+    const std::string file = dir / ("shaped" + std::to_string(i) + ".safetensors");
+    io::write_safetensors(file, shaped[i].first);
+    Run r = run(base + " --inputs " + file);
+    INFO(shaped[i].second << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(shaped[i].second));
+  }
+  // BERT's next_sentence_label is one class per row.
+  io::write_safetensors(dir / "nsp.safetensors", {{"input_ids", at::ones({1, 4}, at::kLong)},
+                                                  {"next_sentence_label", at::zeros({1, 2}, at::kLong)}});
+  Run nsp = run("lmkit-forward --checkpoint " + fixture("bert") + " --output " + (dir / "o.safetensors") + " --inputs " +
+                (dir / "nsp.safetensors"));
+  CHECK(nsp.code == 2);
+  CHECK_THAT(nsp.out, Catch::Contains("next_sentence_label must have shape [1] (one class per row), got [1, 2]"));
+  // T5's decoder side: an empty or differently batched decoder_input_ids.
+  for (const auto& [ids, message] : std::vector<std::pair<at::Tensor, std::string>>{
+           {at::ones({1, 0}, at::kLong), "decoder_input_ids must have shape [batch, length] with batch and length >= 1, got [1, 0]"},
+           {at::ones({2, 3}, at::kLong), "decoder_input_ids must have shape [1, length] (input_ids' batch, length >= 1), got [2, 3]"}}) {
+    io::write_safetensors(dir / "t5.safetensors", {{"input_ids", at::ones({1, 4}, at::kLong)}, {"decoder_input_ids", ids}});
+    Run t5 = run("lmkit-forward --checkpoint " + fixture("t5_relu") + " --output " + (dir / "o.safetensors") +
+                 " --inputs " + (dir / "t5.safetensors"));
+    INFO(t5.out);
+    CHECK(t5.code == 2);
+    CHECK_THAT(t5.out, Catch::Contains(message));
+  }
   Run missing = run(base + " --inputs " + (dir / "none.safetensors"));
   CHECK(missing.code == 2);
   CHECK_THAT(missing.out, Catch::Contains("cannot open"));

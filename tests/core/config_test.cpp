@@ -129,6 +129,10 @@ TEST_CASE("config: deeply nested JSON and huge values give one short error, not 
   CHECK_THAT(wrong, Catch::Contains("must be an integer"));
   CHECK(wrong.size() < 300);
   CHECK(lmkit::brief_json(Json::array({1, 2, 3, 4, 5, 6, 7, 8, 9})) == "an array of 9 items");
+  // A number beyond a double (1e400): an input error with its line, not nlohmann's out_of_range.
+  const std::string overflow = message_of([] { lmkit::parse_json("{\n\"eps\": 1e400}", "c.json"); });
+  CHECK_THAT(overflow, Catch::StartsWith("c.json:2: number overflow parsing '1e400'"));
+  CHECK_THROWS_AS(lmkit::parse_json("[-1e400]", "c.json"), lmkit::Error);
 }
 
 TEST_CASE("config: atomic writes leave no temporary file behind", "[core][config]") {

@@ -99,6 +99,14 @@ TEST_CASE("safetensors: every malformed file gives its own error", "[io][safeten
   CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8)),
              Catch::Contains("too large"));
   CHECK_THAT(error_of(craft(R"({"__metadata__":{"k":1}})", 0)), Catch::Contains("not a string"));
+  // Byte sizes that wrap past 2^64 (2^62 × 8 bytes spans 0) and zero-size tensors whose
+  // other sizes overflow LibTorch's stride arithmetic: named, not "Storage size calculation overflowed".
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]}})", 0)),
+             Catch::Contains("is too large"));
+  CHECK_THAT(error_of(craft(R"({"a":{"dtype":"I64","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})", 0)),
+             Catch::Contains("is too large"));
+  CHECK(parse_safetensors(craft(R"({"a":{"dtype":"F32","shape":[0,1000000],"data_offsets":[0,0]}})", 0), "empty")
+            .get("a").numel() == 0);
 }
 
 TEST_CASE("safetensors: a truncated file on disk is refused naming the file", "[io][safetensors]") {

@@ -79,6 +79,17 @@ TEST_CASE("registry: bad configs are named errors", "[models][registry]") {
   Json negative = preset("gpt-mini");
   negative["n_layer"] = -1;
   CHECK_THROWS_WITH(models::create_model(negative, "m.json"), Catch::Contains("'n_layer' must be >= 0"));
+  // Each size in range, the product past any memory: an input error naming the config
+  // (it was LibTorch's allocator message, exit 1).
+  Json huge = preset("bert-tiny");
+  huge["vocab_size"] = int64_t{1000000000000};
+  try {
+    models::create_model(huge, "m.json");
+    FAIL("a 10^12-row embedding was allocated");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::kInput);
+    CHECK_THAT(e.what(), Catch::StartsWith("m.json: the model it describes does not fit in memory (tried to allocate"));
+  }
 }
 
 TEST_CASE("registry: export -> import is bitwise identical for every family and head", "[models][registry]") {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/runtime.h"
 
 namespace lmkit {
 
@@ -123,6 +124,11 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const Error& e) {
     return fail(e.what(), e.code());
   } catch (const c10::Error& e) {
+    // "out of memory: tried to allocate N bytes" instead of LibTorch's enforce text.
+    if (const auto oom = out_of_memory(e)) {
+      return fail("out of memory: " + *oom + " (is a size in the model config or the flags larger than meant?)",
+                  ExitCode::kRuntime);
+    }
     return fail(e.what_without_backtrace(), ExitCode::kRuntime);
   } catch (const std::bad_alloc&) {
     return fail("out of memory", ExitCode::kRuntime);

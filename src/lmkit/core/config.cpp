@@ -80,6 +80,19 @@ Json parse_json(std::string_view text, const std::string& what, bool with_line) 
     message = pos == std::string::npos ? message : message.substr(pos);
     if (message.size() > 200) message = message.substr(0, 200) + "...";
     throw InputError(at(error_line) + ": malformed JSON (" + message + ")");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double's range (1e400): nlohmann names the literal but not
+    // where it is; its first occurrence gives the line.
+    std::string message = e.what();
+    message = message.substr(message.find(']') + 2);
+    const auto quote = message.find('\''), end = message.rfind('\'');
+    size_t error_line = 1;
+    if (quote != std::string::npos && end > quote) {
+      const auto hit = text.find(message.substr(quote + 1, end - quote - 1));
+      if (hit != std::string_view::npos) error_line += std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(hit), '\n');
+    }
+    if (message.size() > 200) message = message.substr(0, 200) + "...";
+    throw InputError(at(error_line) + ": " + message + " (beyond a double's range)");
   }
 }
 

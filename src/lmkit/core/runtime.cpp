@@ -20,6 +20,17 @@
 
 namespace lmkit {
 
+std::optional<std::string> out_of_memory(const c10::Error& e) {
+  const std::string what = e.what_without_backtrace();
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) == nullptr && what.find("can't allocate memory") == std::string::npos) {
+    return std::nullopt;
+  }
+  const auto at = what.find("tried to allocate ");
+  if (at == std::string::npos) return what.substr(0, std::min<size_t>(what.find('\n'), 200));
+  const auto end = what.find_first_of(".(\n", at);
+  return what.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
 c10::Device parse_device(const std::string& spec) {
   if (spec == "cpu") return c10::Device(c10::kCPU);
   if (spec.rfind("cuda", 0) != 0) {

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <c10/core/Device.h>
+#include <c10/util/Exception.h>
 
 namespace lmkit {
 
@@ -19,6 +21,10 @@ struct RuntimeOptions {
 /// Parses `cpu`, `cuda`, `cuda:N`. Throws InputError when the device does not exist
 /// here (CUDA not built in, no device visible, index out of range).
 c10::Device parse_device(const std::string& spec);
+
+/// For an allocation failure (CPU allocator, CUDA out of memory): a short account
+/// ("tried to allocate N bytes"); nullopt for any other error.
+std::optional<std::string> out_of_memory(const c10::Error& e);
 
 /// Sets LibTorch's intra-op thread count; n <= 0 means every core. Returns the count set.
 int set_threads(int n);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 
 namespace lmkit::data {
@@ -181,6 +183,59 @@ std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& ro
   }
   std::map<std::string, int64_t> map;
   for (size_t i = 0; i < sorted.size(); ++i) map[sorted[i]] = static_cast<int64_t>(i);
+  return map;
+}
+
+std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t num_labels) {
+  const std::string file = dir + "/label_map.json", config = dir + "/config.json";
+  std::map<std::string, int64_t> map;
+  std::string source = file;
+  if (std::filesystem::exists(file)) {
+    const Json j = load_json_file(file);
+    if (!j.is_object()) throw InputError(file + ": expected an object mapping label strings to class ids");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!it.value().is_number_integer()) {
+        throw InputError(file + ": label '" + it.key() + "' maps to " + brief_json(it.value()) + ", not a class id");
+      }
+      map[it.key()] = it.value().get<int64_t>();
+    }
+  } else if (num_labels > 1) {
+    source = config + " (id2label; there is no label_map.json)";
+    const Json j = load_json_file(config);
+    const Json id2label = j.value("id2label", Json::object());
+    for (auto it = id2label.begin(); it != id2label.end(); ++it) {
+      if (!is_index(it.key()) || it.key().size() > 9 || !it.value().is_string()) {
+        throw InputError(config + ": id2label entry " + brief_json(Json{{it.key(), it.value()}}) + " is not \"id\": \"name\"");
+      }
+      if (!map.emplace(it.value().get<std::string>(), std::stoll(it.key())).second) {
+        throw InputError(config + ": id2label names '" + it.value().get<std::string>() + "' twice");
+      }
+    }
+    // HF's placeholder names say nothing about which data label is which class.
+    if (std::all_of(map.begin(), map.end(), [](const auto& e) { return e.first == "LABEL_" + std::to_string(e.second); })) {
+      throw InputError(dir + ": no label_map.json (lmkit-finetune writes one) and config.json's id2label holds only "
+                       "the placeholder names LABEL_0.. : which data label is which class is unknown");
+    }
+  }
+  if (num_labels == 1) {
+    if (!map.empty()) {
+      throw InputError(file + ": the model has a regression head (one output) but the file maps " +
+                       std::to_string(map.size()) + " labels");
+    }
+    return map;
+  }
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(num_labels, 0)), false);
+  for (const auto& [label, id] : map) {
+    if (id < 0 || id >= num_labels || seen[static_cast<size_t>(id)]) {
+      throw InputError(source + ": label '" + label + "' maps to class " + std::to_string(id) + ", but the model has " +
+                       std::to_string(num_labels) + " classes, each named once (0.." + std::to_string(num_labels - 1) + ")");
+    }
+    seen[static_cast<size_t>(id)] = true;
+  }
+  if (static_cast<int64_t>(map.size()) != num_labels) {
+    throw InputError(source + ": names " + std::to_string(map.size()) + " labels but the model has " +
+                     std::to_string(num_labels) + " classes");
+  }
   return map;
 }
 

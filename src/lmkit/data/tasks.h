@@ -66,4 +66,10 @@ class ClassificationDataset : public Dataset {
 /// The sorted distinct labels of `rows` mapped to 0..n-1 (numbers sort numerically).
 std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows);
 
+/// The label map of a finetuned classifier with `num_labels` outputs in checkpoint
+/// `dir`: its label_map.json (lmkit-finetune writes one), else config.json's
+/// id2label (HF's). Empty for a regression head (num_labels 1). InputError naming
+/// the file unless the map is a bijection from label strings onto 0..num_labels-1.
+std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t num_labels);
+
 }  // namespace lmkit::data

@@ -99,11 +99,15 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
     if (!info) throw bad(where + " has unknown dtype '" + dtype + "'");
     if (!entry["shape"].is_array()) throw bad(where + ": shape is not an array");
     std::vector<int64_t> shape;
-    uint64_t numel = 1;
+    // LibTorch computes strides from every size, zeros included: the product of
+    // the nonzero sizes must stay far from 2^63 (2^60 elements is 8 EiB at 8 bytes).
+    uint64_t numel = 1, extent = 1;
+    constexpr uint64_t kMaxExtent = uint64_t{1} << 60;
     for (const auto& dim : entry["shape"]) {
       if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + brief_json(dim));
       const uint64_t d = dim.get<uint64_t>();
-      if (d > 0 && numel > (uint64_t{1} << 62) / d) throw bad(where + ": shape is too large");
+      if (d > 0 && extent > kMaxExtent / d) throw bad(where + ": shape " + brief_json(entry["shape"]) + " is too large");
+      extent *= std::max<uint64_t>(d, 1);
       numel *= d;
       shape.push_back(static_cast<int64_t>(d));
     }

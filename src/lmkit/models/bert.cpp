@@ -172,13 +172,12 @@ void BertImpl::check_batch(const Batch& b) const {
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
   if (config.head != BertHead::kPreTraining) check_unused(b.next_sentence_label, "next_sentence_label", architecture());
-  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
-  check_token_ids(b.input_ids, config.vocab_size, "input_ids");
+  check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
   check_input_labels(b, config.head == BertHead::kSequenceClassification, config.num_labels, config.vocab_size);
-  check_token_ids(b.next_sentence_label, 2, "next_sentence_label");
+  check_row_labels(b.next_sentence_label, b.input_ids.size(0), 2, "next_sentence_label");
 }
 
 std::vector<HfTensor> BertImpl::hf_tensors() {

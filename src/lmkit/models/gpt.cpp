@@ -205,8 +205,7 @@ void GptImpl::check_batch(const Batch& b) const {
   check_unused(b.next_sentence_label, "next_sentence_label", architecture());
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
-  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
-  check_token_ids(b.input_ids, config.vocab_size, "input_ids");
+  check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_input_labels(b, config.head == GptHead::kSequenceClassification, config.num_labels, config.vocab_size);
 }

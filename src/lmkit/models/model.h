@@ -88,19 +88,27 @@ using DecodeFn = std::function<at::Tensor(const at::Tensor& ids, std::vector<nn:
 std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head,
                                                        at::Tensor memory, at::Tensor memory_mask, bool use_cache);
 
-/// Throws InputError unless every id lies in [0, limit) and the tensor is integral.
+/// Throws InputError unless the tensor holds int64 or int32 ids (what an embedding
+/// takes), every one in [0, limit). An undefined tensor passes.
 void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what);
-/// As check_token_ids, but -100 (ignored) is allowed too.
+/// As check_token_ids for a required (batch, length) matrix with both sizes >= 1.
+void check_token_matrix(const at::Tensor& ids, int64_t limit, const std::string& what);
+/// Token targets of a loss: int64 ids in [0, limit), or -100 (ignored).
 void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what);
 /// Throws InputError unless `t` is undefined or has the shape `like` has.
 void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what);
 /// Labels of an encoder or decoder-only model: one class per row for a
 /// classifier head, else token labels shaped like input_ids (ids or -100).
 void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels, int64_t vocab_size);
+/// The decoder side of an encoder-decoder batch (T5, the Transformer):
+/// decoder_input_ids and/or labels of shape [input_ids' batch, length >= 1], ids
+/// in [0, vocab_size), labels also -100, decoder_attention_mask shaped alike.
+void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
 /// Throws InputError if `t` is defined: `model` has no use for the field `what`.
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
-/// Checks sequence-classification labels: class ids in [0, n), or floats when n == 1.
-void check_class_labels(const at::Tensor& labels, int64_t batch, int64_t num_labels);
+/// One target per row (sequence classification, next-sentence prediction): shape
+/// [batch], int64 class ids in [0, num_classes), or numbers when num_classes == 1.
+void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what);
 
 /// Adds an HF tensor for a plain Linear; used by every family's hf_tensors().
 void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,

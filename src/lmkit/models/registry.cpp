@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "lmkit/core/runtime.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/bert.h"
 #include "lmkit/models/gpt.h"
@@ -52,7 +53,9 @@ std::string pretraining_architecture(const std::string& model_type, const std::s
   return objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining";
 }
 
-std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture) {
+namespace {
+
+std::shared_ptr<Model> build_model(const Json& config, const std::string& file, const std::string& architecture) {
   if (!config.is_object()) throw InputError(file + ": the model config must be a JSON object");
   if (!config.contains("model_type") || !config["model_type"].is_string()) {
     throw InputError(file + ": key 'model_type' is required (bert, gpt2, t5 or transformer)");
@@ -94,6 +97,20 @@ std::shared_ptr<Model> create_model(const Json& config, const std::string& file,
     return std::make_shared<T5Impl>(c);
   }
   return std::make_shared<TransformerImpl>(TransformerConfig::from_json(config, file));
+}
+
+}  // namespace
+
+std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture) {
+  try {
+    return build_model(config, file, architecture);
+  } catch (const c10::Error& e) {
+    // Sizes that pass each key's range check can still multiply past any memory
+    // (hidden_size 10^12): the config is at fault, so exit 2 naming it.
+    const auto oom = out_of_memory(e);
+    if (!oom) throw;
+    throw InputError(file + ": the model it describes does not fit in memory (" + *oom + "); check its sizes");
+  }
 }
 
 std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model) {

@@ -263,18 +263,13 @@ std::unique_ptr<DecodingSession> T5Impl::start_decoding(const at::Tensor& input_
 void T5Impl::check_batch(const Batch& b) const {
   check_unused(b.token_type_ids, "token_type_ids", architecture());
   check_unused(b.next_sentence_label, "next_sentence_label", architecture());
-  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
-  check_token_ids(b.input_ids, config.vocab_size, "input_ids");
+  check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   if (config.head == T5Head::kEncoderClassification) {
-    check_class_labels(b.labels, b.input_ids.size(0), config.num_labels);
+    check_row_labels(b.labels, b.input_ids.size(0), config.num_labels, "labels");
     return;
   }
-  check_input(b.decoder_input_ids.defined() || b.labels.defined(), "T5 needs decoder_input_ids or labels");
-  check_token_ids(b.decoder_input_ids, config.vocab_size, "decoder_input_ids");
-  check_labels(b.labels, config.vocab_size, "labels");
-  check_same_shape(b.labels, b.decoder_input_ids, "labels", "decoder_input_ids");
-  check_same_shape(b.decoder_attention_mask, b.decoder_input_ids, "decoder_attention_mask", "decoder_input_ids");
+  check_decoder_inputs(b, config.vocab_size, "T5");
 }
 
 std::vector<HfTensor> T5Impl::hf_tensors() {

@@ -179,14 +179,9 @@ std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tenso
 void TransformerImpl::check_batch(const Batch& b) const {
   check_unused(b.token_type_ids, "token_type_ids", architecture());
   check_unused(b.next_sentence_label, "next_sentence_label", architecture());
-  check_input(b.input_ids.defined() && b.input_ids.dim() == 2, "input_ids must have shape [batch, length]");
-  check_token_ids(b.input_ids, config.src_vocab_size, "input_ids");
+  check_token_matrix(b.input_ids, config.src_vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
-  check_input(b.decoder_input_ids.defined() || b.labels.defined(), "the Transformer needs decoder_input_ids or labels");
-  check_token_ids(b.decoder_input_ids, config.tgt_vocab_size, "decoder_input_ids");
-  check_labels(b.labels, config.tgt_vocab_size, "labels");
-  check_same_shape(b.labels, b.decoder_input_ids, "labels", "decoder_input_ids");
-  check_same_shape(b.decoder_attention_mask, b.decoder_input_ids, "decoder_attention_mask", "decoder_input_ids");
+  check_decoder_inputs(b, config.tgt_vocab_size, "the Transformer");
 }
 
 std::vector<HfTensor> TransformerImpl::hf_tensors() {
