@@ -3,19 +3,19 @@
 // loss, classification metrics, and BLEU of beam-search translations.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-
-#include <unistd.h>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
 #include "lmkit/eval/classification.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/eval/perplexity.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 
 using namespace lmkit;
@@ -27,23 +27,85 @@ struct Args {
   RuntimeOptions runtime;
   std::string checkpoint, data, metric, output, references;
   data::ColumnSpec columns;
-  int64_t context = 0, stride = 0, seq_len = 128, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
+  int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
 };
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
 
 void print_table(const Json& r) {
   for (auto it = r.begin(); it != r.end(); ++it) {
     if (it.value().is_number_float()) std::printf("%-18s %.4f\n", it.key().c_str(), it.value().get<double>());
     else std::printf("%-18s %s\n", it.key().c_str(), it.value().dump().c_str());
   }
+}
+
+Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
+  auto model = models::load_pretrained(a.checkpoint);
+  const Json config = model->config_json();
+  const auto& family = models::family(model->model_type());
+  if (model->architecture() != family.classifier) {
+    throw InputError(a.checkpoint + ": " + model->architecture() + " has no classification head (finetune it first)");
+  }
+  const int64_t num_labels = static_cast<int64_t>(config.value("id2label", Json::object()).size());
+  const auto label_map = data::load_label_map(a.checkpoint, num_labels);
+  data::ColumnSpec cols = a.columns;
+  cols.regression = num_labels == 1;
+  // The length the classifier was finetuned with unless --seq-len says otherwise.
+  const int64_t trained = data::finetuned_max_length(a.checkpoint);
+  int64_t length = a.seq_len > 0 ? a.seq_len : trained > 0 ? trained : 128;
+  if (!family.positions_key.empty()) length = std::min(length, config.at(family.positions_key).get<int64_t>());
+  model->to(device);
+  auto ds = std::make_shared<data::ClassificationDataset>(a.data, cols, tok, length, label_map);
+  Json r = eval::evaluate_classifier(*model, ds, a.batch_size, data::pad_id(tok), device);
+  r["max_length"] = length;
+  return r;
+}
+
+Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
+  auto model = models::load_pretrained(a.checkpoint);
+  check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
+  const auto sources = read_lines(a.data), refs = read_lines(a.references);
+  check_input(sources.size() == refs.size(), a.data + " and " + a.references + " differ in line count");
+  model->to(device);
+  eval::GenerationOptions g;
+  g.search = eval::Search::kBeam, g.num_beams = a.beams, g.max_new_tokens = a.max_new_tokens;
+  const auto hypotheses = eval::translate(*model, tok, sources, g, device);
+  const auto b = eval::corpus_bleu(hypotheses, {refs});
+  return {{"bleu", b.bleu}, {"precisions", b.precisions}, {"brevity_penalty", b.brevity_penalty},
+          {"hypothesis_length", b.hypothesis_length}, {"reference_length", b.reference_length},
+          {"sentences", hypotheses.size()}};
+}
+
+// Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
+Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
+  const Json config = load_json_file(a.checkpoint + "/config.json");
+  const auto& family = models::family(config.value("model_type", ""));
+  if (std::find(family.metrics.begin(), family.metrics.end(), a.metric) == family.metrics.end()) {
+    std::string list;
+    for (const auto& m : family.metrics) list += (list.empty() ? "" : ", ") + m;
+    throw InputError("--metric " + a.metric + " does not apply to a " + family.model_type + " checkpoint (" +
+                     (list.empty() ? "it has no corpus metric" : "use " + list) + ")");
+  }
+  auto corpus = data::open_corpus(a.data, tok, work, "data");
+  const int64_t seq_len = a.seq_len > 0 ? a.seq_len : 128;
+  if (a.metric == "perplexity") {
+    auto model = models::load_pretrained(a.checkpoint);
+    model->to(device);
+    const int64_t positions = config.at(family.positions_key).get<int64_t>();
+    eval::SlidingWindow w{a.context > 0 ? a.context : positions, a.stride, a.batch_size};
+    check_input(w.context <= positions, "--context exceeds the model's " + family.positions_key);
+    eval::TextStats stats;
+    const bool text = !data::is_corpus(a.data);
+    if (text) stats = eval::text_stats(a.data);
+    return eval::causal_perplexity(*model, *corpus, tok.specials().eos, w, device, text ? &stats : nullptr);
+  }
+  if (a.metric == "span") {
+    auto model = models::load_pretrained(a.checkpoint);
+    model->to(device);
+    return eval::span_perplexity(*model, corpus, tok, seq_len, a.batch_size, device);
+  }
+  auto model = models::load_pretrained(a.checkpoint, family.objective("mlm").architecture);
+  model->to(device);
+  return a.metric == "mlm-perplexity" ? eval::masked_lm_perplexity(*model, corpus, tok, seq_len, a.batch_size, device)
+                                      : eval::pseudo_perplexity(*model, corpus, tok, seq_len, a.max_sequences, device);
 }
 
 void run(const Args& a) {
@@ -56,86 +118,15 @@ void run(const Args& a) {
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
   const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
-  const Json config = load_json_file(a.checkpoint + "/config.json");
-  const std::string type = config.value("model_type", "");
-  const std::string work = (fs::temp_directory_path() / ("lmkit-eval-" + std::to_string(::getpid()))).string();
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
-
-  Json r;
-  if (a.metric == "classification") {
-    auto model = models::load_pretrained(a.checkpoint);
-    const std::string arch = model->architecture();
-    if (arch.find("SequenceClassification") == std::string::npos) {
-      throw InputError(a.checkpoint + ": " + arch + " has no classification head (finetune it first)");
-    }
-    const Json model_config = model->config_json();
-    const int64_t num_labels = static_cast<int64_t>(model_config.value("id2label", Json::object()).size());
-    const auto label_map = data::load_label_map(a.checkpoint, num_labels);
-    data::ColumnSpec cols = a.columns;
-    cols.regression = num_labels == 1;
-    model->to(device);
-    const int64_t max_length = config.value("max_position_embeddings", config.value("n_positions", int64_t{512}));
-    auto ds = std::make_shared<data::ClassificationDataset>(a.data, cols, tok, std::min<int64_t>(a.seq_len, max_length), label_map);
-    r = eval::evaluate_classifier(*model, ds, a.batch_size, data::pad_id(tok), device);
-  } else if (a.metric == "bleu") {
-    auto model = models::load_pretrained(a.checkpoint);
-    check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
-    const auto sources = read_lines(a.data), refs = read_lines(a.references);
-    check_input(sources.size() == refs.size(), a.data + " and " + a.references + " differ in line count");
-    model->to(device);
-    eval::GenerationOptions g;
-    g.search = eval::Search::kBeam, g.num_beams = a.beams, g.max_new_tokens = a.max_new_tokens;
-    std::vector<std::string> hypotheses;
-    const int32_t eos = tok.specials().eos;
-    for (const auto& s : sources) {
-      auto ids = tok.encode(s);
-      ids.push_back(eos);
-      at::Tensor input = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).unsqueeze(0).to(device);
-      auto out = eval::generate(*model, input, {}, g)[0];
-      if (!out.empty() && out.back() == eos) out.pop_back();
-      hypotheses.push_back(tok.decode(std::vector<int32_t>(out.begin(), out.end())));
-    }
-    const auto b = eval::corpus_bleu(hypotheses, {refs});
-    r = {{"bleu", b.bleu}, {"precisions", b.precisions}, {"brevity_penalty", b.brevity_penalty},
-         {"hypothesis_length", b.hypothesis_length}, {"reference_length", b.reference_length},
-         {"sentences", hypotheses.size()}};
-  } else {
-    auto corpus = eval::corpus_of(a.data, tok, work);
-    if (a.metric == "perplexity") {
-      check_input(type == "gpt2", "--metric perplexity is for causal LMs (gpt2); this checkpoint is " + type);
-      auto model = models::load_pretrained(a.checkpoint);
-      model->to(device);
-      eval::SlidingWindow w{a.context > 0 ? a.context : config.value("n_positions", int64_t{1024}), a.stride, a.batch_size};
-      check_input(w.context <= config.value("n_positions", int64_t{1024}), "--context exceeds the model's n_positions");
-      eval::TextStats stats;
-      const bool text = !data::is_corpus(a.data);
-      if (text) stats = eval::text_stats(a.data);
-      r = eval::causal_perplexity(*model, *corpus, tok.specials().eos, w, device, text ? &stats : nullptr);
-    } else if (a.metric == "mlm-perplexity" || a.metric == "pseudo-perplexity") {
-      check_input(type == "bert", "--metric " + a.metric + " is for BERT; this checkpoint is " + type);
-      auto model = models::load_pretrained(a.checkpoint, "BertForMaskedLM");
-      model->to(device);
-      r = a.metric == "mlm-perplexity" ? eval::masked_lm_perplexity(*model, corpus, tok, a.seq_len, a.batch_size, device)
-                                       : eval::pseudo_perplexity(*model, corpus, tok, a.seq_len, a.max_sequences, device);
-    } else {
-      check_input(type == "t5", "--metric span is for T5; this checkpoint is " + type);
-      auto model = models::load_pretrained(a.checkpoint);
-      model->to(device);
-      r = eval::span_perplexity(*model, corpus, tok, a.seq_len, a.batch_size, device);
-    }
-  }
+  TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
+  Json r = a.metric == "classification" ? classification(a, tok, device)
+           : a.metric == "bleu"         ? bleu(a, tok, device)
+                                        : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
   r["data"] = a.data;
   print_table(r);
-  const std::string out = a.output.empty() ? "result.json" : a.output;
-  save_json_file(out, r);
+  save_json_file(a.output.empty() ? "result.json" : a.output, r);
 }
 
 }  // namespace
@@ -152,7 +143,9 @@ int main(int argc, char** argv) {
   app.add_option("--context", a.context, "perplexity: tokens per window (default: the model's maximum)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(CLI::NonNegativeNumber);
-  app.add_option("--seq-len", a.seq_len, "sequence length (mlm, pseudo, span) or max length (classification)")
+  app.add_option("--seq-len", a.seq_len,
+                 "sequence length (mlm, pseudo, span; default 128) or max length (classification; default: the "
+                 "finetuning's --max-length)")
       ->check(CLI::Range(8, 1 << 16));
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(CLI::PositiveNumber);
   app.add_option("--max-sequences", a.max_sequences, "pseudo-perplexity: sequences scored (0: all)")

@@ -16,6 +16,7 @@
 #include "lmkit/data/tasks.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/eval/classification.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/trainer.h"
 
@@ -33,69 +34,36 @@ struct Args {
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
 };
 
-std::string classifier_of(const std::string& model_type) {
-  if (model_type == "bert") return "BertForSequenceClassification";
-  if (model_type == "gpt2") return "GPT2ForSequenceClassification";
-  if (model_type == "t5") return "T5EncoderForSequenceClassification";
-  throw InputError("model_type '" + model_type + "' has no sequence classifier (bert, gpt2 or t5)");
-}
-
-void run(const Args& a, const Json& resolved) {
-  const dist::Started started = dist::start(a.runtime, a.dist);
-  const c10::Device device = started.device;
-  const bool leader = !started.group || started.group->leader();
-  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
-  fs::create_directories(a.output);
-  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
-  if (leader) lock.emplace(a.output);
-
-  // Tokenizer and label map.
-  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
-  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
-  const auto tok = tokenizer::Tokenizer::load(tok_path);
-  const auto train_rows = data::read_labelled_rows(a.train, a.columns);
-  std::map<std::string, int64_t> label_map;
-  if (!a.columns.regression) label_map = data::make_label_map(train_rows);
-  const int64_t num_labels = a.columns.regression ? 1 : static_cast<int64_t>(label_map.size());
-  check_input(num_labels >= 1 && (a.columns.regression || num_labels >= 2), a.train + ": needs at least two labels");
-  auto train_set = std::make_shared<data::ClassificationDataset>(a.train, a.columns, tok, a.max_length, label_map);
-  auto dev_set = std::make_shared<data::ClassificationDataset>(a.dev, a.columns, tok, a.max_length, label_map);
-
-  // The model: a classifier on the pretrained body, or initialised at random.
+// The model: a classifier on the pretrained body, or initialised at random.
+std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::Tokenizer& tok, int64_t num_labels) {
   std::shared_ptr<models::Model> model;
-  models::LoadReport report;
   if (!a.checkpoint.empty()) {
     const Json config = load_json_file(a.checkpoint + "/config.json");
-    const std::string type = config.value("model_type", "");
-    model = models::load_pretrained(a.checkpoint, classifier_of(type), &report, {{"num_labels", num_labels}});
+    const std::string& head = models::family(config.value("model_type", "")).classifier_or_error();
+    models::LoadReport report;
+    model = models::load_pretrained(a.checkpoint, head, &report, {{"num_labels", num_labels}});
     if (!report.missing.empty()) {
       std::fprintf(stderr, "new head (initialised): %zu tensors, e.g. %s\n", report.missing.size(), report.missing[0].c_str());
     }
   } else {
     check_input(!a.model.empty(), "--init random needs --model PRESET.json");
     Json config = load_json_file(a.model);
-    check_input(config.contains("model_type"), a.model + ": key 'model_type' is required");
+    check_input(config.contains("model_type") && config["model_type"].is_string(), a.model + ": key 'model_type' is required");
     config["vocab_size"] = tok.vocab_size();
     config["num_labels"] = num_labels;
-    model = models::create_model(config, a.model, classifier_of(config["model_type"].get<std::string>()));
+    model = models::create_model(config, a.model, models::family(config["model_type"].get<std::string>()).classifier_or_error());
   }
-  if (model->model_type() == "gpt2") {
-    // GPT-2 pools the last real token; pad with EOS (masked out).
-    check_input(tok.specials().eos >= 0, tok_path + ": a GPT tokenizer needs <|endoftext|>");
-  }
-  const Json mc = model->config_json();
   // A model may have more rows than the tokenizer has ids (HF's T5: 32128 for 32100), never fewer.
+  const Json mc = model->config_json();
   if (mc.value("vocab_size", tok.vocab_size()) < tok.vocab_size()) {
     throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
                      std::to_string(tok.vocab_size()));
   }
+  return model;
+}
 
-  data::LoaderOptions lo;
-  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.drop_last = false;
-  if (started.group) lo.rank = started.group->rank(), lo.world_size = started.group->size();  // --batch-size per rank
-  data::Loader probe(train_set, lo);
-  const int64_t per_epoch = probe.batches_per_epoch(0);
-
+// One epoch of steps per evaluation; the best dev epoch (accuracy, or Pearson) is kept.
+train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::shared_ptr<dist::Group> group) {
   train::TrainerOptions o;
   o.steps = a.epochs * per_epoch;
   o.schedule.schedule = train::Schedule::kLinear;
@@ -108,62 +76,81 @@ void run(const Args& a, const Json& resolved) {
   o.best_metric = a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
   o.best_dir = a.output + "/best";
-  o.group = started.group;
+  o.group = std::move(group);
+  return o;
+}
+
+// The best checkpoint's dev figures, predictions.tsv and result.json.
+void report_best(const Args& a, const Json& summary, std::shared_ptr<const data::Dataset> dev_set,
+                 const std::map<std::string, int64_t>& label_map, int32_t pad, int64_t per_epoch, c10::Device device) {
+  auto best = models::load_pretrained(a.output + "/best");
+  best->to(device);
+  eval::Predictions p;
+  const Json dev = eval::evaluate_classifier(*best, std::move(dev_set), a.batch_size, pad, device, &p);
+  write_file_atomic(a.output + "/predictions.tsv", eval::predictions_tsv(p, label_map));
+  Json result = dev;
+  const int64_t best_step = summary.value("best_step", int64_t{0});
+  result["best_step"] = best_step;
+  result["best_epoch"] = per_epoch > 0 ? (best_step + per_epoch - 1) / per_epoch : 0;
+  result["early_stopped"] = summary.value("early_stopped", false);
+  result["train_loss"] = summary["train_loss"];
+  result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
+  save_json_file(a.output + "/result.json", result);
+  const auto epoch = static_cast<long long>(result["best_epoch"].get<int64_t>());
+  if (a.columns.regression) {
+    std::printf("best dev (epoch %lld): pearson %.4f, spearman %.4f\n", epoch, dev["pearson"].get<double>(),
+                dev["spearman"].get<double>());
+  } else {
+    std::printf("best dev (epoch %lld): accuracy %.4f, macro-F1 %.4f, MCC %.4f\n", epoch, dev["accuracy"].get<double>(),
+                dev["macro_f1"].get<double>(), dev["mcc"].get<double>());
+  }
+  std::printf("checkpoint: %s/best, predictions: %s/predictions.tsv\n", a.output.c_str(), a.output.c_str());
+}
+
+void run(const Args& a, const Json& resolved) {
+  const dist::Started started = dist::start(a.runtime, a.dist);
+  const c10::Device device = started.device;
+  const bool leader = !started.group || started.group->leader();
+  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
+  fs::create_directories(a.output);
+  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
+  if (leader) lock.emplace(a.output);
+
+  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
+  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
+  const auto tok = tokenizer::Tokenizer::load(tok_path);
+  // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
   const int32_t pad = data::pad_id(tok);
+  check_input(pad >= 0, tok_path + ": the tokenizer has neither a pad nor an end-of-text token to pad with");
+  std::map<std::string, int64_t> label_map;
+  if (!a.columns.regression) label_map = data::make_label_map(data::read_labelled_rows(a.train, a.columns));
+  const int64_t num_labels = a.columns.regression ? 1 : static_cast<int64_t>(label_map.size());
+  check_input(a.columns.regression || num_labels >= 2, a.train + ": needs at least two labels");
+  auto train_set = std::make_shared<data::ClassificationDataset>(a.train, a.columns, tok, a.max_length, label_map);
+  auto dev_set = std::make_shared<data::ClassificationDataset>(a.dev, a.columns, tok, a.max_length, label_map);
+  auto model = make_classifier(a, tok, num_labels);
+
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = pad, lo.drop_last = false;
+  if (started.group) lo.rank = started.group->rank(), lo.world_size = started.group->size();  // --batch-size per rank
+  const int64_t per_epoch = data::Loader(train_set, lo).batches_per_epoch(0);
+  train::TrainerOptions o = trainer_options(a, per_epoch, started.group);
   o.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, a.batch_size, pad, device); };
-  Json labels_json = label_map;
   auto save_extra = [&](const std::string& dir) {
     tok.save(dir);
-    save_json_file(dir + "/label_map.json", labels_json);
+    save_json_file(dir + "/label_map.json", Json(label_map));
+    data::save_finetune_info(dir, a.max_length, a.columns);
   };
   Json run_config = resolved;
-  run_config["num_labels"] = num_labels;
-  run_config["label_map"] = labels_json;
-  run_config["steps"] = o.steps;
+  run_config["num_labels"] = num_labels, run_config["label_map"] = label_map, run_config["steps"] = o.steps;
   if (leader) save_json_file(a.output + "/config.json", run_config);
   if (leader) std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
                static_cast<long long>(train_set->size(0)), static_cast<long long>(dev_set->size(0)),
                static_cast<long long>(num_labels), static_cast<long long>(o.steps));
 
   train::Trainer trainer(model, o, train_set, lo, nullptr, lo, device, save_extra);
-  Json summary = trainer.run();
-  if (!leader) return;
-
-  // The best checkpoint's dev figures and predictions.
-  auto best = models::load_pretrained(a.output + "/best");
-  best->to(device);
-  eval::Predictions p;
-  Json dev = eval::evaluate_classifier(*best, dev_set, a.batch_size, pad, device, &p);
-  std::vector<std::string> names(static_cast<size_t>(num_labels));
-  for (const auto& [name, id] : label_map) names[static_cast<size_t>(id)] = name;
-  std::string tsv = a.columns.regression ? "index\ttarget\tprediction\n" : "index\tlabel\tprediction\tprobabilities\n";
-  for (size_t i = 0; i < std::max(p.predicted.size(), p.values.size()); ++i) {
-    if (a.columns.regression) {
-      tsv += std::to_string(i) + "\t" + std::to_string(p.targets[i]) + "\t" + std::to_string(p.values[i]) + "\n";
-    } else {
-      std::string probs;
-      for (float x : p.probabilities[i]) probs += (probs.empty() ? "" : ",") + std::to_string(x);
-      tsv += std::to_string(i) + "\t" + names[static_cast<size_t>(p.labels[i])] + "\t" +
-             names[static_cast<size_t>(p.predicted[i])] + "\t" + probs + "\n";
-    }
-  }
-  write_file_atomic(a.output + "/predictions.tsv", tsv);
-  Json result = dev;
-  result["best_step"] = summary.value("best_step", int64_t{0});
-  result["best_epoch"] = per_epoch > 0 ? (summary.value("best_step", int64_t{0}) + per_epoch - 1) / per_epoch : 0;
-  result["early_stopped"] = summary.value("early_stopped", false);
-  result["train_loss"] = summary["train_loss"];
-  result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
-  save_json_file(a.output + "/result.json", result);
-  if (a.columns.regression) {
-    std::printf("best dev (epoch %lld): pearson %.4f, spearman %.4f\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
-                dev["pearson"].get<double>(), dev["spearman"].get<double>());
-  } else {
-    std::printf("best dev (epoch %lld): accuracy %.4f, macro-F1 %.4f, MCC %.4f\n",
-                static_cast<long long>(result["best_epoch"].get<int64_t>()), dev["accuracy"].get<double>(),
-                dev["macro_f1"].get<double>(), dev["mcc"].get<double>());
-  }
-  std::printf("checkpoint: %s/best, predictions: %s/predictions.tsv\n", a.output.c_str(), a.output.c_str());
+  const Json summary = trainer.run();
+  if (leader) report_best(a, summary, dev_set, label_map, pad, per_epoch, device);
 }
 
 }  // namespace

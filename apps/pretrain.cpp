@@ -13,6 +13,7 @@
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
 #include "lmkit/dist/start.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
 #include "lmkit/train/trainer.h"
@@ -63,62 +64,16 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
 }
 
-tokenizer::Family family_of(const std::string& model_type) {
-  if (model_type == "bert") return tokenizer::Family::kBert;
-  if (model_type == "gpt2") return tokenizer::Family::kGpt2;
-  return tokenizer::Family::kT5;
-}
+std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
 
-// A corpus directory as given, or raw text encoded once into DIR/cache/ (keyed by
-// the tokenizer and the file's size and time, so an edited file is re-encoded).
-std::shared_ptr<const data::Corpus> corpus_for(const std::string& path, const tokenizer::Tokenizer& tok,
-                                               const std::string& run_dir, const std::string& split) {
-  if (data::is_corpus(path)) {
-    auto c = std::make_shared<const data::Corpus>(path);
-    c->check_tokenizer(tok);
-    return c;
-  }
-  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
-  const auto stamp = fs::last_write_time(path).time_since_epoch().count();
-  const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
-                                          std::to_string(stamp) + "|" + std::to_string(tok.checksum()));
-  const std::string dir = run_dir + "/cache/" + split + "-" + std::to_string(key);
-  if (!data::is_corpus(dir)) {
-    ProgressBar bar(0, "encode " + split);
-    data::encode_corpus(tok, {{path}, data::TextFormat::kAuto, "text", dir, 0}, &bar);
-  }
-  return std::make_shared<const data::Corpus>(dir);
-}
-
-void run(const Args& a, const Json& resolved) {
-  const dist::Started started = dist::start(a.runtime, a.dist);
-  const c10::Device device = started.device;
-  dist::Group* group = started.group.get();
-  const bool leader = !group || group->leader();
-  check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
-  check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
-  fs::create_directories(a.output);
-  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
-  if (leader) lock.emplace(a.output);
-
-  // The model's config, and the tokenizer: given, from --init, or trained on the training text.
-  Json config = !a.init.empty() ? load_json_file(a.init + "/config.json") : load_json_file(a.model);
-  const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
-  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
-              config_name + ": key 'model_type' is required");
-  const std::string type = config["model_type"].get<std::string>();
-  const std::string objective = models::pretraining_objective(type, a.objective);
-  const bool seq2seq = objective == "seq2seq";
-  if (seq2seq) {
-    check_input(!a.source_lang.empty() && !a.target_lang.empty(),
-                "seq2seq needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
-  }
-  auto side = [&](const std::string& prefix, const std::string& lang) { return prefix + "." + lang; };
-
-  std::string tok_path = a.tokenizer;
+// The tokenizer: given, from --init, or trained on the training text (by rank 0,
+// whose files the other ranks then load) with the family's special tokens.
+tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& family, bool seq2seq,
+                                           dist::Group* group, std::string& tok_path) {
+  const tokenizer::Family kind = tokenizer::parse_family(family.tokenizer_family);
+  tok_path = a.tokenizer;
   if (tok_path.empty() && !a.init.empty() && tokenizer::Tokenizer::present(a.init)) tok_path = a.init;
   if (tok_path.empty()) tok_path = a.output + "/tokenizer.model";
-  // Trained here when there is none: by rank 0, whose files the other ranks then load.
   dist::leader_first(group, [&] {
     if (fs::exists(tok_path)) return;
     check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");
@@ -127,73 +82,66 @@ void run(const Args& a, const Json& resolved) {
     t.inputs = seq2seq ? std::vector<std::string>{side(a.train, a.source_lang), side(a.train, a.target_lang)}
                        : std::vector<std::string>{a.train};
     for (const auto& in : t.inputs) check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
-    t.vocab_size = a.vocab_size;
-    t.family = family_of(type);
-    t.output = tok_path;
+    t.vocab_size = a.vocab_size, t.family = kind, t.output = tok_path;
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
-                 tokenizer::family_name(t.family).c_str(), a.train.c_str());
+                 family.tokenizer_family.c_str(), a.train.c_str());
     tokenizer::Tokenizer::train(t);
   });
-  const auto tok = tokenizer::Tokenizer::load(tok_path, family_of(type));
+  return tokenizer::Tokenizer::load(tok_path, kind);
+}
 
+// The model: a preset fitted to the tokenizer, or --init's checkpoint; its
+// vocabulary and positions must fit the tokenizer and --seq-len.
+std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, const std::string& config_name,
+                                                 const models::Family& family, const models::Objective& objective,
+                                                 const tokenizer::Tokenizer& tok) {
   // Presets carry the reference vocabularies; training takes the tokenizer's.
-  if (a.init.empty()) {
-    config["vocab_size"] = tok.vocab_size();
-    if (type == "gpt2") config["bos_token_id"] = config["eos_token_id"] = tok.specials().eos;
-    if (type == "transformer") {
-      // One joint vocabulary; decoding starts from the pad id, as T5 does.
-      config.erase("src_vocab_size"), config.erase("tgt_vocab_size");
-      config["pad_token_id"] = tok.specials().pad, config["eos_token_id"] = tok.specials().eos;
-      config["bos_token_id"] = config["decoder_start_token_id"] = tok.specials().pad;
-    }
-  }
-  const std::string arch = models::pretraining_architecture(type, objective);
-  std::shared_ptr<models::Model> model =
-      a.init.empty() ? models::create_model(config, config_name, arch) : models::load_pretrained(a.init, arch);
+  if (a.init.empty()) family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+  auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
+                              : models::load_pretrained(a.init, objective.architecture);
   const Json mc = model->config_json();
   const int64_t model_vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", int64_t{0});
   if (model_vocab != tok.vocab_size()) {
     throw InputError("vocabulary mismatch: the model has " + std::to_string(model_vocab) + " tokens, the tokenizer " +
                      std::to_string(tok.vocab_size()));
   }
-  const char* positions = type == "bert" || type == "transformer" ? "max_position_embeddings"
-                          : type == "gpt2"                        ? "n_positions"
-                                                                  : nullptr;
-  if (positions && a.seq_len > mc[positions].get<int64_t>()) {
+  const std::string& positions = family.positions_key;
+  if (!positions.empty() && a.seq_len > mc[positions].get<int64_t>()) {
     throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + positions + " (" +
                      mc[positions].dump() + ")");
   }
+  return model;
+}
 
-  std::shared_ptr<data::Dataset> train_set, valid_set;
-  if (seq2seq) {
-    // Parallel text: PREFIX.SRC / PREFIX.TGT, line by line (Multi30k's files as given).
-    train_set = std::make_shared<data::Seq2SeqDataset>(side(a.train, a.source_lang), side(a.train, a.target_lang), tok,
-                                                       a.seq_len, a.seq_len);
-    if (!a.valid.empty()) {
-      valid_set = std::make_shared<data::Seq2SeqDataset>(side(a.valid, a.source_lang), side(a.valid, a.target_lang), tok,
-                                                         a.seq_len, a.seq_len);
-    }
-  } else {
-    std::shared_ptr<const data::Corpus> train_corpus, valid_corpus;
-    dist::leader_first(group, [&] {  // rank 0 encodes raw text into the run's cache, the others read it
-      train_corpus = corpus_for(a.train, tok, a.output, "train");
-      if (!a.valid.empty()) valid_corpus = corpus_for(a.valid, tok, a.output, "valid");
-    });
-    train_corpus->check_vocab(tok.vocab_size(), model->architecture());
-    data::MaskingOptions masking;
-    masking.whole_word = a.whole_word;
-    const auto obj = data::parse_objective(objective);
-    train_set = data::make_pretraining_dataset(obj, train_corpus, tok, a.seq_len, a.runtime.seed, masking);
-    if (!a.valid.empty()) {
-      // A fixed seed for validation: the same masks at every evaluation and in every run.
-      valid_set = data::make_pretraining_dataset(obj, valid_corpus, tok, a.seq_len, 12345, masking);
-    }
+// Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
+// line) for seq2seq, else the objective over a corpus (raw text is encoded once
+// into the run's cache, by rank 0).
+std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretraining_data(
+    const Args& a, const std::string& objective, const tokenizer::Tokenizer& tok, const std::string& model_name,
+    dist::Group* group) {
+  if (objective == "seq2seq") {
+    auto pair = [&](const std::string& prefix) -> std::shared_ptr<data::Dataset> {
+      if (prefix.empty()) return nullptr;
+      return std::make_shared<data::Seq2SeqDataset>(side(prefix, a.source_lang), side(prefix, a.target_lang), tok,
+                                                    a.seq_len, a.seq_len);
+    };
+    return {pair(a.train), pair(a.valid)};
   }
-  data::LoaderOptions lo;
-  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
-  lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
-  data::LoaderOptions vlo = lo;
+  std::shared_ptr<const data::Corpus> train, valid;
+  dist::leader_first(group, [&] {
+    train = data::open_corpus(a.train, tok, a.output + "/cache", "train");
+    if (!a.valid.empty()) valid = data::open_corpus(a.valid, tok, a.output + "/cache", "valid");
+  });
+  train->check_vocab(tok.vocab_size(), model_name);
+  data::MaskingOptions masking;
+  masking.whole_word = a.whole_word;
+  const auto obj = data::parse_objective(objective);
+  // A fixed seed for validation: the same masks at every evaluation and in every run.
+  return {data::make_pretraining_dataset(obj, train, tok, a.seq_len, a.runtime.seed, masking),
+          valid ? data::make_pretraining_dataset(obj, valid, tok, a.seq_len, 12345, masking) : nullptr};
+}
 
+train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group) {
   train::TrainerOptions o;
   o.steps = a.steps, o.accumulation = a.accumulation, o.clip = a.clip, o.weight_decay = a.weight_decay, o.eps = a.adam_eps;
   o.schedule.schedule = train::parse_schedule(a.schedule);
@@ -202,23 +150,11 @@ void run(const Args& a, const Json& resolved) {
   o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
   o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
   o.bf16 = a.dtype == "bf16";
-  o.group = started.group;
+  o.group = std::move(group);
+  return o;
+}
 
-  Json run_config = resolved;
-  run_config["objective"] = objective;
-  run_config["tokenizer"] = tok_path;
-  run_config["warmup"] = o.schedule.warmup;
-  run_config["model_config"] = model->config_json();
-  run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
-  if (a.resume) check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
-  if (leader) save_json_file(a.output + "/config.json", run_config);
-  if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
-               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
-               objective.c_str(), static_cast<long long>(train_set->size(0)));
-
-  train::Trainer trainer(model, o, train_set, lo, valid_set, vlo, device, [&](const std::string& dir) { tok.save(dir); });
-  Json summary = trainer.run();
-  if (!leader) return;
+void print_summary(const Args& a, const Json& summary) {
   if (summary.value("already_finished", false)) {
     std::printf("the run already finished at step %lld: nothing to do\ncheckpoint: %s/final\n",
                 static_cast<long long>(summary.value("steps", int64_t{0})), a.output.c_str());
@@ -240,6 +176,48 @@ void run(const Args& a, const Json& resolved) {
     }
   }
   std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
+}
+
+void run(const Args& a, const Json& resolved) {
+  const dist::Started started = dist::start(a.runtime, a.dist);
+  dist::Group* group = started.group.get();
+  const bool leader = !group || group->leader();
+  check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
+  check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
+  fs::create_directories(a.output);
+  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
+  if (leader) lock.emplace(a.output);
+
+  const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
+  const Json config = load_json_file(config_name);
+  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
+              config_name + ": key 'model_type' is required");
+  const models::Family& family = models::family(config["model_type"].get<std::string>());
+  const models::Objective& objective = family.objective(a.objective);
+  const bool seq2seq = objective.name == "seq2seq";
+  check_input(!seq2seq || (!a.source_lang.empty() && !a.target_lang.empty()),
+              "seq2seq needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
+  std::string tok_path;
+  const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
+  auto model = pretraining_model(a, config, config_name, family, objective, tok);
+  const auto [train_set, valid_set] = pretraining_data(a, objective.name, tok, model->architecture(), group);
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
+  lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
+  const train::TrainerOptions o = trainer_options(a, started.group);
+
+  Json run_config = resolved;
+  run_config["objective"] = objective.name, run_config["tokenizer"] = tok_path, run_config["warmup"] = o.schedule.warmup;
+  run_config["model_config"] = model->config_json();
+  run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
+  if (a.resume) check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
+  if (leader) save_json_file(a.output + "/config.json", run_config);
+  if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
+               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
+               objective.name.c_str(), static_cast<long long>(train_set->size(0)));
+  train::Trainer trainer(model, o, train_set, lo, valid_set, lo, started.device, [&](const std::string& dir) { tok.save(dir); });
+  const Json summary = trainer.run();
+  if (leader) print_summary(a, summary);
 }
 
 }  // namespace

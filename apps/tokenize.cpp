@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   RuntimeOptions runtime;
 
   tokenizer::TrainOptions train;
-  std::string family = "bert";
+  std::string family;  // required
   auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
   t->add_option("--input", train.inputs, "text files")->required()->expected(1, -1);
   t->add_option("--vocab-size", train.vocab_size, "vocabulary size, special tokens included")->required();

@@ -18,6 +18,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/models/bert.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/gpt.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
@@ -50,7 +51,7 @@ double layer_flops_per_token(torch::nn::ModuleList& layers, int64_t keys) {
   return flops;
 }
 
-Batch random_batch(const std::string& type, const std::string& objective, int64_t b, int64_t t, int64_t target_len,
+Batch random_batch(const std::string& objective, int64_t b, int64_t t, int64_t target_len,
                    int64_t vocab, c10::Device device) {
   auto ids = at::randint(5, vocab, {b, t}, at::kLong);
   Batch batch;
@@ -69,7 +70,6 @@ Batch random_batch(const std::string& type, const std::string& objective, int64_
   } else {  // span / seq2seq: a separate target sequence
     batch.labels = at::randint(5, vocab, {b, target_len}, at::kLong);
   }
-  (void)type;
   return batch.to(device);
 }
 
@@ -78,16 +78,19 @@ void run_train(const TrainArgs& a) {
   Json config = load_json_file(a.model);
   if (a.vocab > 0) config["vocab_size"] = a.vocab;
   const std::string type = config.value("model_type", "");
-  // BERT is timed on MLM alone unless asked (the HF peer's BertForMaskedLM); --objective must apply.
-  const std::string objective = models::pretraining_objective(type, a.objective.empty() && type == "bert" ? "mlm" : a.objective);
-  const std::string arch = models::pretraining_architecture(type, objective);
-  auto model = models::create_model(config, a.model, arch);
+  const models::Family& family = models::family(type);
+  // Masked LM is timed alone unless asked (the HF peer is BertForMaskedLM); --objective must apply.
+  const bool has_mlm = std::any_of(family.objectives.begin(), family.objectives.end(),
+                                   [](const models::Objective& o) { return o.name == "mlm"; });
+  const models::Objective& chosen = family.objective(a.objective.empty() && has_mlm ? "mlm" : a.objective);
+  const std::string& objective = chosen.name;
+  auto model = models::create_model(config, a.model, chosen.architecture);
   model->to(device);
   model->train();
   const Json mc = model->config_json();
   const int64_t vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc["tgt_vocab_size"].get<int64_t>();
   int64_t target_len = a.target_len;
-  if (target_len == 0) target_len = type == "t5" ? data::span_corruption_lengths(a.seq, 0.15, 3.0).second : a.seq;
+  if (target_len == 0) target_len = objective == "span" ? data::span_corruption_lengths(a.seq, 0.15, 3.0).second : a.seq;
 
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
   const bool bf16 = a.dtype == "bf16";
@@ -96,7 +99,7 @@ void run_train(const TrainArgs& a) {
   double rss_warm = 0, rss_tenth = 0, heap_warm = 0, heap_tenth = 0;
   const int tenth = std::max(1, a.steps / 10);
   for (int i = 0; i < a.warmup + a.steps; ++i) {
-    Batch b = random_batch(type, objective, a.batch, a.seq, target_len, vocab, device);
+    Batch b = random_batch(objective, a.batch, a.seq, target_len, vocab, device);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16);
     if (device.is_cuda()) model->parameters()[0].cpu();
@@ -140,7 +143,7 @@ void run_train(const TrainArgs& a) {
   const double gflops = per_step / (step_ms / 1e3) / 1e9;
   const double gemm = measure_gemm_gflops(1024, 0.5, device);
   // Encoder–decoder models count encoder + decoder tokens (as the HuggingFace reference does).
-  const bool encoder_decoder = type == "t5" || type == "transformer";
+  const bool encoder_decoder = family.encoder_decoder;
   const double step_tokens = bt + (encoder_decoder ? static_cast<double>(a.batch * target_len) : 0.0);
   const double tokens_per_sec = step_tokens / (step_ms / 1e3);
   std::printf("model                  %s (%s, %lld parameters, vocab %lld) objective %s dtype %s\n", a.model.c_str(),
@@ -148,7 +151,7 @@ void run_train(const TrainArgs& a) {
               static_cast<long long>(vocab), objective.c_str(), a.dtype.c_str());
   std::printf("shape                  batch %lld x %lld tokens%s, threads %d, device %s\n", static_cast<long long>(a.batch),
               static_cast<long long>(a.seq),
-              type == "t5" || type == "transformer" ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
+              encoder_decoder ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
               at::get_num_threads(), device.str().c_str());
   std::printf("step (median of %d)    %.1f ms  (forward + backward + clip + AdamW; loss %.3f)\n", a.steps, step_ms, loss);
   std::printf("parts (medians)        forward %.1f ms, backward %.1f ms, clip + AdamW %.1f ms\n", median(forward_ms),

@@ -2,7 +2,7 @@
 //
 // sentencepiece and LibTorch cannot share an executable: libsentencepiece
 // exports its bundled protobuf-lite, which clashes with LibTorch's libprotobuf
-// and segfaults at start-up (DESIGN.md). So the sentencepiece calls live in a
+// and segfaults at start-up (docs/architecture.md, tokenizer/). So the sentencepiece calls live in a
 // MODULE library that nothing links; lmkit dlopen()s it with RTLD_DEEPBIND and
 // calls these functions.
 #pragma once

@@ -82,7 +82,7 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
       {"--checkpoint " + (dir / "pre/final") + " --data " + (dir / "train.tsv") + " --metric classification",
        "has no classification head"},
       {"--checkpoint " + (dir / "pre/final") + " --data " + (dir / "train.tsv") + " --metric perplexity",
-       "is for causal LMs"},
+       "--metric perplexity does not apply to a bert checkpoint (use mlm-perplexity, pseudo-perplexity)"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "none.tsv") + " --metric classification",
        "none.tsv: no such file"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "train.tsv") + " --metric accuracy",

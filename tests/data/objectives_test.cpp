@@ -2,10 +2,13 @@
 
 #include <ATen/ATen.h>
 
+#include <fstream>
+#include <random>
 #include <set>
 
 #include "data_fixture.h"
 #include "lmkit/core/error.h"
+#include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/objectives.h"
 
@@ -119,6 +122,32 @@ TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's do
     REQUIRE(e.token_type_ids.back() == 1);
     REQUIRE(e.next_sentence_label == ((*ds.plan(0))[static_cast<size_t>(i)].random_next ? 1 : 0));
   }
+  // Short documents (2 to 4 sentences, PTB-like): the coin still decides, not the
+  // document's end (a forced random B at every document's last sentence gave 44%).
+  test::TempDir dir;
+  {
+    std::ofstream out(dir / "short.txt");
+    const std::vector<std::string> words = {"the", "market", "fell", "today", "as", "traders", "sold", "shares",
+                                            "of", "banks", "and", "oil", "firms", "after", "news"};
+    std::mt19937 rng(3);
+    for (int d = 0; d < 400; ++d) {
+      for (int s = 0, n = 2 + static_cast<int>(rng() % 3); s < n; ++s) {
+        out << "Sentence " << s << " says";
+        for (int w = 0, k = 4 + static_cast<int>(rng() % 8); w < k; ++w) out << ' ' << words[rng() % words.size()];
+        out << ". ";
+      }
+      out << "\n\n";
+    }
+  }
+  data::encode_corpus(*f.tok, {{dir / "short.txt"}, data::TextFormat::kAuto, "text", dir / "short", 1});
+  data::NextSentenceDataset short_docs(std::make_shared<const data::Corpus>(dir / "short"), *f.tok, 128, {}, 5);
+  int64_t short_pairs = 0, short_next = 0;
+  for (int64_t epoch = 0; epoch < 5; ++epoch) {
+    for (const auto& p : *short_docs.plan(epoch)) ++short_pairs, short_next += p.random_next ? 0 : 1;
+  }
+  INFO("IsNext " << double(short_next) / short_pairs << " over " << short_pairs << " pairs of short documents");
+  CHECK(short_pairs > 2000);
+  CHECK(std::abs(double(short_next) / short_pairs - 0.5) <= 0.02);
   const auto plan0 = ds.plan(0), plan1 = ds.plan(1);
   const bool repaired = plan0->size() != plan1->size() || (*plan0)[3].a_end != (*plan1)[3].a_end ||
                         (*plan0)[3].b_begin != (*plan1)[3].b_begin;

@@ -20,7 +20,7 @@ std::shared_ptr<const data::Corpus> small_corpus(const tokenizer::Tokenizer& tok
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(text.rfind('\n') + 1);
   { std::ofstream(dir / "small.txt") << text; }
-  return eval::corpus_of(dir / "small.txt", tok, dir.path.string());
+  return data::open_corpus(dir / "small.txt", tok, dir.path.string(), "small");
 }
 
 std::shared_ptr<models::Model> tiny_gpt(int64_t vocab) {
@@ -90,7 +90,7 @@ TEST_CASE("perplexity: per-word equals per-token when every word is one token", 
   for (int i = 0; i < 11; ++i) text += (i ? " " : "") + single[static_cast<size_t>(i * 7 % single.size())];
   REQUIRE(tok.encode(text).size() == 11);
   { std::ofstream(dir / "t.txt") << text << "\n"; }
-  auto corpus = eval::corpus_of(dir / "t.txt", tok, dir.path.string());
+  auto corpus = data::open_corpus(dir / "t.txt", tok, dir.path.string(), "t");
   auto stats = eval::text_stats(dir / "t.txt");
   CHECK(stats.words == 12);  // 11 words + the document end (its EOS)
   auto model = tiny_gpt(tok.vocab_size());

@@ -157,7 +157,7 @@ TEST_CASE("registry: pretraining objectives per model type, one source for pretr
   CHECK(models::pretraining_objective("transformer") == "seq2seq");
   CHECK(models::pretraining_architecture("bert", "mlm") == "BertForMaskedLM");
   CHECK(models::pretraining_architecture("bert", "mlm+nsp") == "BertForPreTraining");
-  CHECK(models::pretraining_architecture("gpt2", "clm").empty());
+  CHECK(models::pretraining_architecture("gpt2", "clm") == "GPT2LMHeadModel");
   // lmkit-bench train --objective clm on BERT used to run.
   CHECK_THROWS_WITH(models::pretraining_objective("bert", "clm"),
                     Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp or mlm)"));

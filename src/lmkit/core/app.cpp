@@ -41,15 +41,12 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
     const std::string key = it.key();
     const CLI::Option* opt = key == "config" ? nullptr : app.get_option_no_throw("--" + key);
     if (!opt) {
-      std::string hint;
+      std::vector<std::string> names;
       for (const CLI::Option* o : app.get_options()) {
         const std::string name = o->get_name(false, true);
-        if (name.rfind("--", 0) != 0) continue;
-        const std::string bare = name.substr(2);
-        size_t common = 0;
-        while (common < bare.size() && common < key.size() && bare[common] == key[common]) ++common;
-        if (common >= std::max<size_t>(3, std::min(bare.size(), key.size()) - 2)) hint = bare;
+        if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
       }
+      const std::string hint = closest_name(key, names);
       throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
     const Json& v = it.value();

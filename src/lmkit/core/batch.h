@@ -1,6 +1,6 @@
 // The currency between data and models: a plain struct of named tensors.
 // It lives in core/ so that data produces it and models consume it without
-// either knowing the other (DESIGN.md, How data flows).
+// either knowing the other (docs/architecture.md, Data flow).
 #pragma once
 
 #include <vector>

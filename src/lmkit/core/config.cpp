@@ -29,6 +29,16 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string hint;
+  size_t best = 3;  // suggest only close matches
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best) best = d, hint = c;
+  }
+  return hint;
+}
+
 Json parse_json(std::string_view text, const std::string& what, bool with_line) {
   // Nesting depth first, outside strings, without recursion.
   int depth = 0;
@@ -154,12 +164,7 @@ ConfigReader ConfigReader::child(const std::string& key) {
 void ConfigReader::finish() const {
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     if (consumed_.count(it.key())) continue;
-    std::string hint;
-    size_t best = 3;  // suggest only close matches
-    for (const auto& known : known_) {
-      size_t d = edit_distance(it.key(), known);
-      if (d < best) best = d, hint = known;
-    }
+    const std::string hint = closest_name(it.key(), {known_.begin(), known_.end()});
     throw InputError(file_ + ": unknown key '" + key_path(it.key()) + "'" +
                      (hint.empty() ? "" : " (did you mean '" + key_path(hint) + "'?)"));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,9 @@ Json parse_json(std::string_view text, const std::string& what, bool with_line =
 Json load_json_file(const std::string& path);
 /// A JSON value for an error message: its text, cut to about `max` characters.
 std::string brief_json(const Json& value, size_t max = 80);
+/// The candidate closest to `word` by edit distance when it is at most 2 (a typo),
+/// else "": the "did you mean" of misspelt config keys and --config options.
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 /// Writes JSON (indented) atomically: a temporary sibling, fsync, then rename.
 void save_json_file(const std::string& path, const Json& value);
 

@@ -1,5 +1,5 @@
 // Errors: one exception type carrying what went wrong and whose fault it is.
-// Apps turn it into one `error: ...` line and an exit code (DESIGN.md, Apps).
+// Apps turn it into one `error: ...` line and an exit code (docs/architecture.md, core/).
 #pragma once
 
 #include <stdexcept>

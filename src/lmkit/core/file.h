@@ -1,9 +1,10 @@
 // Files written so that a crash never leaves a half-written file under the
-// final name: write a temporary sibling, fsync, then rename (DESIGN.md, Contracts).
+// final name: write a temporary sibling, fsync, then rename (docs/training.md, Guarantees).
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace lmkit {
 
@@ -31,6 +32,24 @@ void write_file_atomic(const std::string& path, const std::string& bytes);
 
 /// Reads a whole file; InputError naming the file if it cannot be opened.
 std::string read_file(const std::string& path);
+
+/// A text file's lines without their line ends ("\n" or "\r\n") and without a
+/// leading UTF-8 byte-order mark; InputError naming the file if it cannot be opened.
+std::vector<std::string> read_lines(const std::string& path);
+
+/// A fresh directory under the system's temporary directory (PREFIX-PID-N),
+/// removed with everything in it when the object goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// A read-only memory map of a whole file (empty files map to nothing).
 class MappedFile {

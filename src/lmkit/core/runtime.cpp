@@ -56,8 +56,10 @@ c10::Device parse_device(const std::string& spec) {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+int resolve_threads(int n) { return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 int set_threads(int n) {
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = resolve_threads(n);
   at::set_num_threads(n);
   return n;
 }

@@ -26,6 +26,9 @@ c10::Device parse_device(const std::string& spec);
 /// ("tried to allocate N bytes"); nullopt for any other error.
 std::optional<std::string> out_of_memory(const c10::Error& e);
 
+/// A thread-count flag's value: n itself, or every core for n <= 0 (the default of
+/// --threads everywhere).
+int resolve_threads(int n);
 /// Sets LibTorch's intra-op thread count; n <= 0 means every core. Returns the count set.
 int set_threads(int n);
 
@@ -64,7 +67,7 @@ std::string blas_library();
 constexpr double kImplausibleGemmGflops = 20.0;
 
 /// Whether this CPU has native bf16 dot products (avx512_bf16 or amx_bf16),
-/// the condition under which bf16 autocast pays off on CPU (DESIGN.md).
+/// the condition under which bf16 autocast pays off on CPU (docs/benchmarks.md).
 bool cpu_has_bf16();
 
 /// Resident-set size high-water mark of this process, in MiB (from /proc/self/status).

@@ -7,6 +7,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/io/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -46,7 +47,7 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
 
   // Encode in parallel: each thread takes whole chunks, results are joined in
   // order, so the output is the same whatever the thread count.
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = resolve_threads(o.threads);
   const size_t chunk = 1024, num_chunks = (sentences.size() + chunk - 1) / chunk;
   std::vector<std::vector<int32_t>> encoded(sentences.size());
   std::atomic<size_t> next{0}, done{0};
@@ -113,6 +114,25 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
 }
 
 bool is_corpus(const std::string& path) { return fs::is_directory(path) && fs::exists(path + "/header.json"); }
+
+std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tok,
+                                          const std::string& cache_dir, const std::string& name) {
+  if (is_corpus(path)) {
+    auto c = std::make_shared<const Corpus>(path);
+    c->check_tokenizer(tok);
+    return c;
+  }
+  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
+  const auto stamp = fs::last_write_time(path).time_since_epoch().count();
+  const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
+                                          std::to_string(stamp) + "|" + std::to_string(tok.checksum()));
+  const std::string dir = cache_dir + "/" + name + "-" + std::to_string(key);
+  if (!is_corpus(dir)) {
+    ProgressBar bar(0, "encode " + name);
+    encode_corpus(tok, {{path}, TextFormat::kAuto, "text", dir, 0}, &bar);
+  }
+  return std::make_shared<const Corpus>(dir);
+}
 
 Corpus::Corpus(const std::string& dir) : dir_(dir) {
   if (!is_corpus(dir)) throw InputError(dir + ": not a token corpus (no header.json); encode one with lmkit-tokenize encode");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,5 +78,12 @@ class Corpus {
 
 /// Whether `path` is a corpus directory (has header.json).
 bool is_corpus(const std::string& path);
+
+/// `path` as a corpus: a corpus directory as it is (checked against `tokenizer`), or
+/// a text file encoded once into CACHE_DIR/NAME-KEY, where KEY hashes the file's
+/// path, size and time and the tokenizer: an edited file or another tokenizer
+/// encodes anew, a second run on the same text reuses the corpus.
+std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tokenizer,
+                                          const std::string& cache_dir, const std::string& name);
 
 }  // namespace lmkit::data

@@ -10,24 +10,11 @@
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 
 namespace lmkit::data {
 
 namespace {
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  // A UTF-8 byte-order mark (Excel, Notepad) is not part of the first column's name.
-  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
-  return lines;
-}
 
 // One CSV record (RFC 4180 quoting); TSV splits on tabs without quoting.
 std::vector<std::string> split_record(const std::string& line, char sep) {
@@ -237,6 +224,25 @@ std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t nu
                      std::to_string(num_labels) + " classes");
   }
   return map;
+}
+
+void save_finetune_info(const std::string& dir, int64_t max_length, const ColumnSpec& columns) {
+  save_json_file(dir + "/finetune.json", {{"max_length", max_length},
+                                          {"text_column", columns.text},
+                                          {"text_pair_column", columns.text_pair},
+                                          {"label_column", columns.label},
+                                          {"regression", columns.regression}});
+}
+
+int64_t finetuned_max_length(const std::string& dir) {
+  const std::string file = dir + "/finetune.json";
+  if (!std::filesystem::exists(file)) return 0;
+  const Json j = load_json_file(file);
+  if (!j.is_object() || !j.contains("max_length") || !j["max_length"].is_number_integer() ||
+      j["max_length"].get<int64_t>() < 4) {
+    throw InputError(file + ": 'max_length' must be an integer >= 4");
+  }
+  return j["max_length"].get<int64_t>();
 }
 
 ClassificationDataset::ClassificationDataset(const std::string& path, const ColumnSpec& columns,

@@ -72,4 +72,10 @@ std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& ro
 /// the file unless the map is a bijection from label strings onto 0..num_labels-1.
 std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t num_labels);
 
+/// What a finetuned checkpoint records of its data (finetune.json beside config.json):
+/// the --max-length it was trained with, for evaluation to default to.
+void save_finetune_info(const std::string& dir, int64_t max_length, const ColumnSpec& columns);
+/// The max length in `dir`'s finetune.json; 0 when there is none (HF checkpoints).
+int64_t finetuned_max_length(const std::string& dir);
+
 }  // namespace lmkit::data

@@ -4,6 +4,7 @@
 
 #include "lmkit/data/loader.h"
 #include "lmkit/eval/metrics.h"
+#include "lmkit/nn/eval_mode.h"
 
 namespace lmkit::eval {
 
@@ -13,8 +14,7 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
   lo.batch_size = batch_size, lo.shuffle = false, lo.drop_last = false, lo.pad_id = pad_id, lo.prefetch = 1;
   data::Loader loader(std::move(dataset), lo);
   const int64_t n = loader.batches_per_epoch(0);
-  const bool was_training = model.is_training();
-  model.eval();
+  nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
   Predictions p;
   double loss_sum = 0;
@@ -42,7 +42,6 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
       }
     }
   }
-  model.train(was_training);
   Json r = {{"loss", loss_sum / static_cast<double>(std::max<int64_t>(examples, 1))}, {"examples", examples}};
   if (!p.values.empty()) {
     double mse = 0;
@@ -58,6 +57,26 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
   }
   if (out) *out = std::move(p);
   return r;
+}
+
+std::string predictions_tsv(const Predictions& p, const std::map<std::string, int64_t>& label_map) {
+  if (label_map.empty()) {
+    std::string tsv = "index\ttarget\tprediction\n";
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      tsv += std::to_string(i) + "\t" + std::to_string(p.targets[i]) + "\t" + std::to_string(p.values[i]) + "\n";
+    }
+    return tsv;
+  }
+  std::vector<std::string> names(label_map.size());
+  for (const auto& [name, id] : label_map) names.at(static_cast<size_t>(id)) = name;
+  std::string tsv = "index\tlabel\tprediction\tprobabilities\n";
+  for (size_t i = 0; i < p.predicted.size(); ++i) {
+    std::string probs;
+    for (float x : p.probabilities[i]) probs += (probs.empty() ? "" : ",") + std::to_string(x);
+    tsv += std::to_string(i) + "\t" + names.at(static_cast<size_t>(p.labels[i])) + "\t" +
+           names.at(static_cast<size_t>(p.predicted[i])) + "\t" + probs + "\n";
+  }
+  return tsv;
 }
 
 }  // namespace lmkit::eval

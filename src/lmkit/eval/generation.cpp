@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "lmkit/core/error.h"
+#include "lmkit/nn/eval_mode.h"
 
 namespace lmkit::eval {
 
@@ -169,13 +170,26 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
                     " (at most " + std::to_string(std::max<int64_t>(most, 0)) + ")");
   }
   c10::InferenceMode inference;  // no autograd, no version counters: less work per op while decoding
-  const bool was_training = model.is_training();
-  model.eval();
-  auto result = options.search == Search::kBeam ? (check_input(options.num_beams >= 1, "generation: beams must be >= 1"),
-                                                   beam_search(model, input_ids, attention_mask, options))
-                                                : greedy_or_sample(model, input_ids, attention_mask, options);
-  model.train(was_training);
-  return result;
+  nn::EvalMode eval_mode(model);
+  return options.search == Search::kBeam ? (check_input(options.num_beams >= 1, "generation: beams must be >= 1"),
+                                            beam_search(model, input_ids, attention_mask, options))
+                                         : greedy_or_sample(model, input_ids, attention_mask, options);
+}
+
+std::vector<std::string> translate(models::Model& model, const tokenizer::Tokenizer& tok,
+                                   const std::vector<std::string>& sources, const GenerationOptions& options,
+                                   c10::Device device) {
+  const int32_t eos = tok.specials().eos;
+  std::vector<std::string> out;
+  for (const auto& s : sources) {
+    auto ids = tok.encode(s);
+    ids.push_back(eos);
+    at::Tensor input = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).unsqueeze(0).to(device);
+    auto tokens = generate(model, input, {}, options)[0];
+    if (!tokens.empty() && tokens.back() == eos) tokens.pop_back();
+    out.push_back(tok.decode(std::vector<int32_t>(tokens.begin(), tokens.end())));
+  }
+  return out;
 }
 
 }  // namespace lmkit::eval

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "lmkit/models/model.h"
+#include "lmkit/tokenizer/tokenizer.h"
 
 namespace lmkit::eval {
 
@@ -36,5 +37,11 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
 /// Keeps the top-k logits and the top-p nucleus of (B, V) logits, setting the rest to -inf
 /// (HF's TopKLogitsWarper and TopPLogitsWarper; at least one token always survives).
 at::Tensor filter_logits(const at::Tensor& logits, int64_t top_k, double top_p);
+
+/// Translates each source line with the model (an encoder-decoder): the line encoded
+/// with `tokenizer` plus EOS, decoded as `options` says, EOS dropped, detokenized.
+std::vector<std::string> translate(models::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                   const std::vector<std::string>& sources, const GenerationOptions& options,
+                                   c10::Device device);
 
 }  // namespace lmkit::eval

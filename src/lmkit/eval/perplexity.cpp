@@ -10,7 +10,9 @@
 #include "lmkit/core/progress.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/data/text.h"
-#include "lmkit/train/trainer.h"
+#include "lmkit/eval/loss.h"
+#include "lmkit/models/family.h"
+#include "lmkit/nn/eval_mode.h"
 
 namespace fs = std::filesystem;
 
@@ -30,19 +32,6 @@ TextStats text_stats(const std::string& path) {
   return s;
 }
 
-std::shared_ptr<const data::Corpus> corpus_of(const std::string& path, const tokenizer::Tokenizer& tok,
-                                              const std::string& work_dir) {
-  if (data::is_corpus(path)) {
-    auto c = std::make_shared<const data::Corpus>(path);
-    c->check_tokenizer(tok);
-    return c;
-  }
-  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
-  const std::string dir = work_dir + "/corpus";
-  data::encode_corpus(tok, {{path}, data::TextFormat::kAuto, "text", dir, 0});
-  return std::make_shared<const data::Corpus>(dir);
-}
-
 Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t separator, const SlidingWindow& w,
                        c10::Device device, const TextStats* stats) {
   check_input(w.context >= 2, "--context must be at least 2");
@@ -60,8 +49,7 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
     windows.push_back({begin, end, end - prev_end});
     prev_end = end;
   }
-  const bool was_training = model.is_training();
-  model.eval();
+  nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
   double nll = 0;
   int64_t scored = 0;
@@ -82,7 +70,7 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
     Batch b;
     b.input_ids = at::tensor(ids, at::kLong).view({rows, len}).to(device);
     b.labels = at::tensor(labels, at::kLong).view({rows, len}).to(device);
-    const int64_t targets = train::count_targets(model, b);
+    const int64_t targets = models::count_targets(model, b);
     if (targets > 0) {
       nll += model.forward(b).loss.item<double>() * static_cast<double>(targets);
       scored += targets;
@@ -90,7 +78,6 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
     bar.update(static_cast<int64_t>(i));
   }
   bar.finish();
-  model.train(was_training);
   const double loss = nll / static_cast<double>(std::max<int64_t>(scored, 1));
   Json r = {{"loss", loss},
             {"perplexity", std::exp(loss)},
@@ -114,7 +101,7 @@ Json masked_lm_perplexity(models::Model& model, std::shared_ptr<const data::Corp
   auto ds = std::make_shared<data::MaskedLmDataset>(corpus, tok, seq_len, data::MaskingOptions{}, 0);
   data::LoaderOptions lo;
   lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
-  Json r = train::evaluate_loss(model, ds, lo, device);
+  Json r = evaluate_loss(model, ds, lo, device);
   const double mlm = r.value("mlm_loss", r["loss"].get<double>());
   return {{"loss", mlm}, {"perplexity", std::exp(mlm)}, {"tokens", r["targets"]}};
 }
@@ -125,8 +112,7 @@ Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus>
   none.probability = 0;  // the plain [CLS] block [SEP] sequences; masking is done here
   data::MaskedLmDataset ds(corpus, tok, seq_len, none, 0);
   const int64_t n = max_sequences > 0 ? std::min(max_sequences, ds.size(0)) : ds.size(0);
-  const bool was_training = model.is_training();
-  model.eval();
+  nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
   double nll = 0;
   int64_t scored = 0;
@@ -168,7 +154,6 @@ Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus>
     bar.update(s + 1);
   }
   bar.finish();
-  model.train(was_training);
   const double loss = nll / static_cast<double>(std::max<int64_t>(scored, 1));
   return {{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", scored}, {"sequences", n}};
 }
@@ -178,7 +163,7 @@ Json span_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> c
   auto ds = std::make_shared<data::SpanCorruptionDataset>(corpus, tok, input_length, 0);
   data::LoaderOptions lo;
   lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
-  Json r = train::evaluate_loss(model, ds, lo, device);
+  Json r = evaluate_loss(model, ds, lo, device);
   return {{"loss", r["loss"]}, {"perplexity", r["perplexity"]}, {"tokens", r["targets"]}};
 }
 

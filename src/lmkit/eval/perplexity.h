@@ -20,10 +20,6 @@ struct TextStats {
 };
 TextStats text_stats(const std::string& path);
 
-/// A text file or corpus directory as a token corpus (text is encoded into `work_dir`).
-std::shared_ptr<const data::Corpus> corpus_of(const std::string& path, const tokenizer::Tokenizer& tokenizer,
-                                              const std::string& work_dir);
-
 struct SlidingWindow {
   int64_t context = 0;  ///< tokens per window (0: the model's maximum)
   int64_t stride = 0;   ///< window start step (0: = context, i.e. non-overlapping chunks)

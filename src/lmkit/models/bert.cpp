@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/models/family.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 
@@ -213,6 +214,27 @@ bool BertImpl::hf_ignorable(const std::string& name) const {
   // Tied duplicates HF drops on save, and the position_ids buffer of old .bin checkpoints.
   return name == "cls.predictions.decoder.weight" || name == "cls.predictions.decoder.bias" ||
          name == "bert.embeddings.position_ids" || name == "embeddings.position_ids";
+}
+
+Family bert_family() {
+  Family f;
+  f.model_type = "bert";
+  f.architectures = {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification"};
+  f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}};
+  f.classifier = "BertForSequenceClassification";
+  f.tokenizer_family = "bert";
+  f.positions_key = "max_position_embeddings";
+  f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    BertConfig c = BertConfig::from_json(config, file);
+    c.head = arch == "BertModel"                       ? BertHead::kNone
+             : arch == "BertForMaskedLM"               ? BertHead::kMaskedLm
+             : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
+                                                       : BertHead::kPreTraining;
+    return std::make_shared<BertImpl>(c);
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t) { config["vocab_size"] = vocab_size; };
+  return f;
 }
 
 }  // namespace lmkit::models

@@ -77,4 +77,8 @@ class BertImpl : public Model {
 };
 TORCH_MODULE(Bert);
 
+struct Family;
+/// The bert family (family.h): its architectures, objectives and how to build it.
+Family bert_family();
+
 }  // namespace lmkit::models

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/family.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
@@ -238,6 +239,30 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   return (name == "lm_head.weight" && !lm_head) || ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+}
+
+Family gpt_family() {
+  Family f;
+  f.model_type = "gpt2";
+  f.architectures = {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification"};
+  f.objectives = {{"clm", "GPT2LMHeadModel"}};
+  f.classifier = "GPT2ForSequenceClassification";
+  f.tokenizer_family = "gpt2";
+  f.positions_key = "n_positions";
+  f.metrics = {"perplexity"};
+  f.shifted_labels = true;
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    GptConfig c = GptConfig::from_json(config, file);
+    c.head = arch == "GPT2Model"                       ? GptHead::kNone
+             : arch == "GPT2ForSequenceClassification" ? GptHead::kSequenceClassification
+                                                       : GptHead::kLmHead;
+    return std::make_shared<GptImpl>(c);
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {
+    config["vocab_size"] = vocab_size;
+    config["bos_token_id"] = config["eos_token_id"] = eos;  // GPT-2's <|endoftext|> is both
+  };
+  return f;
 }
 
 }  // namespace lmkit::models

@@ -74,4 +74,8 @@ class GptImpl : public Model {
 };
 TORCH_MODULE(Gpt);
 
+struct Family;
+/// The GPT-2 family (family.h): its architectures, objectives and how to build it.
+Family gpt_family();
+
 }  // namespace lmkit::models

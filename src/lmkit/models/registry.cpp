@@ -8,49 +8,23 @@
 
 #include "lmkit/core/runtime.h"
 #include "lmkit/io/checkpoint.h"
-#include "lmkit/models/bert.h"
-#include "lmkit/models/gpt.h"
-#include "lmkit/models/t5.h"
-#include "lmkit/models/transformer.h"
+#include "lmkit/models/family.h"
 
 namespace lmkit::models {
 
-namespace {
-
-const std::map<std::string, std::vector<std::string>>& architectures() {
-  static const std::map<std::string, std::vector<std::string>> table = {
-      {"bert", {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification"}},
-      {"gpt2", {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification"}},
-      {"t5", {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification"}},
-      {"transformer", {"TransformerForSeq2Seq"}},
-  };
-  return table;
-}
-
-}  // namespace
-
 std::vector<std::string> supported_architectures(const std::string& model_type) {
-  auto it = architectures().find(model_type);
-  return it == architectures().end() ? std::vector<std::string>{} : it->second;
+  for (const auto& f : families()) {
+    if (f.model_type == model_type) return f.architectures;
+  }
+  return {};
 }
 
 std::string pretraining_objective(const std::string& model_type, const std::string& objective) {
-  static const std::map<std::string, std::vector<std::string>> objectives = {
-      {"bert", {"mlm+nsp", "mlm"}}, {"gpt2", {"clm"}}, {"t5", {"span"}}, {"transformer", {"seq2seq"}}};
-  const auto it = objectives.find(model_type);
-  if (it == objectives.end()) throw InputError("unknown model_type '" + model_type + "' (expected bert, gpt2, t5 or transformer)");
-  if (objective.empty()) return it->second.front();
-  if (std::find(it->second.begin(), it->second.end(), objective) == it->second.end()) {
-    std::string list;
-    for (const auto& o : it->second) list += (list.empty() ? "" : " or ") + o;
-    throw InputError("objective '" + objective + "' does not apply to model_type '" + model_type + "' (use " + list + ")");
-  }
-  return objective;
+  return family(model_type).objective(objective).name;
 }
 
 std::string pretraining_architecture(const std::string& model_type, const std::string& objective) {
-  if (model_type != "bert") return "";
-  return objective == "mlm" ? "BertForMaskedLM" : "BertForPreTraining";
+  return family(model_type).objective(objective).architecture;
 }
 
 namespace {
@@ -58,45 +32,27 @@ namespace {
 std::shared_ptr<Model> build_model(const Json& config, const std::string& file, const std::string& architecture) {
   if (!config.is_object()) throw InputError(file + ": the model config must be a JSON object");
   if (!config.contains("model_type") || !config["model_type"].is_string()) {
-    throw InputError(file + ": key 'model_type' is required (bert, gpt2, t5 or transformer)");
+    throw InputError(file + ": key 'model_type' is required (" + family_names() + ")");
   }
   const std::string type = config["model_type"].get<std::string>();
-  const auto known = supported_architectures(type);
-  if (known.empty()) throw InputError(file + ": unknown model_type '" + type + "' (expected bert, gpt2, t5 or transformer)");
+  const Family* f = nullptr;
+  try {
+    f = &family(type);
+  } catch (const Error& e) {
+    throw InputError(file + ": " + e.what());
+  }
   std::string arch = architecture;
   if (arch.empty() && config.contains("architectures") && config["architectures"].is_array() &&
       !config["architectures"].empty() && config["architectures"][0].is_string()) {
     arch = config["architectures"][0].get<std::string>();
   }
-  if (arch.empty()) arch = known.front();
-  if (std::find(known.begin(), known.end(), arch) == known.end()) {
+  if (arch.empty()) arch = f->architectures.front();
+  if (!f->builds(arch)) {
     std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    for (const auto& k : f->architectures) list += (list.empty() ? "" : ", ") + k;
     throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" + list + ")");
   }
-  if (type == "bert") {
-    BertConfig c = BertConfig::from_json(config, file);
-    c.head = arch == "BertModel" ? BertHead::kNone
-             : arch == "BertForMaskedLM" ? BertHead::kMaskedLm
-             : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
-                                                       : BertHead::kPreTraining;
-    return std::make_shared<BertImpl>(c);
-  }
-  if (type == "gpt2") {
-    GptConfig c = GptConfig::from_json(config, file);
-    c.head = arch == "GPT2Model" ? GptHead::kNone
-             : arch == "GPT2ForSequenceClassification" ? GptHead::kSequenceClassification
-                                                       : GptHead::kLmHead;
-    return std::make_shared<GptImpl>(c);
-  }
-  if (type == "t5") {
-    T5Config c = T5Config::from_json(config, file);
-    c.head = arch == "T5Model" ? T5Head::kNone
-             : arch == "T5EncoderForSequenceClassification" ? T5Head::kEncoderClassification
-                                                            : T5Head::kConditionalGeneration;
-    return std::make_shared<T5Impl>(c);
-  }
-  return std::make_shared<TransformerImpl>(TransformerConfig::from_json(config, file));
+  return f->create(config, file, arch);
 }
 
 }  // namespace

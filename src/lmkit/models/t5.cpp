@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/family.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
@@ -319,6 +320,26 @@ bool T5Impl::hf_ignorable(const std::string& name) const {
   // Aliases of shared.weight that HF drops on save; a tied lm_head copy.
   return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight" ||
          (name == "lm_head.weight" && !lm_head);
+}
+
+Family t5_family() {
+  Family f;
+  f.model_type = "t5";
+  f.architectures = {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification"};
+  f.objectives = {{"span", "T5ForConditionalGeneration"}};
+  f.classifier = "T5EncoderForSequenceClassification";
+  f.tokenizer_family = "t5";
+  f.metrics = {"span"};
+  f.encoder_decoder = true;
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    T5Config c = T5Config::from_json(config, file);
+    c.head = arch == "T5Model"                              ? T5Head::kNone
+             : arch == "T5EncoderForSequenceClassification" ? T5Head::kEncoderClassification
+                                                            : T5Head::kConditionalGeneration;
+    return std::make_shared<T5Impl>(c);
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t) { config["vocab_size"] = vocab_size; };
+  return f;
 }
 
 }  // namespace lmkit::models

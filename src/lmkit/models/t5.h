@@ -106,4 +106,8 @@ class T5Impl : public Model {
 };
 TORCH_MODULE(T5);
 
+struct Family;
+/// The t5 family (family.h): its architectures, objectives and how to build it.
+Family t5_family();
+
 }  // namespace lmkit::models

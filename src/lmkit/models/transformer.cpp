@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/family.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
@@ -189,6 +190,27 @@ std::vector<HfTensor> TransformerImpl::hf_tensors() {
   std::vector<HfTensor> t;
   for (auto& p : named_parameters()) t.push_back({p.key(), p.value()});
   return t;
+}
+
+Family transformer_family() {
+  Family f;
+  f.model_type = "transformer";
+  f.architectures = {"TransformerForSeq2Seq"};
+  f.objectives = {{"seq2seq", "TransformerForSeq2Seq"}};
+  f.tokenizer_family = "t5";
+  f.positions_key = "max_position_embeddings";
+  f.encoder_decoder = true;
+  f.create = [](const Json& config, const std::string& file, const std::string&) -> std::shared_ptr<Model> {
+    return std::make_shared<TransformerImpl>(TransformerConfig::from_json(config, file));
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
+    // One joint vocabulary; decoding starts from the pad id, as T5 does.
+    config.erase("src_vocab_size"), config.erase("tgt_vocab_size");
+    config["vocab_size"] = vocab_size;
+    config["pad_token_id"] = pad, config["eos_token_id"] = eos;
+    config["bos_token_id"] = config["decoder_start_token_id"] = pad;
+  };
+  return f;
 }
 
 }  // namespace lmkit::models

@@ -74,4 +74,8 @@ class TransformerImpl : public Model {
 };
 TORCH_MODULE(Transformer);
 
+struct Family;
+/// The transformer family (family.h): its architectures, objectives and how to build it.
+Family transformer_family();
+
 }  // namespace lmkit::models

@@ -11,6 +11,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/tokenizer/backend.h"
 #include "lmkit/tokenizer/hf.h"
 
@@ -90,7 +91,7 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   std::string inputs;
   for (const auto& in : o.inputs) inputs += (inputs.empty() ? "" : ",") + in;
   const std::string prefix = model_path.string() + ".tmp" + std::to_string(::getpid());
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = resolve_threads(o.threads);
   std::vector<std::pair<std::string, std::string>> kw = {
       {"input", inputs},
       {"model_prefix", prefix},

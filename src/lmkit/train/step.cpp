@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "lmkit/core/autocast.h"
+#include "lmkit/models/family.h"
 
 namespace lmkit::train {
 
@@ -113,14 +114,6 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
 }
 
-int64_t count_targets(const models::Model& model, const Batch& b) {
-  if (!b.input_ids.defined()) return 0;
-  if (!b.labels.defined()) return b.input_ids.size(0);
-  if (b.labels.dim() == 1) return b.labels.size(0);  // classification
-  if (model.model_type() == "gpt2") return b.labels.slice(1, 1).ne(-100).sum().item<int64_t>();
-  return b.labels.ne(-100).sum().item<int64_t>();
-}
-
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
                       double clip, bool bf16, dist::GradientReducer* reducer) {
   StepResult r;
@@ -133,7 +126,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   // One batch in one process: every term's share is 1, so skip counting (a device sync per step).
   const bool alone = !reducer && batches.size() == 1;
   for (const Batch& b : batches) {
-    main_targets.push_back(alone ? 1.0 : static_cast<double>(count_targets(model, b)));
+    main_targets.push_back(alone ? 1.0 : static_cast<double>(models::count_targets(model, b)));
     nsp_targets.push_back(!b.next_sentence_label.defined() ? 0.0 : alone ? 1.0 : static_cast<double>(b.next_sentence_label.size(0)));
     totals[0] += main_targets.back(), totals[1] += nsp_targets.back();
   }

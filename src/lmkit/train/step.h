@@ -56,10 +56,6 @@ struct StepResult {
   double reduce_ms = 0;  ///< waiting for the gradient all-reduce after the last backward (data-parallel)
 };
 
-/// Number of positions that carry a loss in a batch (shifted for causal LM; the
-/// examples for classification); 0 for an empty batch.
-int64_t count_targets(const models::Model& model, const Batch& batch);
-
 /// Forward and backward over `batches` (gradient accumulation), clip the global
 /// norm to `clip` (0: off), and step — unless the loss or the gradient norm is not
 /// finite, which skips the update. Every loss term (the task loss; BERT's MLM and

@@ -15,6 +15,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/eval/loss.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/step.h"
@@ -69,65 +70,6 @@ int64_t checkpoint_step(const std::string& dir) {
     throw InputError(file + ": damaged (no non-negative integer 'step')");
   }
   return state["step"].get<int64_t>();
-}
-
-Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
-                   c10::Device device, int64_t max_batches, dist::Group* group) {
-  lo.shuffle = false, lo.drop_last = false;
-  lo.rank = group ? group->rank() : 0, lo.world_size = group ? group->size() : 1;
-  data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
-  const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
-  const bool was_training = model.is_training();
-  model.eval();
-  at::NoGradGuard no_grad;
-  double loss_sum = 0, mlm_sum = 0;
-  int64_t targets = 0, nsp_correct = 0, nsp_total = 0, tokens = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    Batch b = loader.next().to(device);
-    if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
-    Output out = model.forward(b);
-    const int64_t t = count_targets(model, b);
-    tokens += b.num_tokens();
-    if (out.mlm_loss.defined()) {
-      mlm_sum += out.mlm_loss.item<double>() * t;
-      if (out.nsp_loss.defined()) {
-        loss_sum += out.nsp_loss.item<double>() * b.input_ids.size(0);
-        nsp_correct += out.seq_relationship_logits.argmax(-1).eq(b.next_sentence_label).sum().item<int64_t>();
-        nsp_total += b.input_ids.size(0);
-      }
-    } else {
-      loss_sum += out.loss.item<double>() * t;
-    }
-    targets += t;
-  }
-  model.train(was_training);
-  if (group) {
-    const auto sums = group->sum({loss_sum, mlm_sum, static_cast<double>(targets), static_cast<double>(nsp_correct),
-                                  static_cast<double>(nsp_total), static_cast<double>(tokens)}, device);
-    loss_sum = sums[0], mlm_sum = sums[1];
-    targets = static_cast<int64_t>(sums[2]), nsp_correct = static_cast<int64_t>(sums[3]);
-    nsp_total = static_cast<int64_t>(sums[4]), tokens = static_cast<int64_t>(sums[5]);
-  }
-  Json r;
-  const bool bert_pretraining = model.architecture() == "BertForPreTraining" || model.architecture() == "BertForMaskedLM";
-  if (bert_pretraining) {
-    const double mlm = mlm_sum / std::max<int64_t>(targets, 1);
-    r["mlm_loss"] = mlm;
-    r["mlm_perplexity"] = std::exp(mlm);
-    if (nsp_total > 0) {
-      r["nsp_loss"] = loss_sum / nsp_total;
-      r["nsp_accuracy"] = static_cast<double>(nsp_correct) / nsp_total;
-    }
-    r["loss"] = mlm + (nsp_total > 0 ? loss_sum / nsp_total : 0.0);
-    r["perplexity"] = std::exp(mlm);
-  } else {
-    r["loss"] = loss_sum / std::max<int64_t>(targets, 1);
-    r["perplexity"] = std::exp(r["loss"].get<double>());
-  }
-  r["targets"] = targets;
-  r["tokens"] = tokens;
-  r["batches"] = n;
-  return r;
 }
 
 Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, std::shared_ptr<const data::Dataset> train,
@@ -224,7 +166,7 @@ Json Trainer::validate(int64_t step) {
   // rank takes the same early-stopping decision); the loss is evaluated in shares.
   const int64_t max_batches = o_.group ? (o_.eval_batches + o_.group->size() - 1) / o_.group->size() : o_.eval_batches;
   Json r = o_.evaluator ? o_.evaluator(*model_)
-                        : evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get());
+                        : eval::evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get());
   r["step"] = step;
   r["split"] = "valid";
   return r;

@@ -49,13 +49,6 @@ struct TrainerOptions {
   std::string best_dir;              ///< where the best checkpoint goes (default OUTPUT/checkpoints/best)
 };
 
-/// Validation figures: loss (mean over targets), perplexity = exp(loss), the
-/// number of targets, and for BERT pre-training mlm_loss, mlm_perplexity, nsp_accuracy.
-/// With a `group`, each rank evaluates its share and the sums are reduced (every
-/// rank gets the figures); `max_batches` then counts batches of batch_size × ranks.
-Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions loader,
-                   c10::Device device, int64_t max_batches = 0, dist::Group* group = nullptr);
-
 class Trainer {
  public:
   /// `save_extra(dir)` adds files to every checkpoint (the tokenizer).

@@ -1,0 +1,81 @@
+#include "lmkit/models/family.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "lmkit/core/error.h"
+#include "lmkit/models/bert.h"
+#include "lmkit/models/model.h"
+#include "lmkit/models/gpt.h"
+#include "lmkit/models/t5.h"
+#include "lmkit/models/transformer.h"
+
+namespace lmkit::models {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const std::string& last_sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == items.size() ? last_sep : ", ") + items[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Family>& families() {
+  // One line per family: its descriptor lives beside its model.
+  static const std::vector<Family> all = {bert_family(), gpt_family(), t5_family(), transformer_family()};
+  return all;
+}
+
+const Family& family(const std::string& model_type) {
+  for (const auto& f : families()) {
+    if (f.model_type == model_type) return f;
+  }
+  throw InputError("unknown model_type '" + model_type + "' (expected " + family_names() + ")");
+}
+
+std::string family_names() {
+  std::vector<std::string> names;
+  for (const auto& f : families()) names.push_back(f.model_type);
+  return join(names, " or ");
+}
+
+const Objective& Family::objective(const std::string& name) const {
+  if (name.empty()) return objectives.front();
+  for (const auto& o : objectives) {
+    if (o.name == name) return o;
+  }
+  std::vector<std::string> names;
+  for (const auto& o : objectives) names.push_back(o.name);
+  throw InputError("objective '" + name + "' does not apply to model_type '" + model_type + "' (use " +
+                   join(names, " or ") + ")");
+}
+
+bool Family::builds(const std::string& architecture) const {
+  return std::find(architectures.begin(), architectures.end(), architecture) != architectures.end();
+}
+
+const std::string& Family::classifier_or_error() const {
+  if (classifier.empty()) {
+    std::vector<std::string> with;
+    for (const auto& f : families()) {
+      if (!f.classifier.empty()) with.push_back(f.model_type);
+    }
+    throw InputError("model_type '" + model_type + "' has no sequence classifier (" + join(with, " or ") + ")");
+  }
+  return classifier;
+}
+
+int64_t count_targets(const Model& model, const Batch& b) {
+  if (!b.input_ids.defined()) return 0;
+  if (!b.labels.defined()) return b.input_ids.size(0);
+  if (b.labels.dim() == 1) return b.labels.size(0);  // classification
+  const at::Tensor scored = family(model.model_type()).shifted_labels ? b.labels.slice(1, 1) : b.labels;
+  return scored.ne(-100).sum().item<int64_t>();
+}
+
+}  // namespace lmkit::models

@@ -1,0 +1,61 @@
+// What lmkit knows of each model family, in one place: the apps, the trainer,
+// the registry and the benchmarks ask the family instead of comparing model_type
+// strings. Adding a family is its own files (config, model, a `*_family()`
+// describing it) and one line in families() (family.cpp); docs/architecture.md.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lmkit/core/batch.h"
+#include "lmkit/core/config.h"
+
+namespace lmkit::models {
+
+class Model;
+
+/// A pretraining objective of a family and the architecture it trains.
+struct Objective {
+  std::string name;          ///< as --objective spells it: mlm+nsp, mlm, clm, span, seq2seq
+  std::string architecture;  ///< the HF class it trains, e.g. "BertForPreTraining"
+};
+
+struct Family {
+  std::string model_type;                  ///< HF model_type: bert, gpt2, t5, transformer
+  std::vector<std::string> architectures;  ///< HF classes it builds; the first is the default
+  std::vector<Objective> objectives;       ///< pretraining objectives; the first is the default
+  std::string classifier;                  ///< its sequence-classification architecture ("" for none)
+  std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
+  std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
+  std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints
+  bool encoder_decoder = false;            ///< inputs go to an encoder, labels to a decoder
+  bool shifted_labels = false;             ///< labels are the inputs, predicted one position on (causal LM)
+  /// Builds the model `config` describes with the head `architecture` (one of architectures).
+  std::function<std::shared_ptr<Model>(const Json& config, const std::string& file, const std::string& architecture)>
+      create;
+  /// Fits a preset's config to a tokenizer trained for it (vocabulary size, special ids).
+  std::function<void(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id)> adopt_vocabulary;
+
+  /// The objective called `name` ("" for the default); InputError naming those that apply.
+  const Objective& objective(const std::string& name) const;
+  /// Whether `architecture` is one this family builds.
+  bool builds(const std::string& architecture) const;
+  /// The sequence-classification architecture; InputError if the family has none.
+  const std::string& classifier_or_error() const;
+};
+
+/// Every family, in the order errors list them.
+const std::vector<Family>& families();
+/// The family of `model_type`; InputError listing the known ones.
+const Family& family(const std::string& model_type);
+/// "bert, gpt2, t5 or transformer".
+std::string family_names();
+
+/// Number of positions that carry a loss in a batch (labels other than -100, the
+/// first position dropped where the family shifts labels; one per row for
+/// classification); 0 for an empty batch.
+int64_t count_targets(const Model& model, const Batch& batch);
+
+}  // namespace lmkit::models
