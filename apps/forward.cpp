@@ -10,6 +10,57 @@
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/registry.h"
 
+namespace {
+
+// The named input tensors of a safetensors file as a Batch; unknown names are errors.
+lmkit::Batch read_inputs(const std::string& path) {
+  const auto file = lmkit::io::read_safetensors(path);
+  const std::set<std::string> known{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
+                                    "decoder_attention_mask", "labels", "next_sentence_label"};
+  for (const auto& t : file.tensors) {
+    if (!known.count(t.first)) {
+      throw lmkit::InputError(path + ": unknown input tensor '" + t.first +
+                              "' (expected input_ids, attention_mask, token_type_ids, decoder_input_ids, "
+                              "decoder_attention_mask, labels, next_sentence_label)");
+    }
+  }
+  lmkit::Batch batch;
+  batch.input_ids = file.at("input_ids", path);
+  batch.attention_mask = file.get("attention_mask");
+  batch.token_type_ids = file.get("token_type_ids");
+  batch.decoder_input_ids = file.get("decoder_input_ids");
+  batch.decoder_attention_mask = file.get("decoder_attention_mask");
+  batch.labels = file.get("labels");
+  batch.next_sentence_label = file.get("next_sentence_label");
+  return batch;
+}
+
+// The outputs under HF's names (on the CPU), hidden states and gradients when asked.
+std::vector<std::pair<std::string, at::Tensor>> named_outputs(lmkit::models::Model& model, const lmkit::Output& out,
+                                                              bool gradients) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  auto add = [&](const std::string& name, const at::Tensor& t) {
+    if (t.defined()) tensors.emplace_back(name, t.detach().to(at::kCPU));
+  };
+  add("loss", out.loss);
+  add("logits", out.logits);
+  if (model.architecture() == "BertForPreTraining") add("prediction_logits", out.logits);  // HF's name there
+  add("last_hidden_state", out.last_hidden_state);
+  add("pooler_output", out.pooler_output);
+  add("seq_relationship_logits", out.seq_relationship_logits);
+  add("encoder_last_hidden_state", out.encoder_last_hidden_state);
+  for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_states." + std::to_string(i), out.hidden_states[i]);
+  for (size_t i = 0; i < out.encoder_hidden_states.size(); ++i) {
+    add("encoder_hidden_states." + std::to_string(i), out.encoder_hidden_states[i]);
+  }
+  if (gradients) {
+    for (const auto& [name, grad] : lmkit::models::hf_gradients(model)) add("grad." + name, grad);
+  }
+  return tensors;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
   lmkit::RuntimeOptions runtime;
@@ -28,24 +79,7 @@ int main(int argc, char** argv) {
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
     const c10::Device device = lmkit::init_runtime(runtime);
-    const auto file = lmkit::io::read_safetensors(inputs);
-    const std::set<std::string> known{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
-                                      "decoder_attention_mask", "labels", "next_sentence_label"};
-    for (const auto& t : file.tensors) {
-      if (!known.count(t.first)) {
-        throw lmkit::InputError(inputs + ": unknown input tensor '" + t.first +
-                                "' (expected input_ids, attention_mask, token_type_ids, decoder_input_ids, "
-                                "decoder_attention_mask, labels, next_sentence_label)");
-      }
-    }
-    lmkit::Batch batch;
-    batch.input_ids = file.at("input_ids", inputs);
-    batch.attention_mask = file.get("attention_mask");
-    batch.token_type_ids = file.get("token_type_ids");
-    batch.decoder_input_ids = file.get("decoder_input_ids");
-    batch.decoder_attention_mask = file.get("decoder_attention_mask");
-    batch.labels = file.get("labels");
-    batch.next_sentence_label = file.get("next_sentence_label");
+    const lmkit::Batch batch = read_inputs(inputs);
     auto model = lmkit::models::load_pretrained(checkpoint, architecture);
     try {
       model->check_batch(batch);
@@ -63,25 +97,7 @@ int main(int argc, char** argv) {
       if (!out.loss.defined()) throw lmkit::InputError(inputs + ": --gradients needs labels (no loss to differentiate)");
       out.loss.backward();
     }
-
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
-    auto add = [&](const std::string& name, const at::Tensor& t) {
-      if (t.defined()) tensors.emplace_back(name, t.detach().to(at::kCPU));
-    };
-    add("loss", out.loss);
-    add("logits", out.logits);
-    if (model->architecture() == "BertForPreTraining") add("prediction_logits", out.logits);  // HF's name there
-    add("last_hidden_state", out.last_hidden_state);
-    add("pooler_output", out.pooler_output);
-    add("seq_relationship_logits", out.seq_relationship_logits);
-    add("encoder_last_hidden_state", out.encoder_last_hidden_state);
-    for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_states." + std::to_string(i), out.hidden_states[i]);
-    for (size_t i = 0; i < out.encoder_hidden_states.size(); ++i) {
-      add("encoder_hidden_states." + std::to_string(i), out.encoder_hidden_states[i]);
-    }
-    if (gradients) {
-      for (const auto& [name, grad] : lmkit::models::hf_gradients(*model)) add("grad." + name, grad);
-    }
+    const auto tensors = named_outputs(*model, out, gradients);
     lmkit::io::write_safetensors(output, tensors, {{"format", "pt"}, {"producer", "lmkit-forward"}});
     std::printf("%s: wrote", output.c_str());
     for (const auto& t : tensors) std::printf(" %s%s", t.first.c_str(), c10::str(t.second.sizes()).c_str());

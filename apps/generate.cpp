@@ -33,6 +33,23 @@ std::vector<int64_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// The prompts as ids: --prompt-ids as given, --prompt text encoded (with EOS for an
+// encoder, which reads a whole sentence ended as in training).
+std::vector<std::vector<int64_t>> prompt_tokens(const std::vector<std::string>& prompt_ids,
+                                                const std::vector<std::string>& prompts,
+                                                const lmkit::tokenizer::Tokenizer* tok,
+                                                const lmkit::models::GenerationSpec& spec) {
+  std::vector<std::vector<int64_t>> inputs;
+  for (const auto& text_ids : prompt_ids) inputs.push_back(parse_ids(text_ids));
+  for (const auto& text : prompts) {
+    auto ids = tok->encode(text);
+    if (spec.encoder_decoder && tok->specials().eos >= 0) ids.push_back(tok->specials().eos);
+    lmkit::check_input(!ids.empty(), "--prompt: the prompt is empty");
+    inputs.emplace_back(ids.begin(), ids.end());
+  }
+  return inputs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,20 +93,10 @@ int main(int argc, char** argv) {
     o.use_cache = !no_cache;
     auto model = lmkit::models::load_pretrained(checkpoint);
     model->to(device);
-    const auto spec = model->generation_spec();
-    std::vector<std::vector<int64_t>> inputs;
-    for (const auto& text_ids : prompt_ids) inputs.push_back(parse_ids(text_ids));
-    for (const auto& text : prompts) {
-      auto ids = tok->encode(text);
-      // An encoder reads a whole sentence, ended as in training.
-      if (spec.encoder_decoder && tok->specials().eos >= 0) ids.push_back(tok->specials().eos);
-      lmkit::check_input(!ids.empty(), "--prompt: the prompt is empty");
-      inputs.emplace_back(ids.begin(), ids.end());
-    }
-    for (const auto& ids : inputs) {
+    for (const auto& ids : prompt_tokens(prompt_ids, prompts, tok ? &*tok : nullptr, model->generation_spec())) {
       // One prompt at a time: decoder-only prompts cannot share a batch unpadded.
       at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0).to(device);
-      auto out = lmkit::eval::generate(*model, input, {}, o)[0];
+      const auto out = lmkit::eval::generate(*model, input, {}, o)[0];
       if (print_ids || !tok) {
         std::string line;
         for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);

@@ -5,14 +5,16 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/models/model.h"
 #include "lmkit/tokenizer/tokenizer.h"
 
 using namespace lmkit;
@@ -76,170 +78,205 @@ void describe(const tokenizer::Tokenizer& tok) {
   std::printf("template    %s  |  %s\n", render(tok.post_processor().single).c_str(), render(tok.post_processor().pair).c_str());
 }
 
+// lmkit-tokenize train: a SentencePiece tokenizer with a family's special tokens.
+struct TrainCommand {
+  tokenizer::TrainOptions options;
+  std::string family;
+  CLI::App* add(CLI::App& app) {
+    auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
+    t->add_option("--input", options.inputs, "text files")->required()->expected(1, -1);
+    t->add_option("--vocab-size", options.vocab_size, "vocabulary size, special tokens included")->required();
+    t->add_option("--family", family, "bert, gpt2 or t5 (special tokens)")->required();
+    t->add_option("--output", options.output,
+                  "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
+                  "PATH.tokenizer.json beside it)")->required();
+    t->add_option("--model-type", options.model_type, "unigram or bpe");
+    t->add_option("--character-coverage", options.character_coverage, "fraction of characters covered")
+        ->check(CLI::Range(0.5, 1.0));
+    t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
+    t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(CLI::PositiveNumber);
+    t->add_option("--threads", options.threads, "threads (0: every core)");
+    return t;
+  }
+  void run() {
+    options.family = tokenizer::parse_family(family);
+    auto tok = tokenizer::Tokenizer::train(options);
+    std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
+                family.c_str());
+    for (int32_t id : tok.special_ids()) {
+      if (id < 8) std::printf(" %s=%d", tok.piece(id).c_str(), id);
+    }
+    if (tok.specials().num_sentinels) std::printf(" + %d sentinels", tok.specials().num_sentinels);
+    std::printf(")\n");
+    const std::filesystem::path out(options.output);
+    const std::string folder = std::filesystem::is_directory(out)        ? options.output
+                               : out.parent_path().string().empty() ? "."
+                                                                     : out.parent_path().string();
+    std::printf("%s: loads in lmkit (--tokenizer %s) and in HuggingFace (AutoTokenizer.from_pretrained(\"%s\"))\n",
+                options.output.c_str(), options.output.c_str(), folder.c_str());
+  }
+};
+
+// lmkit-tokenize encode: text files into a token corpus directory.
+struct EncodeCommand {
+  std::string tokenizer_path, format = "auto", text_field = "text", output;
+  std::vector<std::string> inputs;
+  int threads = 0;
+  CLI::App* add(CLI::App& app) {
+    auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
+    e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
+    e->add_option("--input", inputs, "text files")->required()->expected(1, -1);
+    e->add_option("--output", output, "corpus directory to write")->required();
+    e->add_option("--format", format, "auto, blank-line, lines or jsonl");
+    e->add_option("--text-field", text_field, "JSONL field holding the text");
+    e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it");
+    return e;
+  }
+  void run() const {
+    const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+    ProgressBar bar(0, "encode");
+    const Json h = data::encode_corpus(tok, {inputs, data::parse_text_format(format), text_field, output, threads}, &bar);
+    std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
+                static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
+                static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());
+  }
+};
+
+// lmkit-tokenize ids: each line's ids as JSON, as HF's tokenizer(text[, pair]) gives them.
+struct IdsCommand {
+  std::string tokenizer_path;
+  std::vector<std::string> inputs;
+  bool pairs = false, no_special = false, with_text = false;
+  CLI::App* add(CLI::App& app) {
+    auto* d = app.add_subcommand("ids", "print each line's token ids as JSON, as HF's tokenizer(text) gives them");
+    d->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
+    d->add_option("--input", inputs, "text files, one text per line")->required()->expected(1, -1);
+    d->add_flag("--pairs", pairs, "each line is TEXT<TAB>PAIR: a text pair");
+    d->add_flag("--no-special", no_special, "no special tokens (no template)");
+    d->add_flag("--decode", with_text, "also give the ids decoded back to text (special tokens dropped)");
+    return d;
+  }
+  Json line_ids(const tokenizer::Tokenizer& tok, std::string_view text, std::optional<std::string_view> pair) const {
+    tokenizer::Encoding enc;
+    if (no_special) {
+      enc.ids = tok.encode(text);
+      if (pair) {
+        const auto b = tok.encode(*pair);
+        enc.ids.insert(enc.ids.end(), b.begin(), b.end());
+      }
+    } else {
+      enc = tok.encode_pair(text, pair);
+    }
+    Json j = {{"ids", enc.ids}};
+    if (!no_special) j["type_ids"] = enc.type_ids;
+    if (with_text) j["text"] = tok.decode(enc.ids);
+    return j;
+  }
+  void run() const {
+    const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+    for (const auto& path : inputs) {
+      const auto lines = read_lines(path);
+      for (size_t n = 0; n < lines.size(); ++n) {
+        std::string_view text = lines[n];
+        std::optional<std::string_view> pair;
+        if (pairs) {
+          const size_t tab = text.find('\t');
+          if (tab == std::string::npos) throw InputError(path + ":" + std::to_string(n + 1) + ": --pairs needs TEXT<TAB>PAIR");
+          pair = text.substr(tab + 1), text = text.substr(0, tab);
+        }
+        std::printf("%s\n", line_ids(tok, text, pair).dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+      }
+    }
+  }
+};
+
+// lmkit-tokenize inspect: what a tokenizer is, or the batches an objective makes of a corpus.
+struct InspectCommand {
+  std::string tokenizer_path, corpus_path, objective, dump;
+  int64_t seq_len = 128, batch_size = 4, batches = 2;
+  uint64_t seed = 0;
+  bool whole_word = false;
+  CLI::App* add(CLI::App& app) {
+    auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
+    i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
+    auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
+    i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->needs(corpus_opt);
+    corpus_opt->needs(i->get_option("--objective"));
+    i->add_option("--seq-len", seq_len, "sequence (input) length")->check(CLI::PositiveNumber);
+    i->add_option("--batch-size", batch_size, "examples per batch")->check(CLI::PositiveNumber);
+    i->add_option("--batches", batches, "batches to show")->check(CLI::PositiveNumber);
+    i->add_option("--seed", seed, "shuffling and masking seed");
+    i->add_flag("--whole-word", whole_word, "whole-word masking");
+    i->add_option("--dump", dump, "write the batches to a safetensors file");
+    return i;
+  }
+  void run() const {
+    const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
+    if (corpus_path.empty()) return describe(tok);
+    auto corpus = std::make_shared<const data::Corpus>(corpus_path);
+    corpus->check_tokenizer(tok);
+    data::MaskingOptions masking;
+    masking.whole_word = whole_word;
+    const auto obj = data::parse_objective(objective);
+    data::LoaderOptions lo;
+    lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
+    data::Loader loader(data::make_pretraining_dataset(obj, corpus, tok, seq_len, seed, masking), lo);
+    std::vector<Batch> all;
+    for (int64_t k = 0; k < batches; ++k) {
+      Batch b = loader.next();
+      std::printf("batch %lld\n", static_cast<long long>(k));
+      for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r).c_str());
+      all.push_back(b);
+    }
+    if (!dump.empty()) write_dump(tok, all, obj);
+  }
+  // The batches, concatenated, as the tensors a model reads (T5: with decoder_input_ids).
+  void write_dump(const tokenizer::Tokenizer& tok, const std::vector<Batch>& all, data::Objective obj) const {
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    auto cat = [&](const char* name, at::Tensor Batch::*field) {
+      std::vector<at::Tensor> parts;
+      for (const auto& b : all) {
+        if ((b.*field).defined()) parts.push_back(b.*field);
+      }
+      if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
+    };
+    cat("input_ids", &Batch::input_ids);
+    cat("attention_mask", &Batch::attention_mask);
+    cat("token_type_ids", &Batch::token_type_ids);
+    cat("labels", &Batch::labels);
+    cat("next_sentence_label", &Batch::next_sentence_label);
+    if (obj == data::Objective::kSpan) {  // what T5's decoder reads: it starts from pad
+      at::Tensor labels;
+      for (const auto& [name, tensor] : tensors) {
+        if (name == "labels") labels = tensor;
+      }
+      tensors.emplace_back("decoder_input_ids", models::shift_right(labels, tok.specials().pad, tok.specials().pad));
+    }
+    const auto specials = tok.special_ids();
+    tensors.emplace_back("special_ids", at::tensor(std::vector<int64_t>(specials.begin(), specials.end()), at::kLong));
+    io::write_safetensors(dump, tensors, {{"objective", objective}, {"seed", std::to_string(seed)}});
+    std::printf("%s: %zu tensors\n", dump.c_str(), tensors.size());
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app("lmkit-tokenize: SentencePiece tokenizers, token corpora, and what the objectives make of them");
   app.require_subcommand(1);
-  RuntimeOptions runtime;
-
-  tokenizer::TrainOptions train;
-  std::string family;  // required
-  auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
-  t->add_option("--input", train.inputs, "text files")->required()->expected(1, -1);
-  t->add_option("--vocab-size", train.vocab_size, "vocabulary size, special tokens included")->required();
-  t->add_option("--family", family, "bert, gpt2 or t5 (special tokens)")->required();
-  t->add_option("--output", train.output,
-                 "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
-                 "PATH.tokenizer.json beside it)")->required();
-  t->add_option("--model-type", train.model_type, "unigram or bpe");
-  t->add_option("--character-coverage", train.character_coverage, "fraction of characters covered")->check(CLI::Range(0.5, 1.0));
-  t->add_flag("!--no-byte-fallback", train.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
-  t->add_option("--max-sentences", train.max_sentences, "lines sampled for training")->check(CLI::PositiveNumber);
-  t->add_option("--threads", train.threads, "threads (0: every core)");
-
-  std::string tokenizer_path, format = "auto", text_field = "text", output;
-  std::vector<std::string> inputs;
-  int threads = 0;
-  auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
-  e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-  e->add_option("--input", inputs, "text files")->required()->expected(1, -1);
-  e->add_option("--output", output, "corpus directory to write")->required();
-  e->add_option("--format", format, "auto, blank-line, lines or jsonl");
-  e->add_option("--text-field", text_field, "JSONL field holding the text");
-  e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it");
-
-  std::string corpus_path, objective, dump;
-  int64_t seq_len = 128, batch_size = 4, batches = 2;
-  uint64_t seed = 0;
-  bool whole_word = false;
-  bool pairs = false, no_special = false, with_text = false;
-  auto* d = app.add_subcommand("ids", "print each line's token ids as JSON, as HF's tokenizer(text) gives them");
-  d->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-  d->add_option("--input", inputs, "text files, one text per line")->required()->expected(1, -1);
-  d->add_flag("--pairs", pairs, "each line is TEXT<TAB>PAIR: a text pair");
-  d->add_flag("--no-special", no_special, "no special tokens (no template)");
-  d->add_flag("--decode", with_text, "also give the ids decoded back to text (special tokens dropped)");
-
-  auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
-  i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-  auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
-  i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->needs(corpus_opt);
-  corpus_opt->needs(i->get_option("--objective"));
-  i->add_option("--seq-len", seq_len, "sequence (input) length")->check(CLI::PositiveNumber);
-  i->add_option("--batch-size", batch_size, "examples per batch")->check(CLI::PositiveNumber);
-  i->add_option("--batches", batches, "batches to show")->check(CLI::PositiveNumber);
-  i->add_option("--seed", seed, "shuffling and masking seed");
-  i->add_flag("--whole-word", whole_word, "whole-word masking");
-  i->add_option("--dump", dump, "write the batches to a safetensors file");
-
+  TrainCommand train;
+  EncodeCommand encode;
+  IdsCommand ids;
+  InspectCommand inspect;
+  CLI::App* t = train.add(app);
+  CLI::App* e = encode.add(app);
+  CLI::App* d = ids.add(app);
+  CLI::App* i = inspect.add(app);
   return run_app(app, argc, argv, [&] {
     set_threads(0);
-    if (t->parsed()) {
-      train.family = tokenizer::parse_family(family);
-      auto tok = tokenizer::Tokenizer::train(train);
-      std::printf("%s: %lld tokens (%s family; specials", train.output.c_str(), static_cast<long long>(tok.vocab_size()),
-                  family.c_str());
-      for (int32_t id : tok.special_ids()) {
-        if (id < 8) std::printf(" %s=%d", tok.piece(id).c_str(), id);
-      }
-      if (tok.specials().num_sentinels) std::printf(" + %d sentinels", tok.specials().num_sentinels);
-      std::printf(")\n");
-      std::printf("%s: loads in lmkit (--tokenizer %s) and in HuggingFace (AutoTokenizer.from_pretrained(\"%s\"))\n",
-                  train.output.c_str(), train.output.c_str(),
-                  std::filesystem::is_directory(train.output) ? train.output.c_str()
-                      : std::filesystem::path(train.output).parent_path().string().empty() ? "."
-                      : std::filesystem::path(train.output).parent_path().c_str());
-    } else if (d->parsed()) {
-      const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-      for (const auto& path : inputs) {
-        std::ifstream in(path);
-        if (!in) throw InputError(path + ": cannot open");
-        std::string line;
-        int64_t line_no = 0;
-        while (std::getline(in, line)) {
-          ++line_no;
-          if (!line.empty() && line.back() == '\r') line.pop_back();
-          std::optional<std::string_view> pair;
-          std::string_view text = line;
-          if (pairs) {
-            const size_t tab = line.find('\t');
-            if (tab == std::string::npos) throw InputError(path + ":" + std::to_string(line_no) + ": --pairs needs TEXT<TAB>PAIR");
-            text = std::string_view(line).substr(0, tab), pair = std::string_view(line).substr(tab + 1);
-          }
-          tokenizer::Encoding enc;
-          if (no_special) {
-            enc.ids = tok.encode(text);
-            if (pair) {
-              const auto b = tok.encode(*pair);
-              enc.ids.insert(enc.ids.end(), b.begin(), b.end());
-            }
-          } else {
-            enc = tok.encode_pair(text, pair);
-          }
-          Json j = {{"ids", enc.ids}};
-          if (!no_special) j["type_ids"] = enc.type_ids;
-          if (with_text) j["text"] = tok.decode(enc.ids);
-          std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
-        }
-      }
-    } else if (e->parsed()) {
-      auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-      data::EncodeOptions o{inputs, data::parse_text_format(format), text_field, output, threads};
-      ProgressBar bar(0, "encode");
-      Json h = data::encode_corpus(tok, o, &bar);
-      std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
-                  static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
-                  static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());
-    } else if (corpus_path.empty()) {
-      describe(tokenizer::Tokenizer::load(tokenizer_path));
-    } else {
-      auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-      auto corpus = std::make_shared<const data::Corpus>(corpus_path);
-      corpus->check_tokenizer(tok);
-      data::MaskingOptions masking;
-      masking.whole_word = whole_word;
-      const auto obj = data::parse_objective(objective);
-      auto dataset = data::make_pretraining_dataset(obj, corpus, tok, seq_len, seed, masking);
-      data::LoaderOptions lo;
-      lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
-      data::Loader loader(dataset, lo);
-      std::vector<Batch> all;
-      for (int64_t k = 0; k < batches; ++k) {
-        Batch b = loader.next();
-        std::printf("batch %lld\n", static_cast<long long>(k));
-        for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r).c_str());
-        all.push_back(b);
-      }
-      if (!dump.empty()) {
-        std::vector<std::pair<std::string, at::Tensor>> tensors;
-        auto cat = [&](const char* name, at::Tensor Batch::*field) {
-          std::vector<at::Tensor> parts;
-          for (auto& b : all) {
-            if ((b.*field).defined()) parts.push_back(b.*field);
-          }
-          if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
-        };
-        cat("input_ids", &Batch::input_ids);
-        cat("attention_mask", &Batch::attention_mask);
-        cat("token_type_ids", &Batch::token_type_ids);
-        cat("labels", &Batch::labels);
-        cat("next_sentence_label", &Batch::next_sentence_label);
-        if (obj == data::Objective::kSpan) {
-          // T5's shift_right: what the decoder reads.
-          at::Tensor labels;
-          for (const auto& [name, tensor] : tensors) {
-            if (name == "labels") labels = tensor;
-          }
-          at::Tensor dec = at::full_like(labels, tok.specials().pad);
-          dec.slice(1, 1).copy_(labels.slice(1, 0, -1));
-          tensors.emplace_back("decoder_input_ids", dec.masked_fill(dec.eq(-100), tok.specials().pad));
-        }
-        const auto specials = tok.special_ids();
-        tensors.emplace_back("special_ids", at::tensor(std::vector<int64_t>(specials.begin(), specials.end()), at::kLong));
-        io::write_safetensors(dump, tensors, {{"objective", objective}, {"seed", std::to_string(seed)}});
-        std::printf("%s: %zu tensors\n", dump.c_str(), tensors.size());
-      }
-    }
+    if (t->parsed()) train.run();
+    if (e->parsed()) encode.run();
+    if (d->parsed()) ids.run();
+    if (i->parsed()) inspect.run();
   });
 }

@@ -55,6 +55,10 @@ class ConfigReader {
   /// As get(), and checks lo <= value <= hi for numbers.
   template <typename T>
   bool get(const std::string& key, T& out, T lo, T hi = std::numeric_limits<T>::max());
+  /// As get() with bounds, for keys HF writes as null to mean "none" (no such token,
+  /// the default rate): a null sets `out` to `if_null`.
+  template <typename T>
+  bool get_nullable(const std::string& key, T& out, T if_null, T lo, T hi = std::numeric_limits<T>::max());
   /// As get(), but a missing key is an error.
   template <typename T>
   void require(const std::string& key, T& out);
@@ -124,6 +128,16 @@ bool ConfigReader::get(const std::string& key, T& out, T lo, T hi) {
     fail(key, "must be " + range + ", got " + brief_json(object_.at(key)));
   }
   return true;
+}
+
+template <typename T>
+bool ConfigReader::get_nullable(const std::string& key, T& out, T if_null, T lo, T hi) {
+  if (object_.contains(key) && object_.at(key).is_null()) {
+    known_.insert(key), consumed_.insert(key);
+    out = if_null;
+    return false;
+  }
+  return get(key, out, lo, hi);
 }
 
 template <typename T>

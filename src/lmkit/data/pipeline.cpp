@@ -1,26 +1,21 @@
 #include "lmkit/data/pipeline.h"
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 
 namespace lmkit::data {
 
-Objective parse_objective(const std::string& name) {
-  if (name == "mlm") return Objective::kMlm;
-  if (name == "mlm+nsp") return Objective::kMlmNsp;
-  if (name == "span") return Objective::kSpan;
-  if (name == "clm") return Objective::kClm;
-  throw InputError("unknown objective '" + name + "' (expected mlm, mlm+nsp, span or clm)");
+const NameTable<Objective>& objective_names() {
+  static const NameTable<Objective> table{"objective", {{"mlm", Objective::kMlm},
+                                                        {"mlm+nsp", Objective::kMlmNsp},
+                                                        {"span", Objective::kSpan},
+                                                        {"clm", Objective::kClm}}};
+  return table;
 }
 
-std::string objective_name(Objective objective) {
-  switch (objective) {
-    case Objective::kMlm: return "mlm";
-    case Objective::kMlmNsp: return "mlm+nsp";
-    case Objective::kSpan: return "span";
-    case Objective::kClm: return "clm";
-  }
-  return "";
-}
+Objective parse_objective(const std::string& name) { return objective_names().parse(name); }
+
+std::string objective_name(Objective objective) { return objective_names().name(objective); }
 
 std::shared_ptr<Dataset> make_pretraining_dataset(Objective objective, std::shared_ptr<const Corpus> corpus,
                                                   const tokenizer::Tokenizer& tok, int64_t seq_len, uint64_t seed,

@@ -7,6 +7,7 @@
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 
 namespace lmkit::data {
 
@@ -24,13 +25,15 @@ void add_paragraph(Document& doc, std::string_view paragraph) {
 
 }  // namespace
 
-TextFormat parse_text_format(const std::string& name) {
-  if (name == "auto") return TextFormat::kAuto;
-  if (name == "blank-line") return TextFormat::kBlankLine;
-  if (name == "lines") return TextFormat::kLines;
-  if (name == "jsonl") return TextFormat::kJsonl;
-  throw InputError("unknown text format '" + name + "' (expected auto, blank-line, lines or jsonl)");
+const NameTable<TextFormat>& text_format_names() {
+  static const NameTable<TextFormat> table{"text format", {{"auto", TextFormat::kAuto},
+                                                           {"blank-line", TextFormat::kBlankLine},
+                                                           {"lines", TextFormat::kLines},
+                                                           {"jsonl", TextFormat::kJsonl}}};
+  return table;
 }
+
+TextFormat parse_text_format(const std::string& name) { return text_format_names().parse(name); }
 
 bool is_wikitext_title(std::string_view line) {
   std::string_view t = trim(line);

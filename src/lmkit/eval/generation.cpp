@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "lmkit/core/error.h"
+#include "lmkit/models/checks.h"
 #include "lmkit/nn/eval_mode.h"
 
 namespace lmkit::eval {

@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 
@@ -25,12 +28,8 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file) {
   r.get("type_vocab_size", c.type_vocab_size, int64_t{1});
   r.get("initializer_range", c.initializer_range, 0.0);
   r.get("layer_norm_eps", c.layer_norm_eps, 0.0);
-  if (j.contains("pad_token_id") && !j["pad_token_id"].is_null()) r.get("pad_token_id", c.pad_token_id, int64_t{0});
-  r.ignore({"pad_token_id"});
-  if (j.contains("classifier_dropout") && !j["classifier_dropout"].is_null()) {
-    r.get("classifier_dropout", c.classifier_dropout, 0.0, 1.0);
-  }
-  r.ignore({"classifier_dropout"});
+  r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0});
+  r.get_nullable("classifier_dropout", c.classifier_dropout, -1.0, 0.0, 1.0);
   std::string position_type = "absolute";
   r.get_choice("position_embedding_type", position_type, {"absolute"});
   c.num_labels = read_num_labels(r, c.num_labels);

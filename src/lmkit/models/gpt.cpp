@@ -4,24 +4,15 @@
 
 #include <cmath>
 
+#include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
-
-namespace {
-// HF writes null for "no such token".
-void get_optional_id(ConfigReader& r, const Json& j, const std::string& key, int64_t& out) {
-  if (j.contains(key) && j[key].is_null()) {
-    out = -1;
-    r.ignore({key.c_str()});
-  } else {
-    r.get(key, out, int64_t{0});
-  }
-}
-}  // namespace
 
 GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   GptConfig c;
@@ -34,17 +25,16 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   r.get("n_embd", c.n_embd, int64_t{1});
   r.get("n_layer", c.n_layer, int64_t{0});
   r.get("n_head", c.n_head, int64_t{1});
-  if (j.contains("n_inner") && j["n_inner"].is_null()) r.ignore({"n_inner"});
-  else r.get("n_inner", c.n_inner, int64_t{1});
+  r.get_nullable("n_inner", c.n_inner, c.n_inner, int64_t{1});
   r.get_choice("activation_function", c.activation_function, {"gelu_new", "gelu", "relu", "gelu_pytorch_tanh"});
   r.get("resid_pdrop", c.resid_pdrop, 0.0, 1.0);
   r.get("embd_pdrop", c.embd_pdrop, 0.0, 1.0);
   r.get("attn_pdrop", c.attn_pdrop, 0.0, 1.0);
   r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
   r.get("initializer_range", c.initializer_range, 0.0);
-  get_optional_id(r, j, "bos_token_id", c.bos_token_id);
-  get_optional_id(r, j, "eos_token_id", c.eos_token_id);
-  get_optional_id(r, j, "pad_token_id", c.pad_token_id);
+  r.get_nullable("bos_token_id", c.bos_token_id, int64_t{-1}, int64_t{0});
+  r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
+  r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
   r.get("tie_word_embeddings", c.tie_word_embeddings);
   // Variants lmkit does not implement must be off, not silently ignored.
   bool flag = true;

@@ -88,61 +88,28 @@ using DecodeFn = std::function<at::Tensor(const at::Tensor& ids, std::vector<nn:
 std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head,
                                                        at::Tensor memory, at::Tensor memory_mask, bool use_cache);
 
-/// Throws InputError unless the tensor holds int64 or int32 ids (what an embedding
-/// takes), every one in [0, limit). An undefined tensor passes.
-void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what);
-/// As check_token_ids for a required (batch, length) matrix with both sizes >= 1.
-void check_token_matrix(const at::Tensor& ids, int64_t limit, const std::string& what);
-/// Token targets of a loss: int64 ids in [0, limit), or -100 (ignored).
-void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what);
-/// Throws InputError unless `t` is undefined or has the shape `like` has.
-void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what);
-/// Labels of an encoder or decoder-only model: one class per row for a
-/// classifier head, else token labels shaped like input_ids (ids or -100).
-void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels, int64_t vocab_size);
-/// The decoder side of an encoder-decoder batch (T5, the Transformer):
-/// decoder_input_ids and/or labels of shape [input_ids' batch, length >= 1], ids
-/// in [0, vocab_size), labels also -100, decoder_attention_mask shaped alike.
-void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
-/// Throws InputError if `t` is defined: `model` has no use for the field `what`.
-void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
-/// One target per row (sequence classification, next-sentence prediction): shape
-/// [batch], int64 class ids in [0, num_classes), or numbers when num_classes == 1.
-void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what);
+/// The decoding session of an encoder-decoder model M (T5, the Transformer), which
+/// has encode(ids, mask), decode(ids, mask, memory, memory_mask, caches) and
+/// lm_logits(hidden): the encoder runs once on the prompts, each step decodes against it.
+template <typename M>
+std::unique_ptr<DecodingSession> encoder_decoder_session(M& model, const at::Tensor& input_ids,
+                                                         const at::Tensor& attention_mask, bool use_cache) {
+  at::Tensor memory = model.encode(input_ids, attention_mask);  // (B, S, D), computed once
+  return make_decoding_session(
+      [&model](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor& mem, const at::Tensor& mask) {
+        return model.decode(ids, at::Tensor(), mem, mask, caches);
+      },
+      [&model](const at::Tensor& h) { return model.lm_logits(h); }, std::move(memory), attention_mask, use_cache);
+}
 
-/// Adds an HF tensor for a plain Linear; used by every family's hf_tensors().
-void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,
-                bool transpose = false);
-/// Adds HF tensors for a fused projection: `names[i]` gets rows [i·n, (i+1)·n) of the fused weight/bias.
-void add_fused_linear(std::vector<HfTensor>& out, const std::vector<std::string>& hf_prefixes, torch::nn::Linear& fused);
-void add_norm(std::vector<HfTensor>& out, const std::string& hf_prefix, nn::Norm& norm);
+/// The decoder's inputs for labels (B, T) of an encoder-decoder (HF's _shift_right):
+/// [decoder_start, labels[:, :-1]] with -100 (ignored) replaced by pad.
+at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id, int64_t pad_token_id);
 
 /// Runs `layers` (TransformerLayer) in order; appends each output to `hidden_states` when given.
 at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Tensor& self_bias,
                       const at::Tensor& memory = {}, const at::Tensor& cross_bias = {},
                       std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
-
-/// Mean cross-entropy over targets != -100 (HF's CrossEntropyLoss(ignore_index=-100)).
-at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing = 0.0);
-
-/// Sequence-classification loss: cross-entropy over class ids, or MSE against
-/// float targets when the head has one output (regression, HF's convention).
-at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);
-
-/// Rows of `hidden` (B, T, D) at positions where `labels` (B, T) != -100, as (N, D),
-/// and the matching labels (N): the vocabulary projection then runs only where a loss is taken.
-/// N is rounded up (by at most 1/16, to a multiple of a power of two >= 8) with copies
-/// of row 0 labelled -100, which cross_entropy ignores: the masked-LM count changes
-/// every batch, and a few sizes per octave keep the allocator's heap from growing
-/// over a long run (lmkit-bench train's heap figures).
-std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);
-
-/// HF's generic PretrainedConfig keys (generation defaults, bookkeeping): accepted and ignored.
-void ignore_generic_hf_keys(ConfigReader& reader);
-/// Reads num_labels from HF's id2label (or lmkit's num_labels).
-int64_t read_num_labels(ConfigReader& reader, int64_t fallback);
-/// Writes id2label/label2id for `num_labels` classes as HF does.
-void write_num_labels(Json& j, int64_t num_labels);
 
 /// Fills every Linear / Embedding weight from N(0, std) and zeroes biases (BERT, GPT-2 init).
 void init_normal(torch::nn::Module& module, double std);

@@ -4,7 +4,10 @@
 
 #include <cmath>
 
+#include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
@@ -22,14 +25,12 @@ T5Config T5Config::from_json(const Json& j, const std::string& file) {
   r.get("d_ff", c.d_ff, int64_t{1});
   r.get("num_layers", c.num_layers, int64_t{0});
   c.num_decoder_layers = c.num_layers;
-  if (j.contains("num_decoder_layers") && j["num_decoder_layers"].is_null()) r.ignore({"num_decoder_layers"});
-  else r.get("num_decoder_layers", c.num_decoder_layers, int64_t{0});
+  r.get_nullable("num_decoder_layers", c.num_decoder_layers, c.num_layers, int64_t{0});
   r.get("num_heads", c.num_heads, int64_t{1});
   r.get("relative_attention_num_buckets", c.relative_attention_num_buckets, int64_t{2});
   r.get("relative_attention_max_distance", c.relative_attention_max_distance, int64_t{1});
   r.get("dropout_rate", c.dropout_rate, 0.0, 1.0);
-  if (j.contains("classifier_dropout") && j["classifier_dropout"].is_null()) r.ignore({"classifier_dropout"});
-  else r.get("classifier_dropout", c.classifier_dropout, 0.0, 1.0);
+  r.get_nullable("classifier_dropout", c.classifier_dropout, c.classifier_dropout, 0.0, 1.0);
   r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
   r.get("initializer_factor", c.initializer_factor, 0.0);
   r.get_choice("feed_forward_proj", c.feed_forward_proj, {"relu", "gated-gelu"});
@@ -207,12 +208,6 @@ at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
   return nn::linear(x, lm_head ? lm_head->weight : shared->weight, {});  // (..., V)
 }
 
-at::Tensor T5Impl::shift_right(const at::Tensor& labels) const {
-  at::Tensor shifted = at::full_like(labels, config.decoder_start_token_id);
-  shifted.slice(1, 1).copy_(labels.slice(1, 0, -1));
-  return shifted.masked_fill(shifted.eq(-100), config.pad_token_id);
-}
-
 Output T5Impl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* enc_hs = output_hidden_states ? &out.encoder_hidden_states : nullptr;
@@ -229,7 +224,9 @@ Output T5Impl::forward(const Batch& batch) {
     return out;
   }
   out.encoder_last_hidden_state = memory;
-  at::Tensor dec_ids = batch.decoder_input_ids.defined() ? batch.decoder_input_ids : shift_right(batch.labels);
+  at::Tensor dec_ids = batch.decoder_input_ids.defined()
+                           ? batch.decoder_input_ids
+                           : shift_right(batch.labels, config.decoder_start_token_id, config.pad_token_id);
   std::vector<at::Tensor>* dec_hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask, nullptr, dec_hs);
   if (config.head == T5Head::kConditionalGeneration) {
@@ -253,12 +250,7 @@ GenerationSpec T5Impl::generation_spec() const {
 std::unique_ptr<DecodingSession> T5Impl::start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                         bool use_cache) {
   if (config.head != T5Head::kConditionalGeneration) return Model::start_decoding({}, {}, use_cache);
-  at::Tensor memory = encode(input_ids, attention_mask);  // (B, S, D), computed once
-  return make_decoding_session(
-      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor& mem, const at::Tensor& mask) {
-        return decode(ids, at::Tensor(), mem, mask, caches);
-      },
-      [this](const at::Tensor& h) { return lm_logits(h); }, memory, attention_mask, use_cache);
+  return encoder_decoder_session(*this, input_ids, attention_mask, use_cache);
 }
 
 void T5Impl::check_batch(const Batch& b) const {

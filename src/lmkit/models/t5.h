@@ -92,8 +92,6 @@ class T5Impl : public Model {
                     std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
   /// Vocabulary logits for decoder rows (..., D) -> (..., V).
   at::Tensor lm_logits(const at::Tensor& hidden);
-  /// HF's _shift_right: [decoder_start, labels[:-1]] with -100 replaced by pad.
-  at::Tensor shift_right(const at::Tensor& labels) const;
   void reset_parameters();
 
   T5Config config;

@@ -5,7 +5,10 @@
 
 #include <cmath>
 
+#include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
@@ -139,17 +142,13 @@ at::Tensor TransformerImpl::lm_logits(const at::Tensor& hidden) {
   return nn::linear(hidden, out_proj ? out_proj->weight : tgt_embed->weight);  // (..., V_tgt)
 }
 
-at::Tensor TransformerImpl::shift_right(const at::Tensor& labels) const {
-  at::Tensor shifted = at::full_like(labels, config.decoder_start_token_id);
-  shifted.slice(1, 1).copy_(labels.slice(1, 0, -1));
-  return shifted.masked_fill(shifted.eq(-100), config.pad_token_id);
-}
-
 Output TransformerImpl::forward(const Batch& batch) {
   Output out;
   at::Tensor memory = encode(batch.input_ids, batch.attention_mask);
   out.encoder_last_hidden_state = memory;
-  at::Tensor dec_ids = batch.decoder_input_ids.defined() ? batch.decoder_input_ids : shift_right(batch.labels);
+  at::Tensor dec_ids = batch.decoder_input_ids.defined()
+                           ? batch.decoder_input_ids
+                           : shift_right(batch.labels, config.decoder_start_token_id, config.pad_token_id);
   out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask);
   if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);
   if (batch.labels.defined()) {
@@ -169,12 +168,7 @@ GenerationSpec TransformerImpl::generation_spec() const {
 
 std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                         bool use_cache) {
-  at::Tensor memory = encode(input_ids, attention_mask);  // (B, S, D), computed once
-  return make_decoding_session(
-      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor& mem, const at::Tensor& mask) {
-        return decode(ids, at::Tensor(), mem, mask, caches);
-      },
-      [this](const at::Tensor& h) { return lm_logits(h); }, memory, attention_mask, use_cache);
+  return encoder_decoder_session(*this, input_ids, attention_mask, use_cache);
 }
 
 void TransformerImpl::check_batch(const Batch& b) const {

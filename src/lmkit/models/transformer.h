@@ -58,7 +58,6 @@ class TransformerImpl : public Model {
                     const at::Tensor& memory, const at::Tensor& memory_mask,
                     std::vector<nn::LayerCache>* caches = nullptr);
   at::Tensor lm_logits(const at::Tensor& hidden);
-  at::Tensor shift_right(const at::Tensor& labels) const;
   void reset_parameters();
 
   TransformerConfig config;

@@ -3,28 +3,27 @@
 #include <ATen/ATen.h>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
 
 namespace lmkit::nn {
 
-Activation parse_activation(const std::string& name) {
-  if (name == "relu") return Activation::kRelu;
-  if (name == "gelu") return Activation::kGelu;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_tanh") return Activation::kGeluTanh;
-  if (name == "gated-gelu" || name == "gated_gelu") return Activation::kGatedGelu;
-  throw InputError("unknown activation '" + name + "' (expected relu, gelu, gelu_new or gated-gelu)");
+const NameTable<Activation>& activation_names() {
+  // The first name of each value is how lmkit writes it; the others are HF's aliases.
+  static const NameTable<Activation> table{"activation", {{"relu", Activation::kRelu},
+                                                          {"gelu", Activation::kGelu},
+                                                          {"gelu_new", Activation::kGeluTanh},
+                                                          {"gelu_pytorch_tanh", Activation::kGeluTanh},
+                                                          {"gelu_tanh", Activation::kGeluTanh},
+                                                          {"gated-gelu", Activation::kGatedGelu},
+                                                          {"gated_gelu", Activation::kGatedGelu}}};
+  return table;
 }
 
-std::string activation_name(Activation activation) {
-  switch (activation) {
-    case Activation::kRelu: return "relu";
-    case Activation::kGelu: return "gelu";
-    case Activation::kGeluTanh: return "gelu_new";
-    case Activation::kGatedGelu: return "gated-gelu";
-  }
-  return "?";
-}
+Activation parse_activation(const std::string& name) { return activation_names().parse(name); }
+
+std::string activation_name(Activation activation) { return activation_names().name(activation); }
 
 at::Tensor activate(const at::Tensor& x, Activation activation) {
   switch (activation) {

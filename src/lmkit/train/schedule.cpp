@@ -4,26 +4,21 @@
 #include <cmath>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 
 namespace lmkit::train {
 
-Schedule parse_schedule(const std::string& name) {
-  if (name == "constant") return Schedule::kConstant;
-  if (name == "linear") return Schedule::kLinear;
-  if (name == "cosine") return Schedule::kCosine;
-  if (name == "inverse-sqrt") return Schedule::kInverseSqrt;
-  throw InputError("unknown schedule '" + name + "' (expected constant, linear, cosine or inverse-sqrt)");
+const NameTable<Schedule>& schedule_names() {
+  static const NameTable<Schedule> table{"schedule", {{"constant", Schedule::kConstant},
+                                                      {"linear", Schedule::kLinear},
+                                                      {"cosine", Schedule::kCosine},
+                                                      {"inverse-sqrt", Schedule::kInverseSqrt}}};
+  return table;
 }
 
-std::string schedule_name(Schedule schedule) {
-  switch (schedule) {
-    case Schedule::kConstant: return "constant";
-    case Schedule::kLinear: return "linear";
-    case Schedule::kCosine: return "cosine";
-    case Schedule::kInverseSqrt: return "inverse-sqrt";
-  }
-  return "";
-}
+Schedule parse_schedule(const std::string& name) { return schedule_names().parse(name); }
+
+std::string schedule_name(Schedule schedule) { return schedule_names().name(schedule); }
 
 double learning_rate(const ScheduleOptions& o, int64_t step) {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Behaviour check for refactors: pretrains gpt-mini (clm), bert-tiny (mlm) and t5-mini
+# (span) for 30 steps with a fixed seed and one thread with the apps in two build
+# folders, and compares the logged losses and the final weights bit for bit.
+#
+#   scripts/compare_runs.sh BIN_BEFORE BIN_AFTER [WORK]
+#
+# e.g. build the old commit with `git worktree add /tmp/old REV && LMKIT_BUILD_DIR=build
+# bash /tmp/old/scripts/build.sh`, then scripts/compare_runs.sh /tmp/old/build/bin build/bin.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { sed -n '2,10p' "$0"; exit 2; }
+before=$1 after=$2 work=${3:-/tmp/lmkit-compare}
+status=0
+for spec in "gpt-mini clm" "bert-tiny mlm" "t5-mini span"; do
+  set -- $spec
+  for side in before after; do
+    bin=$before; [ "$side" = after ] && bin=$after
+    rm -rf "$work/$side/$1"
+    "$bin/lmkit-pretrain" --model "models/$1.json" --objective "$2" --train data/wikitext-2-sample/train.txt \
+      --valid data/wikitext-2-sample/valid.txt --output "$work/$side/$1" --steps 30 --batch-size 8 --seq-len 64 \
+      --vocab-size 2000 --eval-every 30 --log-every 10 --threads 1 --seed 7 >/dev/null 2>&1
+  done
+  losses() { python3 -c "import json,sys; print(' '.join(repr(json.loads(l)['loss']) for l in open(sys.argv[1]) if 'loss' in json.loads(l)))" "$1"; }
+  a=$(losses "$work/before/$1/metrics.jsonl") b=$(losses "$work/after/$1/metrics.jsonl")
+  if [ "$a" = "$b" ] && cmp -s "$work/before/$1/final/model.safetensors" "$work/after/$1/final/model.safetensors"; then
+    echo "$1 $2: identical losses ($a) and final weights"
+  else
+    echo "$1 $2: DIFFERENT: before $a, after $b"; status=1
+  fi
+done
+exit "$status"

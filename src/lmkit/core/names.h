@@ -1,0 +1,51 @@
+// Enum <-> name tables: one table per enum gives both directions and the error
+// for an unknown name, listing the names (each value's first; later ones are aliases).
+//
+//   static const NameTable<Schedule> kSchedules{"schedule", {{"constant", Schedule::kConstant}, ...}};
+//   kSchedules.parse("cosine");           // Schedule::kCosine, or InputError "unknown schedule ..."
+//   kSchedules.name(Schedule::kCosine);   // "cosine"
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit {
+
+template <typename E>
+class NameTable {
+ public:
+  NameTable(std::string what, std::vector<std::pair<std::string, E>> entries)
+      : what_(std::move(what)), entries_(std::move(entries)) {}
+
+  E parse(const std::string& name) const {
+    for (const auto& [n, v] : entries_) {
+      if (n == name) return v;
+    }
+    std::vector<std::string> names;
+    for (const auto& [n, v] : entries_) {
+      if (&name_ref(v) == &n) names.push_back(n);
+    }
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    throw InputError("unknown " + what_ + " '" + name + "' (expected " + list + ")");
+  }
+
+  const std::string& name(E value) const { return name_ref(value); }
+
+ private:
+  const std::string& name_ref(E value) const {
+    for (const auto& [n, v] : entries_) {
+      if (v == value) return n;
+    }
+    static const std::string none;
+    return none;
+  }
+
+  std::string what_;
+  std::vector<std::pair<std::string, E>> entries_;
+};
+
+}  // namespace lmkit

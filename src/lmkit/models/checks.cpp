@@ -1,0 +1,99 @@
+#include "lmkit/models/checks.h"
+
+#include <ATen/ATen.h>
+
+#include "lmkit/core/error.h"
+
+namespace lmkit::models {
+
+namespace {
+
+std::string dtype_of(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
+// Ids feed an embedding (int64 or int32); targets feed a loss (int64 only).
+void check_integer_dtype(const at::Tensor& t, bool int32_ok, const std::string& what) {
+  const auto type = t.scalar_type();
+  if (type == at::kLong || (int32_ok && type == at::kInt)) return;
+  throw InputError(what + " must hold " + (int32_ok ? "int64 or int32" : "int64") + " ids, not " + dtype_of(t));
+}
+
+void check_range(const at::Tensor& ids, int64_t limit, const std::string& what) {
+  if (ids.numel() == 0) return;
+  const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  if (lo < 0 || hi >= limit) {
+    throw InputError(what + " holds id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " + std::to_string(limit) + ")");
+  }
+}
+
+}  // namespace
+
+void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what) {
+  if (!ids.defined()) return;
+  check_integer_dtype(ids, /*int32_ok=*/true, what);
+  check_range(ids, limit, what);
+}
+
+void check_token_matrix(const at::Tensor& ids, int64_t limit, const std::string& what) {
+  if (!ids.defined() || ids.dim() != 2 || ids.size(0) == 0 || ids.size(1) == 0) {
+    throw InputError(what + " must have shape [batch, length] with batch and length >= 1, got " +
+                     (ids.defined() ? c10::str(ids.sizes()) : std::string("none")));
+  }
+  check_token_ids(ids, limit, what);
+}
+
+void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what) {
+  if (!labels.defined()) return;
+  check_integer_dtype(labels, /*int32_ok=*/false, what);
+  check_range(labels.masked_fill(labels.eq(-100), 0), limit, what + " (other than -100)");
+}
+
+void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what) {
+  if (t.defined() && like.defined() && t.sizes() != like.sizes()) {
+    throw InputError(what + " has shape " + c10::str(t.sizes()) + " but " + like_what + " has " + c10::str(like.sizes()));
+  }
+}
+
+void check_input_labels(const Batch& b, bool classifier, int64_t num_labels, int64_t vocab_size) {
+  if (classifier) {
+    check_row_labels(b.labels, b.input_ids.size(0), num_labels, "labels");
+  } else {
+    check_same_shape(b.labels, b.input_ids, "labels", "input_ids");
+    check_labels(b.labels, vocab_size, "labels");
+  }
+}
+
+void check_decoder_inputs(const Batch& b, int64_t vocab_size, const std::string& model) {
+  check_input(b.decoder_input_ids.defined() || b.labels.defined(), model + " needs decoder_input_ids or labels");
+  if (b.decoder_input_ids.defined()) check_token_matrix(b.decoder_input_ids, vocab_size, "decoder_input_ids");
+  check_labels(b.labels, vocab_size, "labels");
+  const at::Tensor& targets = b.decoder_input_ids.defined() ? b.decoder_input_ids : b.labels;
+  const std::string name = b.decoder_input_ids.defined() ? "decoder_input_ids" : "labels";
+  if (targets.dim() != 2 || targets.size(0) != b.input_ids.size(0) || targets.size(1) == 0) {
+    throw InputError(name + " must have shape [" + std::to_string(b.input_ids.size(0)) +
+                     ", length] (input_ids' batch, length >= 1), got " + c10::str(targets.sizes()));
+  }
+  check_same_shape(b.labels, b.decoder_input_ids, "labels", "decoder_input_ids");
+  check_same_shape(b.decoder_attention_mask, targets, "decoder_attention_mask", name);
+}
+
+void check_unused(const at::Tensor& t, const std::string& what, const std::string& model) {
+  if (t.defined()) throw InputError(model + " does not take " + what);
+}
+
+void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what) {
+  if (!labels.defined()) return;
+  if (labels.dim() != 1 || labels.size(0) != batch) {
+    throw InputError(what + " must have shape [" + std::to_string(batch) + "] (one class per row), got " +
+                     c10::str(labels.sizes()));
+  }
+  if (num_classes == 1) {  // regression: a float target per row
+    if (!at::isFloatingType(labels.scalar_type()) && !at::isIntegralType(labels.scalar_type(), false)) {
+      throw InputError(what + " of a regression head must be numbers, not " + dtype_of(labels));
+    }
+    return;
+  }
+  check_integer_dtype(labels, /*int32_ok=*/false, what);
+  check_range(labels, num_classes, what);
+}
+
+}  // namespace lmkit::models

@@ -1,0 +1,36 @@
+// What every model's check_batch() is made of: ids, labels and shapes, each
+// refusal an InputError naming the tensor (exit 2 in the apps).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "lmkit/core/batch.h"
+
+namespace lmkit::models {
+
+/// Throws InputError unless the tensor holds int64 or int32 ids (what an embedding
+/// takes), every one in [0, limit). An undefined tensor passes.
+void check_token_ids(const at::Tensor& ids, int64_t limit, const std::string& what);
+/// As check_token_ids for a required (batch, length) matrix with both sizes >= 1.
+void check_token_matrix(const at::Tensor& ids, int64_t limit, const std::string& what);
+/// Token targets of a loss: int64 ids in [0, limit), or -100 (ignored).
+void check_labels(const at::Tensor& labels, int64_t limit, const std::string& what);
+/// Throws InputError unless `t` is undefined or has the shape `like` has.
+void check_same_shape(const at::Tensor& t, const at::Tensor& like, const std::string& what, const std::string& like_what);
+/// Labels of an encoder or decoder-only model: one class per row for a
+/// classifier head, else token labels shaped like input_ids (ids or -100).
+void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels, int64_t vocab_size);
+/// The decoder side of an encoder-decoder batch (T5, the Transformer):
+/// decoder_input_ids and/or labels of shape [input_ids' batch, length >= 1], ids
+/// in [0, vocab_size), labels also -100, decoder_attention_mask shaped alike.
+void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
+/// Throws InputError if `t` is defined: `model` has no use for the field `what`.
+void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
+/// One target per row (sequence classification, next-sentence prediction): shape
+/// [batch], int64 class ids in [0, num_classes), or numbers when num_classes == 1.
+void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what);
+
+}  // namespace lmkit::models

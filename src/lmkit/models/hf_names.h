@@ -1,0 +1,30 @@
+// HuggingFace correspondence helpers: the tensor-name table entries of common
+// blocks, and HF config keys every family reads or writes alike.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/nn/modules/linear.h>
+
+#include "lmkit/core/config.h"
+#include "lmkit/models/model.h"
+#include "lmkit/nn/norm.h"
+
+namespace lmkit::models {
+
+/// Adds an HF tensor for a plain Linear; used by every family's hf_tensors().
+void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch::nn::Linear& linear,
+                bool transpose = false);
+/// Adds HF tensors for a fused projection: `names[i]` gets rows [i·n, (i+1)·n) of the fused weight/bias.
+void add_fused_linear(std::vector<HfTensor>& out, const std::vector<std::string>& hf_prefixes, torch::nn::Linear& fused);
+void add_norm(std::vector<HfTensor>& out, const std::string& hf_prefix, nn::Norm& norm);
+
+/// HF's generic PretrainedConfig keys (generation defaults, bookkeeping): accepted and ignored.
+void ignore_generic_hf_keys(ConfigReader& reader);
+/// Reads num_labels from HF's id2label (or lmkit's num_labels).
+int64_t read_num_labels(ConfigReader& reader, int64_t fallback);
+/// Writes id2label/label2id for `num_labels` classes as HF does.
+void write_num_labels(Json& j, int64_t num_labels);
+
+}  // namespace lmkit::models

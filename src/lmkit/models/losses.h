@@ -1,0 +1,26 @@
+// The losses the model heads share, and the target selection that keeps the
+// vocabulary projection to the positions that carry a loss.
+#pragma once
+
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+
+namespace lmkit::models {
+
+/// Mean cross-entropy over targets != -100 (HF's CrossEntropyLoss(ignore_index=-100)).
+at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing = 0.0);
+
+/// Sequence-classification loss: cross-entropy over class ids, or MSE against
+/// float targets when the head has one output (regression, HF's convention).
+at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);
+
+/// Rows of `hidden` (B, T, D) at positions where `labels` (B, T) != -100, as (N, D),
+/// and the matching labels (N): the vocabulary projection then runs only where a loss is taken.
+/// N is rounded up (by at most 1/16, to a multiple of a power of two >= 8) with copies
+/// of row 0 labelled -100, which cross_entropy ignores: the masked-LM count changes
+/// every batch, and a few sizes per octave keep the allocator's heap from growing
+/// over a long run (lmkit-bench train's heap figures).
+std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);
+
+}  // namespace lmkit::models
