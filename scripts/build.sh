@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds lmkit into build/ (Release; Ninja and ccache when available).
+# Configures and builds lmkit into build/ (Release; Ninja and ccache when available);
+# LMKIT_BUILD_DIR names another folder (scripts/sanitize.sh builds build-asan, build-tsan).
 # LibTorch is the one in the project's .venv (scripts/setup.sh) unless the
 # arguments, passed to cmake's configure step, name another with
 # -DCMAKE_PREFIX_PATH=/path/to/libtorch (or its share/cmake folder).
@@ -10,7 +11,8 @@ args=()
 if command -v ccache >/dev/null 2>&1; then
   args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache")
 fi
-if [ ! -f build/CMakeCache.txt ] && command -v ninja >/dev/null 2>&1; then args+=(-G Ninja); fi
+dir="${LMKIT_BUILD_DIR:-build}"
+if [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then args+=(-G Ninja); fi
 if [ -x .venv/bin/python ]; then
   args+=(-DLMKIT_PYTHON="$PWD/.venv/bin/python")
   case " $* " in
@@ -22,5 +24,6 @@ fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   args+=(-DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${args[@]}" "$@" >/dev/null
-cmake --build build -j"${LMKIT_JOBS:-2}"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${args[@]}" "$@" >/dev/null
+# LMKIT_TARGETS: build only these targets (scripts/sanitize.sh fuzzers).
+cmake --build "$dir" -j"${LMKIT_JOBS:-2}" ${LMKIT_TARGETS:+--target $LMKIT_TARGETS}

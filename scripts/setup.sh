@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what lmkit needs on Debian bookworm, and nothing else:
-#  - system packages (compiler, CMake, sentencepiece, nlohmann_json, CLI11, Catch2);
+#  - system packages (compiler, CMake, sentencepiece, nlohmann_json, CLI11, Catch2;
+#    clang with its sanitizer and libFuzzer runtimes for scripts/sanitize.sh);
 #  - the project's Python environment .venv with the pinned packages of
 #    scripts/requirements.txt: torch provides LibTorch, the others are the
 #    HuggingFace peers of the interop tests and benchmarks.
@@ -15,6 +16,7 @@ packages=(
   python3 python3-venv
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
   nlohmann-json3-dev libcli11-dev catch2
+  clang libclang-rt-14-dev
 )
 
 sudo=""

@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+# The libFuzzer harnesses, built with clang under AddressSanitizer + UBSan in build-asan;
+# the main build's CTest runs each for LMKIT_FUZZ_SECONDS (docs/testing.md).
+LMKIT_SETUP_DONE=1 bash scripts/sanitize.sh fuzzers
+bash scripts/build.sh -DLMKIT_FUZZ_BIN="$PWD/build-asan/bin"
 cd build
 rc=0
 ctest -j2 --output-on-failure 2>&1 | tee ctest.log || rc=$?

@@ -143,6 +143,27 @@ TEST_CASE("hf tokenizer: malformed files are one clear error naming the file", "
   CHECK_THROWS_WITH(Tokenizer::load(dir / "vocab-only"), Catch::Contains("vocab.json without merges.txt"));
   CHECK_THROWS_WITH(Tokenizer::load(dir.path.string()), Catch::Contains("no tokenizer here"));
 
+  // Found by the tokenizer fuzzer (tests/fuzz): a number where HF writes true/false
+  // escaped as nlohmann's "type must be boolean, but is number", exit 1.
+  Json numeric_flag = wordpiece_json();
+  numeric_flag["normalizer"]["lowercase"] = 136;
+  std::filesystem::create_directories(dir / "numeric-flag");
+  save_json_file(dir / "numeric-flag/tokenizer.json", numeric_flag);
+  CHECK_THROWS_WITH(Tokenizer::load(dir / "numeric-flag"),
+                    Catch::Contains("numeric-flag/tokenizer.json: 'lowercase' must be true or false, got 136"));
+  // Any other value of the wrong type (an id that is a string): named, not a raw library message.
+  Json string_id = wordpiece_json();
+  string_id["model"]["vocab"]["[UNK]"] = "one";
+  std::filesystem::create_directories(dir / "string-id");
+  save_json_file(dir / "string-id/tokenizer.json", string_id);
+  try {
+    Tokenizer::load(dir / "string-id");
+    FAIL("a string id was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::kInput);
+    CHECK_THAT(e.what(), Catch::Contains("string-id"));
+  }
+
   // Through an app: one error: line, exit 2.
   const auto r = test::run("lmkit-tokenize inspect --tokenizer " + (dir / "truncated"));
   CHECK(r.code == 2);
@@ -161,3 +182,29 @@ TEST_CASE("hf tokenizer: lmkit-tokenize inspect says what a tokenizer is, ids pr
   const auto ids = test::run("lmkit-tokenize ids --tokenizer " + dir.path.string() + " --input " + (dir / "in.txt") + " --decode");
   CHECK(ids.out == "{\"ids\":[2,5,6,7,8,3],\"text\":\"hello worlds!\",\"type_ids\":[0,0,0,0,0,0]}\n");
 }
+
+TEST_CASE("hf tokenizer: the fuzzer's findings are refused with a named error", "[tokenizer]") {
+  // tests/fuzz/regressions/tokenizer: inputs the tokenizer fuzzer once crashed on,
+  // as it saved them (first byte 0: the rest is a tokenizer.json).
+  test::TempDir dir;
+  int replayed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_dir() + "/tests/fuzz/regressions/tokenizer")) {
+    const std::string bytes = read_file(entry.path().string());
+    REQUIRE(!bytes.empty());
+    REQUIRE(bytes[0] % 3 == 0);
+    const auto folder = dir / entry.path().filename().string();
+    std::filesystem::create_directories(folder);
+    write(folder + "/tokenizer.json", bytes.substr(1));
+    INFO(entry.path());
+    try {
+      Tokenizer::load(folder);
+      FAIL("loaded");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::kInput);
+      CHECK_THAT(e.what(), Catch::Contains(entry.path().filename().string()));
+    }
+    ++replayed;
+  }
+  CHECK(replayed >= 2);
+}
+

@@ -84,6 +84,13 @@ const Json& need(const Json& obj, const char* key, const std::string& what) {
   return obj[key];
 }
 
+// A true/false key of a tokenizer.json object, `fallback` when absent (or null).
+bool flag(const Json& obj, const char* key, bool fallback, const std::string& what) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_boolean()) throw InputError(what + ": '" + key + "' must be true or false, got " + brief_json(obj[key]));
+  return obj[key].get<bool>();
+}
+
 std::string type_of(const Json& obj) {
   if (obj.is_null()) return "null";
   if (!obj.is_object() || !obj.contains("type") || !obj["type"].is_string()) return "?";
@@ -231,8 +238,8 @@ std::vector<AddedToken> parse_added_tokens(const Json& list, const std::string& 
     AddedToken t;
     t.content = need(a, "content", what).get<std::string>();
     t.id = need(a, "id", what).get<int32_t>();
-    t.special = a.value("special", false), t.lstrip = a.value("lstrip", false), t.rstrip = a.value("rstrip", false);
-    t.single_word = a.value("single_word", false);
+    t.special = flag(a, "special", false, what), t.lstrip = flag(a, "lstrip", false, what), t.rstrip = flag(a, "rstrip", false, what);
+    t.single_word = flag(a, "single_word", false, what);
     if (t.content.empty() || t.id < 0) throw InputError(what + ": an added token has no content or a negative id");
     out.push_back(t);
   }
@@ -242,11 +249,19 @@ std::vector<AddedToken> parse_added_tokens(const Json& list, const std::string& 
 // A Unigram tokenizer.json as a SentencePiece model (what HF converted it from):
 // T5's (Precompiled normalizer, WhitespaceSplit + Metaspace) or lmkit's own
 // (Prepend + Replace, no pre-tokenizer). Sentinels <extra_id_N> at the top stay out.
+// A Replace normalizer's {"pattern": {KIND: text}}; "" when it has none of that kind.
+// (A const Json's operator[] on a missing key is undefined: the fuzzer found one.)
+std::string replace_pattern(const Json& n, const char* kind) {
+  if (!n.contains("pattern") || !n["pattern"].is_object()) return "";
+  const Json& pattern = n["pattern"];
+  return pattern.contains(kind) && pattern[kind].is_string() ? pattern[kind].get<std::string>() : "";
+}
+
 std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken>& added, const std::string& what) {
   const Json& model = j["model"];
   SpmModel m;
   m.model_type = 1;
-  m.byte_fallback = model.value("byte_fallback", false);
+  m.byte_fallback = flag(model, "byte_fallback", false, what);
   m.add_dummy_prefix = false, m.remove_extra_whitespaces = false, m.escape_whitespaces = true;
   m.normalizer_name = "identity";
   for (const auto& n : steps(j.value("normalizer", Json()), "normalizers")) {
@@ -256,9 +271,9 @@ std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken
       m.normalizer_name = "nmt_nfkc";
     } else if (type == "Prepend" && n.value("prepend", "") == kMetaspace) {
       m.add_dummy_prefix = true;
-    } else if (type == "Replace" && n["pattern"].value("String", "") == " " && n.value("content", "") == kMetaspace) {
+    } else if (type == "Replace" && replace_pattern(n, "String") == " " && n.value("content", "") == kMetaspace) {
       // spaces become ▁: SentencePiece's escape_whitespaces
-    } else if (type == "Replace" && n["pattern"].value("Regex", "") == " {2,}" && n.value("content", "") == " ") {
+    } else if (type == "Replace" && replace_pattern(n, "Regex") == " {2,}" && n.value("content", "") == " ") {
       m.remove_extra_whitespaces = true;
     } else {
       throw InputError(what + ": Unigram with normalizer '" + type + "' is not supported (Precompiled, Prepend, Replace)");
@@ -267,7 +282,7 @@ std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken
   for (const auto& p : steps(j.value("pre_tokenizer", Json()), "pretokenizers")) {
     const std::string type = type_of(p);
     if (type == "WhitespaceSplit") m.remove_extra_whitespaces = true;
-    else if (type == "Metaspace") m.add_dummy_prefix = m.add_dummy_prefix || p.value("prepend_scheme", "always") == "always" || p.value("add_prefix_space", false);
+    else if (type == "Metaspace") m.add_dummy_prefix = m.add_dummy_prefix || p.value("prepend_scheme", "always") == "always" || flag(p, "add_prefix_space", false, what);
     else throw InputError(what + ": Unigram with pre-tokenizer '" + type + "' is not supported (WhitespaceSplit, Metaspace)");
   }
   const Json& vocab = need(model, "vocab", what);
@@ -312,7 +327,7 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
   t.special_names_ = directory_file ? read_config(dir) : Json::object();
   t.added_ = parse_added_tokens(j.value("added_tokens", Json()), what);
   t.has_template_ = parse_post_processor(j.value("post_processor", Json()), t.template_, what);
-  t.clean_up_spaces_ = t.special_names_.value("clean_up_tokenization_spaces", false);
+  t.clean_up_spaces_ = flag(t.special_names_, "clean_up_tokenization_spaces", false, what);
   if (!t.has_template_) {
     // Nothing added: A, or A then B (token types 0 and 1).
     t.template_.single = {Template::Item{-1, 0, 0}};
@@ -327,8 +342,8 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
     WordPieceOptions o;
     if (normalizer == "BertNormalizer") {
       const Json& n = j["normalizer"];
-      o.clean_text = n.value("clean_text", true), o.handle_chinese_chars = n.value("handle_chinese_chars", true);
-      o.lowercase = n.value("lowercase", true);
+      o.clean_text = flag(n, "clean_text", true, what), o.handle_chinese_chars = flag(n, "handle_chinese_chars", true, what);
+      o.lowercase = flag(n, "lowercase", true, what);
       o.strip_accents = n.contains("strip_accents") && n["strip_accents"].is_boolean() ? n["strip_accents"].get<bool>() : o.lowercase;
     } else if (normalizer == "null") {
       o.normalize = false;
@@ -341,7 +356,7 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
     o.prefix = model.value("continuing_subword_prefix", "##");
     o.max_input_chars_per_word = model.value("max_input_chars_per_word", 100);
     const Json& decoder = j.value("decoder", Json());
-    if (type_of(decoder) == "WordPiece") o.decoder_cleanup = decoder.value("cleanup", true);
+    if (type_of(decoder) == "WordPiece") o.decoder_cleanup = flag(decoder, "cleanup", true, what);
     t.backend_ = make_wordpiece(vocab_by_id(need(model, "vocab", what), what), o);
   } else if (type == "BPE") {
     if (!model.contains("merges")) throw InputError(what + ": BPE model has no 'merges'");
@@ -350,7 +365,7 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
         throw InputError(what + ": BPE with '" + key + "' is not supported (byte-level BPE only)");
       }
     }
-    if (model.value("byte_fallback", false)) throw InputError(what + ": BPE with byte_fallback is not supported (byte-level BPE only)");
+    if (flag(model, "byte_fallback", false, what)) throw InputError(what + ": BPE with byte_fallback is not supported (byte-level BPE only)");
     if (normalizer != "null") throw InputError(what + ": BPE with normalizer '" + normalizer + "' is not supported (byte-level BPE has none)");
     BpeOptions o;
     bool byte_level = false;
@@ -358,10 +373,10 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
       const std::string pt = type_of(p);
       if (pt == "ByteLevel") {
         byte_level = true;
-        o.add_prefix_space = p.value("add_prefix_space", false);
-        if (!p.value("use_regex", true)) o.split_pattern.clear();
+        o.add_prefix_space = flag(p, "add_prefix_space", false, what);
+        if (!flag(p, "use_regex", true, what)) o.split_pattern.clear();
       } else if (pt == "Split" && p.contains("pattern") && p["pattern"].contains("Regex") &&
-                 p.value("behavior", "") == "Isolated" && !p.value("invert", false)) {
+                 p.value("behavior", "") == "Isolated" && !flag(p, "invert", false, what)) {
         o.split_pattern = p["pattern"]["Regex"].get<std::string>();
       } else {
         throw InputError(what + ": BPE with pre-tokenizer '" + pt + "' is not supported (ByteLevel, Split)");
@@ -369,7 +384,7 @@ Tokenizer HfLoader::load_tokenizer_json(const fs::path& file, std::optional<Fami
     }
     if (!byte_level) throw InputError(what + ": BPE without a ByteLevel pre-tokenizer is not supported (byte-level BPE only)");
     if (o.split_pattern.empty()) throw InputError(what + ": a ByteLevel pre-tokenizer without a regex split is not supported");
-    o.ignore_merges = model.value("ignore_merges", false);
+    o.ignore_merges = flag(model, "ignore_merges", false, what);
     o.unk_token = model.value("unk_token", Json()).is_string() ? model["unk_token"].get<std::string>() : "";
     t.backend_ = make_byte_level_bpe(vocab_by_id(need(model, "vocab", what), what), parse_merges(model["merges"], what), o);
   } else if (type == "Unigram") {
@@ -459,9 +474,9 @@ Tokenizer HfLoader::load_directory(const fs::path& dir, std::optional<Family> fa
     }
     check_input(!vocab.empty(), d + "/vocab.txt: empty vocabulary");
     WordPieceOptions o;
-    o.lowercase = names.value("do_lower_case", true);
+    o.lowercase = flag(names, "do_lower_case", true, d + "/tokenizer_config.json");
     o.strip_accents = names.contains("strip_accents") && names["strip_accents"].is_boolean() ? names["strip_accents"].get<bool>() : o.lowercase;
-    o.handle_chinese_chars = names.value("tokenize_chinese_chars", true);
+    o.handle_chinese_chars = flag(names, "tokenize_chinese_chars", true, d + "/tokenizer_config.json");
     o.unk_token = names.contains("unk_token") && names["unk_token"].is_string() ? names["unk_token"].get<std::string>() : "[UNK]";
     t.backend_ = make_wordpiece(vocab, o);
     t.source_ = d + "/vocab.txt";
@@ -485,7 +500,7 @@ Tokenizer HfLoader::load_directory(const fs::path& dir, std::optional<Family> fa
       merges.emplace_back(line.substr(0, space), line.substr(space + 1));
     }
     BpeOptions o;
-    o.add_prefix_space = names.value("add_prefix_space", false);
+    o.add_prefix_space = flag(names, "add_prefix_space", false, d + "/tokenizer_config.json");
     t.backend_ = make_byte_level_bpe(vocab_by_id(vocab, vocab_path), merges, o);
     t.source_ = d + "/vocab.json + merges.txt";
     keep({"vocab.json", "merges.txt"});
@@ -496,7 +511,7 @@ Tokenizer HfLoader::load_directory(const fs::path& dir, std::optional<Family> fa
     throw InputError(d + ": no tokenizer here (looked for tokenizer.json, vocab.txt, vocab.json + merges.txt, "
                      "spiece.model, tokenizer.model)");
   }
-  t.clean_up_spaces_ = names.value("clean_up_tokenization_spaces", false);
+  t.clean_up_spaces_ = flag(names, "clean_up_tokenization_spaces", false, d + "/tokenizer_config.json");
   // transformers' defaults for the special tokens the config does not name.
   const bool wordpiece = t.backend_->format() == "wordpiece";
   const std::vector<std::pair<const char*, const char*>> defaults =

@@ -1,6 +1,6 @@
 // SentencePiece models through lmkit's module (liblmkit_spm.so), and the model
 // file format itself (sentencepiece_model.proto, read and written by hand: the
-// module cannot hand protobuf objects across, DESIGN.md).
+// module cannot hand protobuf objects across, docs/architecture.md).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -51,7 +51,15 @@ const Api& api() {
       tried += (tried.empty() ? "" : ", ") + path;
       if (!fs::exists(path)) continue;
       // DEEPBIND: the module resolves its own (bundled protobuf) symbols before LibTorch's.
+      // The sanitizers' runtimes cannot work with DEEPBIND (google/sanitizers#611), so a
+      // sanitizer build (LMKIT_SANITIZED) goes without: the PyPI wheel's libtorch_cpu
+      // exports only onnx_torch's Arena templates and protobuf's byteswap<N>, which
+      // sentencepiece does not call or calls with the same meaning.
+#ifdef LMKIT_SANITIZED
+      lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
       lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
       if (lib) break;
       tried += std::string(" (") + ::dlerror() + ")";
     }

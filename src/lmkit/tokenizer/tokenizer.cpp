@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/tokenizer/backend.h"
 #include "lmkit/tokenizer/hf.h"
@@ -48,21 +51,17 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-Family parse_family(const std::string& name) {
-  if (name == "bert") return Family::kBert;
-  if (name == "gpt2" || name == "gpt") return Family::kGpt2;
-  if (name == "t5") return Family::kT5;
-  throw InputError("unknown tokenizer family '" + name + "' (expected bert, gpt2 or t5)");
+const NameTable<Family>& family_names() {
+  static const NameTable<Family> table{"tokenizer family", {{"bert", Family::kBert},
+                                                            {"gpt2", Family::kGpt2},
+                                                            {"gpt", Family::kGpt2},
+                                                            {"t5", Family::kT5}}};
+  return table;
 }
 
-std::string family_name(Family family) {
-  switch (family) {
-    case Family::kBert: return "bert";
-    case Family::kGpt2: return "gpt2";
-    case Family::kT5: return "t5";
-  }
-  return "";
-}
+Family parse_family(const std::string& name) { return family_names().parse(name); }
+
+std::string family_name(Family family) { return family_names().name(family); }
 
 int64_t Template::added(bool is_pair) const {
   int64_t n = 0;
@@ -143,12 +142,20 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
 
 Tokenizer Tokenizer::load(const std::string& path, std::optional<Family> family) {
   const fs::path p(path);
-  if (fs::is_directory(p)) return HfLoader::load_directory(p, family);
-  if (!fs::is_regular_file(p)) throw InputError(path + ": no such tokenizer (a directory, a .model file or a tokenizer.json)");
-  const std::string name = p.filename().string();
-  if (ends_with(name, ".json") && !ends_with(name, ".lmkit.json")) return HfLoader::load_tokenizer_json(p, family);
-  if (name == "vocab.txt" || name == "merges.txt") return HfLoader::load_directory(p.parent_path(), family);
-  return HfLoader::load_sentencepiece_file(p, family);
+  try {
+    if (fs::is_directory(p)) return HfLoader::load_directory(p, family);
+    if (!fs::is_regular_file(p)) throw InputError(path + ": no such tokenizer (a directory, a .model file or a tokenizer.json)");
+    const std::string name = p.filename().string();
+    if (ends_with(name, ".json") && !ends_with(name, ".lmkit.json")) return HfLoader::load_tokenizer_json(p, family);
+    if (name == "vocab.txt" || name == "merges.txt") return HfLoader::load_directory(p.parent_path(), family);
+    return HfLoader::load_sentencepiece_file(p, family);
+  } catch (const nlohmann::json::exception& e) {
+    // A value of the wrong type where the readers take HF's files on trust (an id
+    // that is a string, a vocabulary that is a list): one error naming the tokenizer.
+    std::string message = e.what();
+    if (message.rfind("[json.exception.", 0) == 0) message = message.substr(message.find(']') + 2);
+    throw InputError(path + ": a tokenizer file holds a value of the wrong type or form (" + message.substr(0, 160) + ")");
+  }
 }
 
 bool Tokenizer::present(const std::string& dir) {

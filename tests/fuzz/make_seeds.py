@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Seed corpora for the libFuzzer harnesses (tests/fuzz/*_fuzz.cpp), made from the
+test fixtures: real HF files where HF makes them, lmkit's formats where lmkit does.
+
+    make_seeds.py OUT        writes OUT/<target>/<seed> for every harness
+
+Deterministic: the same files every run. Needs the project venv (tokenizers, safetensors).
+"""
+import json
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+SEP = b"\n--8<--\n"  # fuzz_util.h's split_parts separator
+
+
+def write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def lines_of(name: str, n: int) -> list:
+    return (FIXTURES / "text" / name).read_text(encoding="utf-8").splitlines()[:n]
+
+
+def safetensors_seeds(out: Path) -> None:
+    from safetensors.numpy import save
+    import numpy as np
+
+    for d in sorted((FIXTURES / "hf").iterdir()):
+        if (d / "inputs.safetensors").exists():
+            shutil.copy(d / "inputs.safetensors", out / f"{d.name}-inputs.safetensors")
+    kinds = {"f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32, "u8": np.uint8, "bool": np.bool_}
+    tensors = {k: np.arange(6).reshape(2, 3).astype(t) for k, t in kinds.items()}
+    tensors["empty"] = np.zeros((0, 4), dtype=np.float32)
+    write(out / "dtypes.safetensors", save(tensors, metadata={"format": "pt"}))
+
+
+def json_config_seeds(out: Path) -> None:
+    small = {"vocab_size": 64, "hidden_size": 16, "n_embd": 16, "d_model": 16, "intermediate_size": 32, "n_inner": 32,
+             "d_ff": 32, "d_kv": 4, "num_hidden_layers": 1, "n_layer": 1, "num_layers": 1, "num_decoder_layers": 1,
+             "max_position_embeddings": 32, "n_positions": 32, "num_attention_heads": 4, "n_head": 4, "num_heads": 4,
+             "src_vocab_size": 64, "tgt_vocab_size": 64, "relative_attention_num_buckets": 8, "max_len": 32,
+             "encoder_layers": 1, "decoder_layers": 1}
+    configs = sorted((ROOT / "models").glob("*.json")) + sorted((FIXTURES / "hf").glob("*/config*.json"))
+    for path in configs:
+        shutil.copy(path, out / f"{path.parent.name}-{path.name}")
+        config = json.loads(path.read_text())
+        if isinstance(config, dict) and "model_type" in config:
+            shrunk = {k: (small[k] if k in small and isinstance(v, int) else v) for k, v in config.items()}
+            write(out / f"small-{path.parent.name}-{path.name}", json.dumps(shrunk, indent=2).encode())
+
+
+def corpus_seeds(out: Path) -> None:
+    # Three documents of word ids, as lmkit-tokenize encode writes them.
+    words = " ".join(lines_of("wiki.valid.raw", 40)).split()
+    vocab = {w: i for i, w in enumerate(sorted(set(words)))}
+    docs = [words[:30], words[30:45], words[45:90]]
+    tokens, sentence_starts, doc_starts = [], [0], [0]
+    for doc in docs:
+        for start in range(0, len(doc), 10):
+            tokens += [vocab[w] for w in doc[start:start + 10]]
+            sentence_starts.append(len(tokens))
+        doc_starts.append(len(sentence_starts) - 1)
+    for dtype, fmt in (("uint16", "H"), ("uint32", "I")):
+        header = {"format": "lmkit-corpus-1", "dtype": dtype, "vocab_size": len(vocab), "tokenizer_checksum": 12345,
+                  "tokenizer_family": "bert", "tokens": len(tokens), "sentences": len(sentence_starts) - 1,
+                  "documents": len(docs), "sources": ["wiki.valid.raw"]}
+        parts = [json.dumps(header, indent=2).encode(), struct.pack(f"<{len(tokens)}{fmt}", *tokens),
+                 struct.pack(f"<{len(sentence_starts)}Q", *sentence_starts),
+                 struct.pack(f"<{len(doc_starts)}Q", *doc_starts)]
+        write(out / f"corpus-{dtype}", SEP.join(parts))
+
+
+def tasks_seeds(out: Path) -> None:
+    rows = [line.split("\t") for line in lines_of("sst2.dev.tsv", 12)]
+    tsv = "\n".join("\t".join(r) for r in rows) + "\n"
+    csv = "sentence,sentence2,label\n" + "".join(f"\"{r[0].strip()}\",\"a \"\"quoted\"\" pair\",{r[1]}\n" for r in rows[1:])
+    jsonl = "".join(json.dumps({"sentence": r[0], "label": r[1]}) + "\n" for r in rows[1:])
+    text = lines_of("wiki.valid.raw", 30)
+    docs_jsonl = "".join(json.dumps({"text": t}) + "\n" for t in text if t.strip())
+    noheader = "".join(f"{r[1]}\t{r[0]}\n" for r in rows[1:])
+    for kind, body in enumerate([tsv, csv, jsonl, docs_jsonl, "\n".join(text) + "\n", noheader]):
+        write(out / f"kind{kind}", bytes([kind]) + body.encode())
+    write(out / "kind0-bom-crlf", bytes([0]) + b"\xef\xbb\xbf" + tsv.replace("\n", "\r\n").encode())
+
+
+def tokenizer_seeds(out: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    text = lines_of("wiki.valid.raw", 200) + [r.split("\t")[0] for r in lines_of("sst2.dev.tsv", 200)]
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    # WordPiece as BertTokenizerFast saves it.
+    wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wp.normalizer = normalizers.BertNormalizer(lowercase=True)
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wp.decoder = decoders.WordPiece()
+    wp.train_from_iterator(text, trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials))
+    wp.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", wp.token_to_id("[CLS]")), ("[SEP]", wp.token_to_id("[SEP]"))])
+    write(out / "wordpiece-tokenizer.json", b"\x00" + wp.to_str(pretty=True).encode())
+    vocab = sorted(wp.get_vocab().items(), key=lambda kv: kv[1])
+    write(out / "wordpiece-vocab.txt", b"\x01" + "".join(t + "\n" for t, _ in vocab).encode())
+    # Byte-level BPE as GPT2TokenizerFast saves it, and its vocab.json + merges.txt.
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.post_processor = processors.ByteLevel(trim_offsets=False)
+    bpe.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    write(out / "bpe-tokenizer.json", b"\x00" + bpe.to_str(pretty=True).encode())
+    model = json.loads(bpe.to_str())["model"]
+    merges = "#version: 0.2\n" + "".join((m if isinstance(m, str) else " ".join(m)) + "\n" for m in model["merges"])
+    write(out / "bpe-vocab-merges", b"\x02" + json.dumps(model["vocab"]).encode() + SEP + merges.encode())
+    # Unigram with a SentencePiece-style normaliser and pre-tokenizer (T5's shape).
+    uni = Tokenizer(models.Unigram())
+    uni.normalizer = normalizers.Sequence([normalizers.Replace(" {2,}", " ")])
+    uni.pre_tokenizer = pre_tokenizers.Metaspace()
+    uni.decoder = decoders.Metaspace()
+    uni.train_from_iterator(text, trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"],
+                                                          unk_token="<unk>"))
+    write(out / "unigram-tokenizer.json", b"\x00" + uni.to_str(pretty=True).encode())
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_seeds.py OUT")
+    out = Path(sys.argv[1])
+    for name, make in [("safetensors", safetensors_seeds), ("json_config", json_config_seeds), ("corpus", corpus_seeds),
+                       ("tasks", tasks_seeds), ("tokenizer", tokenizer_seeds)]:
+        target = out / name
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        make(target)
+        print(f"{name}: {len(list(target.iterdir()))} seeds")
+
+
+if __name__ == "__main__":
+    main()
