@@ -34,8 +34,10 @@ python="$root/.venv/bin/python"
 mkdir -p "$work"
 # Seeds are made once per work folder (deterministic; remake with rm -r WORK/seeds).
 if [ ! -d "$work/seeds" ]; then
-  "$python" "$root/tests/fuzz/make_seeds.py" "$work/seeds.tmp.$$" >/dev/null 2>&1
-  mv "$work/seeds.tmp.$$" "$work/seeds" 2>/dev/null || rm -rf "$work/seeds.tmp.$$"
+  "$python" "$root/tests/fuzz/make_seeds.py" "$work/seeds.tmp.$$" >"$work/seeds.$$.log" 2>&1 ||
+    { echo "error: making the seed corpora failed (see $work/seeds.$$.log)" >&2; rm -rf "$work/seeds.tmp.$$"; exit 1; }
+  # -T: a concurrent run that made them first wins; this copy goes.
+  mv -T "$work/seeds.tmp.$$" "$work/seeds" 2>/dev/null || rm -rf "$work/seeds.tmp.$$"
 fi
 # UBSan and ASan findings abort (the harness's own verdict for stray exceptions too).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
