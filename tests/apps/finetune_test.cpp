@@ -45,6 +45,11 @@ TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the de
   const Json ev = load_json_file(dir / "eval.json");
   CHECK(ev["accuracy"] == result["accuracy"]);
   CHECK(ev["mcc"].get<double>() == Approx(result["mcc"].get<double>()));
+  // Evaluation defaults to the length the classifier was finetuned with (finetune.json),
+  // not its own 128: the same examples, so the same loss.
+  CHECK(load_json_file(dir / "ft/best/finetune.json")["max_length"] == 16);
+  CHECK(ev["max_length"] == 16);
+  CHECK(ev["loss"].get<double>() == Approx(result["loss"].get<double>()).epsilon(1e-5));
 }
 
 TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[apps][finetune]") {
