@@ -9,6 +9,7 @@
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
 #include "lmkit/eval/classification.h"
@@ -79,10 +80,8 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
   const Json config = load_json_file(a.checkpoint + "/config.json");
   const auto& family = models::family(config.value("model_type", ""));
   if (std::find(family.metrics.begin(), family.metrics.end(), a.metric) == family.metrics.end()) {
-    std::string list;
-    for (const auto& m : family.metrics) list += (list.empty() ? "" : ", ") + m;
     throw InputError("--metric " + a.metric + " does not apply to a " + family.model_type + " checkpoint (" +
-                     (list.empty() ? "it has no corpus metric" : "use " + list) + ")");
+                     (family.metrics.empty() ? "it has no corpus metric" : "use " + join_names(family.metrics)) + ")");
   }
   auto corpus = data::open_corpus(a.data, tok, work, "data");
   const int64_t seq_len = a.seq_len > 0 ? a.seq_len : 128;

@@ -1,6 +1,7 @@
 #include "lmkit/core/config.h"
 
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -142,9 +143,7 @@ bool ConfigReader::get_choice(const std::string& key, std::string& out, const st
   std::string value = out;
   if (!get(key, value)) return false;
   if (!allowed.count(value)) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    fail(key, "must be one of {" + list + "}, got \"" + value + "\"");
+    fail(key, "must be one of {" + join_names({allowed.begin(), allowed.end()}) + "}, got \"" + value + "\"");
   }
   out = value;
   return true;

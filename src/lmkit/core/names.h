@@ -1,4 +1,4 @@
-// Enum <-> name tables: one table per enum gives both directions and the error
+// Lists of names for messages, and enum <-> name tables: one table per enum gives both directions and the error
 // for an unknown name, listing the names (each value's first; later ones are aliases).
 //
 //   static const NameTable<Schedule> kSchedules{"schedule", {{"constant", Schedule::kConstant}, ...}};
@@ -14,6 +14,13 @@
 
 namespace lmkit {
 
+/// "a, b or c" (with last_sep " or "), "a, b, c" (with ", "): names listed in messages.
+inline std::string join_names(const std::vector<std::string>& names, const std::string& last_sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? last_sep : ", ") + names[i];
+  return out;
+}
+
 template <typename E>
 class NameTable {
  public:
@@ -28,9 +35,7 @@ class NameTable {
     for (const auto& [n, v] : entries_) {
       if (&name_ref(v) == &n) names.push_back(n);
     }
-    std::string list;
-    for (size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    throw InputError("unknown " + what_ + " '" + name + "' (expected " + list + ")");
+    throw InputError("unknown " + what_ + " '" + name + "' (expected " + join_names(names, " or ") + ")");
   }
 
   const std::string& name(E value) const { return name_ref(value); }

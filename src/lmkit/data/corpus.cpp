@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/io/checkpoint.h"
@@ -39,9 +40,7 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
     }
   }
   if (sentences.empty()) {
-    std::string list;
-    for (const auto& p : o.inputs) list += (list.empty() ? "" : ", ") + p;
-    throw InputError(list + ": no text to encode (empty corpus)");
+    throw InputError(join_names(o.inputs) + ": no text to encode (empty corpus)");
   }
   doc_starts.push_back(sentences.size());
 

@@ -5,25 +5,14 @@
 #include <algorithm>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
 #include "lmkit/models/bert.h"
-#include "lmkit/models/model.h"
 #include "lmkit/models/gpt.h"
+#include "lmkit/models/model.h"
 #include "lmkit/models/t5.h"
 #include "lmkit/models/transformer.h"
 
 namespace lmkit::models {
-
-namespace {
-
-std::string join(const std::vector<std::string>& items, const std::string& last_sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == items.size() ? last_sep : ", ") + items[i];
-  }
-  return out;
-}
-
-}  // namespace
 
 const std::vector<Family>& families() {
   // One line per family: its descriptor lives beside its model.
@@ -41,7 +30,7 @@ const Family& family(const std::string& model_type) {
 std::string family_names() {
   std::vector<std::string> names;
   for (const auto& f : families()) names.push_back(f.model_type);
-  return join(names, " or ");
+  return join_names(names, " or ");
 }
 
 const Objective& Family::objective(const std::string& name) const {
@@ -52,7 +41,7 @@ const Objective& Family::objective(const std::string& name) const {
   std::vector<std::string> names;
   for (const auto& o : objectives) names.push_back(o.name);
   throw InputError("objective '" + name + "' does not apply to model_type '" + model_type + "' (use " +
-                   join(names, " or ") + ")");
+                   join_names(names, " or ") + ")");
 }
 
 bool Family::builds(const std::string& architecture) const {
@@ -65,7 +54,7 @@ const std::string& Family::classifier_or_error() const {
     for (const auto& f : families()) {
       if (!f.classifier.empty()) with.push_back(f.model_type);
     }
-    throw InputError("model_type '" + model_type + "' has no sequence classifier (" + join(with, " or ") + ")");
+    throw InputError("model_type '" + model_type + "' has no sequence classifier (" + join_names(with, " or ") + ")");
   }
   return classifier;
 }

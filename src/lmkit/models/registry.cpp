@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "lmkit/core/names.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/family.h"
@@ -48,9 +49,8 @@ std::shared_ptr<Model> build_model(const Json& config, const std::string& file, 
   }
   if (arch.empty()) arch = f->architectures.front();
   if (!f->builds(arch)) {
-    std::string list;
-    for (const auto& k : f->architectures) list += (list.empty() ? "" : ", ") + k;
-    throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" + list + ")");
+    throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" +
+                     join_names(f->architectures) + ")");
   }
   return f->create(config, file, arch);
 }
