@@ -8,10 +8,13 @@
 // Encoder–decoder models count encoder tokens through the encoder and decoder
 // tokens through the decoder (cross-attention against the S encoder positions).
 #include <ATen/ATen.h>
+#include <ATen/DeviceAccelerator.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "bench.h"
 #include "lmkit/core/allocator.h"
@@ -34,6 +37,9 @@ struct TrainArgs {
   std::string model, objective, dtype = "fp32";
   int64_t batch = 32, seq = 128, vocab = 0, target_len = 0;
   int steps = 10, warmup = 3;
+  bool tf32 = false;
+  std::string profile;  // a Chrome trace of two steps after the timed ones (kernels with their GPU times)
+  double peak_tflops = 0;  // 0: an H100 SXM's dense peak for the dtype on CUDA, none on CPU
 };
 
 // Matrix parameters (2-D, in layers) of a TransformerLayer list, and its attention FLOPs per token.
@@ -55,8 +61,7 @@ Batch random_batch(const std::string& objective, int64_t b, int64_t t, int64_t t
                    int64_t vocab, c10::Device device) {
   auto ids = at::randint(5, vocab, {b, t}, at::kLong);
   Batch batch;
-  batch.input_ids = ids;
-  batch.attention_mask = at::ones({b, t}, at::kLong);
+  batch.input_ids = ids;  // no padding, so no attention_mask: as the loader collates full rows
   if (objective == "mlm" || objective == "mlm+nsp") {
     // 15% of positions carry a label, as the MLM objective makes them.
     auto chosen = at::rand({b, t}).lt(0.15);
@@ -87,6 +92,7 @@ void run_train(const TrainArgs& a) {
   auto model = models::create_model(config, a.model, chosen.architecture);
   model->to(device);
   model->train();
+  if (a.tf32) at::globalContext().setAllowTF32CuBLAS(true), at::globalContext().setAllowTF32CuDNN(true);
   const Json mc = model->config_json();
   const int64_t vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc["tgt_vocab_size"].get<int64_t>();
   int64_t target_len = a.target_len;
@@ -98,19 +104,37 @@ void run_train(const TrainArgs& a) {
   double loss = 0;
   double rss_warm = 0, rss_tenth = 0, heap_warm = 0, heap_tenth = 0;
   const int tenth = std::max(1, a.steps / 10);
-  for (int i = 0; i < a.warmup + a.steps; ++i) {
+  // The timed steps run as lmkit-pretrain runs them (the device waited for once per step);
+  // then a few more wait after each part, for a true forward / backward / update split.
+  const int split_steps = device.is_cuda() ? std::min(a.steps, 5) : 0;
+  for (int i = 0; i < a.warmup + a.steps + split_steps; ++i) {
     Batch b = random_batch(objective, a.batch, a.seq, target_len, vocab, device);
+    const bool split = i >= a.warmup + a.steps;
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16);
+    auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16, nullptr, split || !device.is_cuda());
     if (device.is_cuda()) model->parameters()[0].cpu();
     const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i + 1 == a.warmup) rss_warm = current_rss_mib(), heap_warm = heap_in_use_mib();
     if (i + 1 == a.warmup + tenth) rss_tenth = current_rss_mib(), heap_tenth = heap_in_use_mib();
-    if (i >= a.warmup) {
-      ms.push_back(dt);
+    if (i >= a.warmup && !split) ms.push_back(dt);
+    if (i >= a.warmup && (split || !device.is_cuda())) {
       forward_ms.push_back(r.forward_ms), backward_ms.push_back(r.backward_ms), update_ms.push_back(r.update_ms);
     }
-    loss = r.loss;
+    if (!split) loss = r.loss;
+  }
+  if (!a.profile.empty()) {
+    namespace prof = torch::profiler::impl;
+    const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+    std::set<prof::ActivityType> activities{prof::ActivityType::CPU};
+    if (device.is_cuda()) activities.insert(prof::ActivityType::CUDA);
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+    for (int i = 0; i < 2; ++i) {
+      Batch b = random_batch(objective, a.batch, a.seq, target_len, vocab, device);
+      train::train_step(*model, *optimizer, {b}, 1.0, bf16);
+    }
+    if (device.is_cuda()) model->parameters()[0].cpu();
+    torch::autograd::profiler::disableProfiler()->save(a.profile);
   }
   const double rss_end = current_rss_mib(), heap_end = heap_in_use_mib();
   const double step_ms = median(ms);
@@ -154,10 +178,23 @@ void run_train(const TrainArgs& a) {
               encoder_decoder ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
               at::get_num_threads(), device.str().c_str());
   std::printf("step (median of %d)    %.1f ms  (forward + backward + clip + AdamW; loss %.3f)\n", a.steps, step_ms, loss);
-  std::printf("parts (medians)        forward %.1f ms, backward %.1f ms, clip + AdamW %.1f ms\n", median(forward_ms),
-              median(backward_ms), median(update_ms));
+  std::printf("parts (medians%s) forward %.1f ms, backward %.1f ms, clip + AdamW %.1f ms\n",
+              device.is_cuda() ? (" of " + std::to_string(split_steps) + " synced steps").c_str() : "",
+              median(forward_ms), median(backward_ms), median(update_ms));
   std::printf("achieved               %.1f GFLOP/s useful matmul FLOPs (%.2f GFLOP/step)\n", gflops, per_step / 1e9);
   std::printf("fp32 GEMM 1024^2       %.1f GFLOP/s (same run); ratio %.2f\n", gemm, gflops / gemm);
+  double peak = a.peak_tflops;
+  if (peak == 0 && device.is_cuda()) peak = bf16 ? 989.4 : a.tf32 ? 494.7 : 66.9;  // H100 SXM, dense
+  if (peak > 0) {
+    std::printf("MFU                    %.1f%% of %.1f TFLOP/s%s\n", 100 * gflops / (peak * 1e3), peak,
+                a.peak_tflops == 0 ? " (an H100 SXM's dense peak for the dtype; --peak-tflops for another)" : "");
+  }
+  if (device.is_cuda()) {
+    const auto stats = at::accelerator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    std::printf("peak GPU memory        %.0f MiB allocated (%.0f MiB reserved), whole run\n",
+                stats.allocated_bytes[all].peak / 1048576.0, stats.reserved_bytes[all].peak / 1048576.0);
+  }
   std::printf("peak RSS               %.0f MiB\n", peak_rss_mib());
   // Memory after warm-up, after the first tenth of the timed steps and at the end. The RSS
   // keeps what the caching allocator holds and grows with fragmentation while the
@@ -186,9 +223,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--target-len", a->target_len, "decoder length (T5 default: span corruption's)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", a->steps, "timed steps")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast)")->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast over fp32 weights)")->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
   cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  cmd->add_flag("--tf32", a->tf32, "fp32 matmuls on TensorFloat-32 tensor cores (CUDA)");
+  cmd->add_option("--profile", a->profile, "write a Chrome trace of two more steps (bench/trace_summary.py sums it)");
+  cmd->add_option("--peak-tflops", a->peak_tflops, "the device's dense peak for MFU (default: H100 SXM on CUDA)")
+      ->check(CLI::Range(0.0, 1e6));
   add_runtime_flags(*cmd, a->runtime);
   cmd->callback([a] { run_train(*a); });
 }

@@ -5,7 +5,12 @@
 namespace lmkit {
 
 Batch Batch::to(const at::Device& device) const {
-  auto move = [&](const at::Tensor& t) { return t.defined() ? t.to(device, /*non_blocking=*/true) : t; };
+  auto move = [&](const at::Tensor& t) {
+    if (!t.defined()) return t;
+    // Host to GPU from page-locked memory: the copy is asynchronous and overlaps compute.
+    if (device.is_cuda() && t.is_cpu() && !t.is_pinned()) return t.pin_memory().to(device, /*non_blocking=*/true);
+    return t.to(device, /*non_blocking=*/true);
+  };
   Batch b;
   b.input_ids = move(input_ids);
   b.attention_mask = move(attention_mask);

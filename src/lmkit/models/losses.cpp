@@ -7,9 +7,10 @@ namespace lmkit::models {
 at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing) {
   at::Tensor flat = logits.reshape({-1, logits.size(-1)});
   at::Tensor t = targets.reshape({-1});
-  if (flat.scalar_type() != at::kFloat) flat = flat.to(at::kFloat);  // bf16 logits: loss in fp32
-  if (t.ne(-100).sum().item<int64_t>() == 0) return flat.sum() * 0.0;  // nothing to predict: 0, not NaN
-  return at::cross_entropy_loss(flat, t, {}, at::Reduction::Mean, -100, label_smoothing);
+  if (at::isReducedFloatingType(flat.scalar_type())) flat = flat.to(at::kFloat);  // bf16 logits: loss in fp32
+  // Sum over the targets / their number: with none, 0 rather than NaN, and no device sync to find out.
+  const at::Tensor count = t.ne(-100).sum().to(at::kFloat).clamp_min(1.0);
+  return at::cross_entropy_loss(flat, t, {}, at::Reduction::Sum, -100, label_smoothing).div(count);
 }
 
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels) {

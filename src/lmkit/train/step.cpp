@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include <torch/cuda.h>
+
 #include "lmkit/core/autocast.h"
 #include "lmkit/models/family.h"
 
@@ -115,8 +117,13 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }
 
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer) {
+                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts) {
   StepResult r;
+  // With time_parts, each part ends when the device has finished it (a CUDA sync), not when
+  // its kernels were queued; otherwise the host never waits before the gradient norm.
+  auto part_done = [&](const at::Tensor& on) {
+    if (time_parts && on.defined() && on.is_cuda()) torch::cuda::synchronize(on.device().index());
+  };
   auto t0 = std::chrono::steady_clock::now();
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
   // Targets per micro-batch of the task loss (BERT pre-training: MLM) and of NSP, and
@@ -134,6 +141,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   const double main_total = totals[0], nsp_total = totals[1];
   int64_t tokens = 0;
   bool finite = true;
+  at::Tensor loss_sum;  // on the device: read once, with the gradient norm (one process)
   for (size_t i = 0; i < batches.size(); ++i) {
     const Batch& b = batches[i];
     if (reducer) reducer->before_backward(i + 1 == batches.size());
@@ -155,22 +163,24 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
       }
     }
     if (!loss.defined()) continue;
-    const double value = loss.item<double>();
+    part_done(loss);
     r.forward_ms += elapsed_ms(t0);
-    if (!std::isfinite(value)) {
-      finite = false;
-      // Alone, stop here. Data-parallel, every rank must still join the all-reduce; the
-      // flag it carries makes every rank skip this update together.
-      if (!reducer) {
-        r.finite = false;
-        return r;
-      }
+    if (reducer) {
+      // Data-parallel: every rank must still join the all-reduce after a non-finite loss;
+      // the flag it carries makes every rank skip this update together.
+      const double value = loss.item<double>();
+      if (!std::isfinite(value)) finite = false;
+      r.loss += value;
+    } else {
+      // Alone, a non-finite loss makes the norm non-finite too, which skips the update below.
+      at::Tensor value = loss.detach().to(at::kFloat);
+      loss_sum = loss_sum.defined() ? loss_sum + value : value;
     }
     t0 = std::chrono::steady_clock::now();
     loss.backward();
+    part_done(loss);
     r.backward_ms += elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
-    r.loss += value;
   }
   r.tokens = tokens;
   if (reducer) {
@@ -183,13 +193,22 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     r.finite = false;
     return r;
   }
-  // Global gradient norm (one read pass); the clipping multiply goes into the update.
-  std::vector<at::Tensor> norms;
+  // Global gradient norm: one multi-tensor pass, read with the loss in one device sync;
+  // the clipping multiply goes into the update.
+  std::vector<at::Tensor> grads;
   for (const auto& p : model.parameters()) {
-    if (p.grad().defined()) norms.push_back(p.grad().norm());
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
-  r.grad_norm = norms.empty() ? 0.0 : at::stack(norms).norm().item<double>();
-  if (!std::isfinite(r.grad_norm)) {
+  at::Tensor norm = grads.empty() ? at::Tensor() : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).norm();
+  std::vector<at::Tensor> read;
+  if (loss_sum.defined()) read.push_back(loss_sum);
+  if (norm.defined()) read.push_back(loss_sum.defined() ? norm.to(loss_sum.device()) : norm);
+  if (!read.empty()) {
+    const at::Tensor host = at::stack(read).cpu();  // the one wait for the device
+    if (loss_sum.defined()) r.loss = host[0].item<double>();
+    if (norm.defined()) r.grad_norm = host[static_cast<int64_t>(read.size()) - 1].item<double>();
+  }
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
     r.finite = false;
     return r;
   }
@@ -205,6 +224,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     }
   }
   optimizer.step();
+  part_done(grads.empty() ? at::Tensor() : grads.front());
   r.update_ms = elapsed_ms(t0);
   return r;
 }

@@ -52,7 +52,9 @@ struct StepResult {
   double grad_norm = 0;  ///< before clipping
   int64_t tokens = 0;    ///< real (non-padding) input tokens (all ranks)
   bool finite = true;    ///< false: the update was skipped
-  double forward_ms = 0, backward_ms = 0, update_ms = 0;  ///< wall time of the parts (update: clip + optimizer)
+  /// Wall time of the parts (update: clip + optimizer). On a GPU they are the times the
+  /// kernels were queued unless train_step's time_parts makes each part wait for them.
+  double forward_ms = 0, backward_ms = 0, update_ms = 0;
   double reduce_ms = 0;  ///< waiting for the gradient all-reduce after the last backward (data-parallel)
 };
 
@@ -65,7 +67,9 @@ struct StepResult {
 /// An empty batch (a rank's share of an epoch's last partial batch) only joins the
 /// collectives. With `bf16`, the forward pass runs under bf16 autocast (float32
 /// master weights). A FusedAdamW applies the clipping coefficient inside its update pass.
+/// One process waits for the device once per step (the loss and the gradient norm, read
+/// together before the update); `time_parts` adds a wait after each part for true timings.
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr);
+                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr, bool time_parts = false);
 
 }  // namespace lmkit::train
