@@ -231,7 +231,7 @@ struct InspectCommand {
     if (!dump.empty()) write_dump(tok, all, obj);
   }
   // The batches, concatenated, as the tensors a model reads (T5: with decoder_input_ids).
-  void write_dump(const tokenizer::Tokenizer& tok, const std::vector<Batch>& all, data::Objective obj) const {
+  void write_dump(const tokenizer::Tokenizer& tok, std::vector<Batch> all, data::Objective obj) const {
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     auto cat = [&](const char* name, at::Tensor Batch::*field) {
       std::vector<at::Tensor> parts;
@@ -241,6 +241,9 @@ struct InspectCommand {
       if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
     };
     cat("input_ids", &Batch::input_ids);
+    for (auto& b : all) {  // unpadded batches carry no mask: every position is real
+      if (!b.attention_mask.defined()) b.attention_mask = at::ones_like(b.input_ids);
+    }
     cat("attention_mask", &Batch::attention_mask);
     cat("token_type_ids", &Batch::token_type_ids);
     cat("labels", &Batch::labels);

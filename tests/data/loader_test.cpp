@@ -20,7 +20,8 @@ std::shared_ptr<data::Dataset> mlm(uint64_t seed = 0) {
   return std::make_shared<data::MaskedLmDataset>(f.corpus, *f.tok, 64, data::MaskingOptions{}, seed);
 }
 bool same(const Batch& a, const Batch& b) {
-  return at::equal(a.input_ids, b.input_ids) && at::equal(a.labels, b.labels) && at::equal(a.attention_mask, b.attention_mask);
+  auto same = [](const at::Tensor& x, const at::Tensor& y) { return x.defined() == y.defined() && (!x.defined() || at::equal(x, y)); };
+  return same(a.input_ids, b.input_ids) && same(a.labels, b.labels) && same(a.attention_mask, b.attention_mask);
 }
 }  // namespace
 
@@ -150,6 +151,9 @@ TEST_CASE("loader: collate pads ids, masks and labels", "[data][loader]") {
   CHECK(at::equal(batch.token_type_ids, at::tensor({0, 0, 1, 0, 0, 0}, at::kLong).view({2, 3})));
   CHECK(at::equal(batch.next_sentence_label, at::tensor({1, 0}, at::kLong)));
   CHECK(data::collate({a, b}, 0, 5).input_ids.size(1) == 5);
+  // Nothing padded: no mask (every position is real), which lets causal attention run in the kernel.
+  CHECK_FALSE(data::collate({a, a}, 0).attention_mask.defined());
+  CHECK(data::collate({a, a}, 0, 4).attention_mask.defined());
   CHECK_THROWS_WITH(data::collate({a}, 0, 2), Catch::Contains("exceeds the fixed length 2"));
   // Targets of their own length (seq2seq) pad separately.
   data::Example s;

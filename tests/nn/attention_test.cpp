@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/functional.h>
 
 #include <cmath>
@@ -152,4 +153,39 @@ TEST_CASE("attention: head_dim may differ from embed_dim / num_heads (T5 d_kv)",
   CHECK_FALSE(m->qkv->bias.defined());
   CHECK(m(at::randn({2, 3, 16})).sizes() == at::IntArrayRef({2, 3, 16}));
   CHECK_THROWS_WITH(MultiHeadAttention(MultiHeadAttentionOptions(10, 3)), Catch::Contains("not divisible"));
+}
+
+TEST_CASE("attention: a causal layer without a bias masks in the kernel, as the explicit causal bias does",
+          "[nn][attention]") {
+  at::manual_seed(12);
+  // Nothing but the causal mask: attention_bias leaves it to the kernel.
+  CHECK_FALSE(attention_bias({}, true, 8, 8, at::kFloat, at::kCPU, true).defined());
+  CHECK(attention_bias({}, true, 8, 8, at::kFloat, at::kCPU).defined());
+  CHECK(attention_bias({}, true, 1, 8, at::kFloat, at::kCPU, true).defined());          // a cached prefix
+  CHECK(attention_bias(at::ones({2, 8}, at::kLong), true, 8, 8, at::kFloat, at::kCPU, true).defined());  // padding
+  for (auto backend : {lmkit::nn::AttentionBackend::kFused, lmkit::nn::AttentionBackend::kMath}) {
+    MultiHeadAttention causal(MultiHeadAttentionOptions(16, 4).causal(true).backend(backend));
+    MultiHeadAttention plain(MultiHeadAttentionOptions(16, 4).backend(backend));
+    causal->eval(), plain->eval();
+    {
+      at::NoGradGuard ng;
+      auto a = causal->parameters(), b = plain->parameters();
+      for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    }
+    at::Tensor x = at::randn({2, 9, 16}).requires_grad_(true);
+    at::Tensor y_kernel = causal(x);
+    at::Tensor y_bias = plain(x, attention_bias({}, true, 9, 9, at::kFloat, at::kCPU));
+    CHECK(max_abs_diff(y_kernel, y_bias) < 1e-6);
+    at::Tensor reference_out = reference(plain, x.detach(), attention_bias({}, true, 9, 9, at::kFloat, at::kCPU), 0.5);
+    CHECK(max_abs_diff(y_kernel.to(at::kDouble), reference_out) < 1e-5);
+    auto gx_kernel = torch::autograd::grad({y_kernel.square().sum()}, {x})[0];
+    auto gx_bias = torch::autograd::grad({y_bias.square().sum()}, {x})[0];
+    CHECK(max_abs_diff(gx_kernel, gx_bias) < 1e-5);
+    // With a cached prefix the layer builds the causal bias itself.
+    KVCache cache;
+    at::NoGradGuard ng;
+    at::Tensor first = causal->forward(x.detach().slice(1, 0, 5), {}, {}, &cache);
+    at::Tensor rest = causal->forward(x.detach().slice(1, 5), {}, {}, &cache);
+    CHECK(max_abs_diff(at::cat({first, rest}, 1), y_kernel.detach()) < 1e-5);
+  }
 }

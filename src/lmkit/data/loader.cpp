@@ -55,7 +55,11 @@ Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_
     }
   }
   batch.input_ids = ids;
-  batch.attention_mask = mask;
+  // No padding: no mask, as in HF (every position is real). Models then skip the
+  // padding bias, which lets causal attention run as the flash kernel on a GPU.
+  const bool padded = std::any_of(examples.begin(), examples.end(),
+                                  [&](const Example& e) { return static_cast<int64_t>(e.input_ids.size()) < t; });
+  if (padded) batch.attention_mask = mask;
   batch.token_type_ids = types;
   batch.labels = labels;
   batch.decoder_input_ids = decoder;

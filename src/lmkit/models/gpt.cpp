@@ -90,7 +90,8 @@ GptImpl::GptImpl(GptConfig config_) : config(std::move(config_)) {
                                                .norm_eps(c.layer_norm_epsilon)
                                                .pre_norm(true)
                                                .dropout(c.resid_pdrop)
-                                               .attention_dropout(c.attn_pdrop)));
+                                               .attention_dropout(c.attn_pdrop)
+                                               .causal(true)));
   }
   ln_f = register_module("ln_f", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_epsilon)));
   if (c.head == GptHead::kLmHead && !c.tie_word_embeddings) {
@@ -137,7 +138,8 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   if (is_training() && config.embd_pdrop > 0) x = nn::dropout(x, config.embd_pdrop, true);
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
-  at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());
+  // Without padding, the layers mask future keys in the kernel (flash attention on a GPU).
+  at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
   x = run_layers(layers, x, bias, {}, {}, caches, hidden_states);
   x = ln_f(x);  // (B, T, D)
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f

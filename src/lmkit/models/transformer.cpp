@@ -87,7 +87,8 @@ TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(c
                                     .pre_norm(false)
                                     .dropout(c.dropout)
                                     .attention_dropout(c.attention_dropout)
-                                    .cross_attention(cross));
+                                    .cross_attention(cross)
+                                    .causal(cross));  // decoder layers: causal self-attention
   };
   encoder_layers = register_module("encoder_layers", torch::nn::ModuleList());
   decoder_layers = register_module("decoder_layers", torch::nn::ModuleList());
@@ -133,7 +134,8 @@ at::Tensor TransformerImpl::decode(const at::Tensor& decoder_input_ids, const at
   const int64_t t = decoder_input_ids.size(1);
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   at::Tensor x = embed(tgt_embed, decoder_input_ids, past);
-  at::Tensor self_bias = nn::attention_bias(decoder_attention_mask, true, t, past + t, x.scalar_type(), x.device());
+  at::Tensor self_bias =
+      nn::attention_bias(decoder_attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
   at::Tensor cross_bias = nn::attention_bias(memory_mask, false, t, memory.size(1), x.scalar_type(), x.device());
   return run_layers(decoder_layers, x, self_bias, memory, cross_bias, caches);  // (B, T, D)
 }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
 
@@ -23,7 +24,10 @@ double mask_value(at::ScalarType dtype) {
 }
 
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
-                          at::ScalarType dtype, at::Device device) {
+                          at::ScalarType dtype, at::Device device, bool causal_in_kernel) {
+  if (causal && causal_in_kernel && !key_padding_mask.defined() && q_len == k_len && !lever_disabled("flash")) {
+    return {};
+  }
   at::Tensor allowed;  // bool, broadcastable to (B, 1, Tq, Tk)
   if (key_padding_mask.defined()) {
     allowed = key_padding_mask.to(device).ne(0).view({key_padding_mask.size(0), 1, 1, k_len});
@@ -43,8 +47,10 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
 
 at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                               double scale, double dropout, bool training, AttentionBackend backend,
-                              at::Tensor* weights) {
+                              at::Tensor* weights, bool causal) {
   const double p = training ? dropout : 0.0;
+  TORCH_CHECK(!causal || (!bias.defined() && q.size(-2) == k.size(-2)),
+              "causal attention in the kernel takes no bias and as many queries as keys");
   if (weights == nullptr && backend != AttentionBackend::kMath) {
     // No bias is an absent mask, not an undefined tensor (LibTorch 2.x rejects the latter).
     std::optional<at::Tensor> mask;
@@ -52,10 +58,11 @@ at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at
       mask = bias.scalar_type() == q.scalar_type() ? bias
                                                    : bias.clamp_min(mask_value(q.scalar_type())).to(q.scalar_type());
     }
-    return at::scaled_dot_product_attention(q, k, v, mask, p, /*is_causal=*/false, scale);
+    return at::scaled_dot_product_attention(q, k, v, mask, p, causal, scale);
   }
   at::Tensor scores = at::matmul(scale == 1.0 ? q : q * scale, k.transpose(-2, -1));  // (B, H, Tq, Tk)
   if (bias.defined()) scores.add_(bias);
+  if (causal) scores.add_(attention_bias({}, true, q.size(-2), k.size(-2), scores.scalar_type(), scores.device()));
   at::Tensor probs = at::softmax(scores, -1);
   if (weights) *weights = probs;
   if (p > 0) probs = nn::dropout(probs, p, true);
@@ -111,7 +118,15 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
     }
   }
   const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
-  at::Tensor y = scaled_dot_product(qh, kh, vh, bias, scale, options.dropout(), is_training(), options.backend());
+  // A causal layer called without a bias masks in the kernel; past keys (a cache) need the bias.
+  at::Tensor mask = bias;
+  bool in_kernel = false;
+  if (options.causal() && !bias.defined()) {
+    in_kernel = qh.size(2) == kh.size(2);
+    if (!in_kernel) mask = attention_bias({}, true, qh.size(2), kh.size(2), qh.scalar_type(), qh.device());
+  }
+  at::Tensor y = scaled_dot_product(qh, kh, vh, mask, scale, options.dropout(), is_training(), options.backend(),
+                                    nullptr, in_kernel);
   y = y.transpose(1, 2).reshape({b, t, inner_dim()});  // (B, T, H·hd)
   return linear(out, y);                                // (B, T, D)
 }

@@ -22,10 +22,13 @@ enum class AttentionBackend {
 /// softmax(q·kᵀ·scale + bias)·v with dropout on the probabilities.
 ///   q (B, H, Tq, hd), k and v (B, H, Tk, hd), bias broadcastable to (B, H, Tq, Tk) or undefined.
 /// When `weights` is given, the probabilities (B, H, Tq, Tk) are stored there
-/// (this forces the explicit path).
+/// (this forces the explicit path). `causal` (Tq == Tk, no bias): query i sees keys
+/// 0..i, applied inside the kernel (`is_causal`: the flash kernel on a GPU) instead of
+/// through a bias tensor, which would rule the flash kernel out.
 at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
                               double scale, double dropout, bool training,
-                              AttentionBackend backend = AttentionBackend::kAuto, at::Tensor* weights = nullptr);
+                              AttentionBackend backend = AttentionBackend::kAuto, at::Tensor* weights = nullptr,
+                              bool causal = false);
 
 /// The additive mask value HF uses: the dtype's lowest finite number, so masked
 /// keys get exactly zero weight and no row ever becomes NaN.
@@ -35,8 +38,10 @@ double mask_value(at::ScalarType dtype);
 ///   key_padding_mask: (B, Tk) with 1 for real keys, 0 for padding; may be undefined.
 ///   causal: query i (at absolute position offset + i) sees keys 0..offset+i,
 ///           where offset = Tk - Tq (the cached prefix during incremental decoding).
+///   causal_in_kernel: when the causal mask is all there is (no padding mask, Tq == Tk),
+///           return an undefined tensor: a `causal` MultiHeadAttention applies it in the kernel.
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
-                          at::ScalarType dtype, at::Device device);
+                          at::ScalarType dtype, at::Device device, bool causal_in_kernel = false);
 
 /// Keys and values of earlier positions (self-attention) or of the memory (cross-attention).
 struct KVCache {
@@ -62,6 +67,9 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(bool, scale_scores) = true;
   /// Dropout on the attention probabilities during training.
   TORCH_ARG(double, dropout) = 0.0;
+  /// Self-attention of a causal decoder: called without a bias (see attention_bias's
+  /// causal_in_kernel), it masks future keys itself, in the kernel.
+  TORCH_ARG(bool, causal) = false;
   /// Kernel choice; see AttentionBackend.
   TORCH_ARG(AttentionBackend, backend) = AttentionBackend::kAuto;
 };

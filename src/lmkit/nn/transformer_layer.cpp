@@ -15,6 +15,7 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .bias(o.bias())
                                   .scale_scores(o.scale_scores())
                                   .dropout(o.attention_dropout())
+                                  .causal(o.causal() && !cross)
                                   .backend(o.attention_backend()));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };

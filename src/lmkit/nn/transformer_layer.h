@@ -42,6 +42,9 @@ struct TransformerLayerOptions {
   TORCH_ARG(double, ffn_dropout) = 0.0;
   /// Add cross-attention over a memory: a decoder layer of an encoder–decoder model.
   TORCH_ARG(bool, cross_attention) = false;
+  /// Causal self-attention: called without a self-attention bias, the layer masks future
+  /// keys in the attention kernel (see nn::attention_bias's causal_in_kernel).
+  TORCH_ARG(bool, causal) = false;
   TORCH_ARG(AttentionBackend, attention_backend) = AttentionBackend::kAuto;
 };
 
