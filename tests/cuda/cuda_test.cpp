@@ -6,11 +6,14 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 
 #include <iostream>
 
+#include "lmkit/core/autocast.h"
 #include "lmkit/eval/generation.h"
+#include "lmkit/models/losses.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/train/step.h"
@@ -52,7 +55,8 @@ Batch padded_batch(bool mlm) {
 }
 
 // Same weights, same batch: two AdamW steps on the CPU and on the GPU (TF32 off) agree.
-void check_steps_agree(const std::string& family, const std::string& architecture) {
+// Unpadded, a GPT runs its causal attention in the kernel (flash where it applies).
+void check_steps_agree(const std::string& family, const std::string& architecture, bool padded = true) {
   at::globalContext().setAllowTF32CuBLAS(false);
   at::manual_seed(5);
   auto cpu = models::create_model(tiny(family), "tiny.json", architecture);
@@ -64,7 +68,8 @@ void check_steps_agree(const std::string& family, const std::string& architectur
   }
   gpu->to(kCuda);
   auto cpu_opt = train::make_adamw(*cpu, {1e-2}), gpu_opt = train::make_adamw(*gpu, {1e-2});
-  const Batch batch = padded_batch(family == "bert");
+  Batch batch = padded_batch(family == "bert");
+  if (!padded) batch.attention_mask = at::Tensor(), batch.labels = batch.input_ids.clone();
   for (int step = 0; step < 2; ++step) {
     auto a = train::train_step(*cpu, *cpu_opt, {batch}, /*clip=*/0.5, false);
     auto b = train::train_step(*gpu, *gpu_opt, {batch.to(kCuda)}, 0.5, false);
@@ -77,7 +82,9 @@ void check_steps_agree(const std::string& family, const std::string& architectur
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, test::max_abs_diff(a[i], b[i].cpu()));
   INFO("largest weight difference after two steps: " << worst);
-  CHECK(worst < 1e-4);
+  // Adam divides by √v: a parameter whose gradient is ~0 turns a 1e-7 difference in its
+  // gradient (GPU atomics, summation order) into up to ~1% of one update (lr 1e-2).
+  CHECK(worst < 3e-4);
 }
 
 }  // namespace
@@ -90,6 +97,57 @@ TEST_CASE("cuda: a BERT MLM training step on the GPU matches the CPU step", "[cu
 TEST_CASE("cuda: a GPT causal-LM training step on the GPU matches the CPU step", "[cuda]") {
   LMKIT_REQUIRE_CUDA();
   check_steps_agree("gpt2", "GPT2LMHeadModel");
+}
+
+TEST_CASE("cuda: an unpadded GPT step (causal attention in the kernel, chunked LM loss) matches the CPU step",
+          "[cuda]") {
+  LMKIT_REQUIRE_CUDA();
+  check_steps_agree("gpt2", "GPT2LMHeadModel", /*padded=*/false);
+}
+
+TEST_CASE("cuda: causal attention in the kernel (flash for bf16) equals the explicit causal bias, gradients too",
+          "[cuda]") {
+  LMKIT_REQUIRE_CUDA();
+  at::manual_seed(4);
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    auto opts = at::TensorOptions().device(kCuda).dtype(dtype);
+    at::Tensor q = at::randn({2, 4, 128, 64}, opts).requires_grad_(true);
+    at::Tensor k = at::randn({2, 4, 128, 64}, opts).requires_grad_(true);
+    at::Tensor v = at::randn({2, 4, 128, 64}, opts).requires_grad_(true);
+    at::Tensor bias = nn::attention_bias({}, true, 128, 128, dtype, kCuda);
+    at::Tensor explicit_ = nn::scaled_dot_product(q, k, v, bias, 0.125, 0, false, nn::AttentionBackend::kMath);
+    at::Tensor kernel = nn::scaled_dot_product(q, k, v, {}, 0.125, 0, false, nn::AttentionBackend::kFused, nullptr, true);
+    const double tol = dtype == at::kFloat ? 1e-5 : 3e-2;
+    INFO("dtype " << dtype);
+    CHECK(test::max_abs_diff(explicit_.to(at::kFloat), kernel.to(at::kFloat)) < tol);
+    at::Tensor w = at::randn_like(kernel);
+    auto a = torch::autograd::grad({(explicit_ * w).sum()}, {q, k, v});
+    auto b = torch::autograd::grad({(kernel * w).sum()}, {q, k, v});
+    for (size_t i = 0; i < 3; ++i) CHECK(test::max_abs_diff(a[i].to(at::kFloat), b[i].to(at::kFloat)) < 10 * tol);
+  }
+}
+
+TEST_CASE("cuda: the chunked LM-head loss under bf16 autocast matches full logits on the GPU", "[cuda]") {
+  LMKIT_REQUIRE_CUDA();
+  at::manual_seed(6);
+  auto opts = at::TensorOptions().device(kCuda);
+  at::Tensor hidden = at::randn({700, 64}, opts).requires_grad_(true);
+  at::Tensor weight = (at::randn({5000, 64}, opts) * 0.2).requires_grad_(true);
+  at::Tensor targets = at::randint(0, 5000, {700}, opts.dtype(at::kLong));
+  targets.index_put_({at::indexing::Slice(0, 700, 7)}, -100);
+  at::Tensor full, chunked;
+  {
+    AutocastGuard autocast(kCuda, true);
+    full = models::cross_entropy(at::linear(hidden, weight), targets);
+    chunked = models::linear_cross_entropy(hidden, weight, {}, targets, 0.0, 5000 * 128);  // 6 chunks
+  }
+  CHECK(chunked.item<double>() == Approx(full.item<double>()).epsilon(5e-3));
+  auto a = torch::autograd::grad({full}, {hidden, weight});
+  auto b = torch::autograd::grad({chunked}, {hidden, weight});
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(b[i].scalar_type() == at::kFloat);
+    CHECK(test::max_abs_diff(a[i], b[i]) < 2e-2 * a[i].abs().max().item<double>());
+  }
 }
 
 TEST_CASE("cuda: fused attention equals the explicit path with padding and causal masks", "[cuda]") {

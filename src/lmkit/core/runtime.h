@@ -41,9 +41,11 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
 /// Whether a hand-made speed-up is switched off for this process, by name, in the
 /// comma-separated LMKIT_DISABLE environment variable: "allocator" (the caching CPU
-/// allocator) or "dropout" (lmkit's CPU dropout: at::dropout instead). Each falls back
-/// to what LibTorch does natively, with the same results; bench/levers.sh times every
-/// lever against its fallback.
+/// allocator), "dropout" (lmkit's CPU dropout: at::dropout instead), "flash" (causal
+/// attention masked in the kernel: an explicit causal bias instead) or "chunked_ce"
+/// (models::linear_cross_entropy: full logits, then cross-entropy). Each falls back
+/// to what LibTorch does natively, with the same results up to rounding;
+/// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);
 
 /// Installs the caching CPU allocator (install_caching_cpu_allocator), sets the

@@ -128,9 +128,12 @@ at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& atten
   return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
 }
 
+at::Tensor BertImpl::mlm_transform(const at::Tensor& hidden) {
+  return mlm_norm(nn::activate(mlm_dense(hidden), nn::parse_activation(config.hidden_act)));  // (..., D)
+}
+
 at::Tensor BertImpl::mlm_logits(const at::Tensor& hidden) {
-  at::Tensor h = mlm_norm(nn::activate(mlm_dense(hidden), nn::parse_activation(config.hidden_act)));  // (..., D)
-  return at::linear(h, word_embeddings->weight, mlm_bias);                                           // (..., V)
+  return at::linear(mlm_transform(hidden), word_embeddings->weight, mlm_bias);  // (..., V)
 }
 
 Output BertImpl::forward(const Batch& batch) {
@@ -147,7 +150,7 @@ Output BertImpl::forward(const Batch& batch) {
       } else {
         // Devlin et al.: the loss is on the ~15% chosen positions only; project just those.
         auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);  // (N, D), (N)
-        out.mlm_loss = cross_entropy(mlm_logits(rows), targets);
+        out.mlm_loss = linear_cross_entropy(mlm_transform(rows), word_embeddings->weight, mlm_bias, targets);
       }
       out.loss = out.mlm_loss;
     }

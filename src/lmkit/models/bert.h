@@ -59,6 +59,8 @@ class BertImpl : public Model {
                     std::vector<at::Tensor>* hidden_states = nullptr);
   /// MLM logits for hidden rows (..., D) -> (..., V): transform, then the tied decoder.
   at::Tensor mlm_logits(const at::Tensor& hidden);
+  /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
+  at::Tensor mlm_transform(const at::Tensor& hidden);
   /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases, unit norms).
   void reset_parameters();
 

@@ -162,8 +162,10 @@ Output GptImpl::forward(const Batch& batch) {
       if (out.logits.defined()) {
         out.loss = cross_entropy(out.logits.slice(1, 0, -1), shifted);
       } else {
-        auto [rows, targets] = select_targets(out.last_hidden_state.slice(1, 0, -1), shifted);
-        out.loss = cross_entropy(lm_logits(rows), targets);
+        // Without padding every position predicts: no row selection (nor its device sync).
+        at::Tensor rows = out.last_hidden_state.slice(1, 0, -1), targets = shifted;
+        if (batch.attention_mask.defined()) std::tie(rows, targets) = select_targets(rows, shifted);
+        out.loss = linear_cross_entropy(rows, lm_head ? lm_head->weight : wte->weight, {}, targets);
       }
     }
   }

@@ -11,6 +11,18 @@ namespace lmkit::models {
 /// Mean cross-entropy over targets != -100 (HF's CrossEntropyLoss(ignore_index=-100)).
 at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets, double label_smoothing = 0.0);
 
+/// cross_entropy(hidden·weightᵀ + bias, targets, label_smoothing) without ever holding the
+/// (N, V) logits: the rows go through in chunks of at most `chunk_elements` logits, and
+/// since the loss is a scalar, each chunk's gradients with respect to hidden, weight and
+/// bias are computed right there (backward only scales them). Peak memory is one chunk's
+/// logits instead of N·V floats three times over (logits, their fp32 copy, log-softmax).
+/// Under autocast the matmuls run in its dtype and the softmax in float32, as at::linear
+/// followed by cross_entropy would. hidden (N, D), weight (V, D), bias (V) or undefined,
+/// targets (N) with -100 ignored; no targets: 0. No host synchronisation.
+at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& targets, double label_smoothing = 0.0,
+                                int64_t chunk_elements = int64_t{1} << 26);
+
 /// Sequence-classification loss: cross-entropy over class ids, or MSE against
 /// float targets when the head has one output (regression, HF's convention).
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);

@@ -201,11 +201,13 @@ at::Tensor T5Impl::decode(const at::Tensor& decoder_input_ids, const at::Tensor&
   return decoder(shared(decoder_input_ids), decoder_attention_mask, memory, memory_mask, caches, hidden_states);
 }
 
-at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
+at::Tensor T5Impl::lm_input(const at::Tensor& hidden) const {
   // v1.0 (Mesh TF) rescales the decoder output by d_model^-0.5 before its tied head.
-  const at::Tensor x = config.scale_decoder_outputs ? hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model)))
-                                                    : hidden;
-  return nn::linear(x, lm_head ? lm_head->weight : shared->weight, {});  // (..., V)
+  return config.scale_decoder_outputs ? hidden * (1.0 / std::sqrt(static_cast<double>(config.d_model))) : hidden;
+}
+
+at::Tensor T5Impl::lm_logits(const at::Tensor& hidden) {
+  return nn::linear(lm_input(hidden), lm_head ? lm_head->weight : shared->weight, {});  // (..., V)
 }
 
 Output T5Impl::forward(const Batch& batch) {
@@ -236,7 +238,7 @@ Output T5Impl::forward(const Batch& batch) {
         out.loss = cross_entropy(out.logits, batch.labels);
       } else {
         auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
-        out.loss = cross_entropy(lm_logits(rows), targets);
+        out.loss = linear_cross_entropy(lm_input(rows), lm_head ? lm_head->weight : shared->weight, {}, targets);
       }
     }
   }

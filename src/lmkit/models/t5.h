@@ -92,6 +92,8 @@ class T5Impl : public Model {
                     std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
   /// Vocabulary logits for decoder rows (..., D) -> (..., V).
   at::Tensor lm_logits(const at::Tensor& hidden);
+  /// What the LM head projects: the decoder output, rescaled for v1.0's tied head.
+  at::Tensor lm_input(const at::Tensor& hidden) const;
   void reset_parameters();
 
   T5Config config;

@@ -158,7 +158,8 @@ Output TransformerImpl::forward(const Batch& batch) {
       out.loss = cross_entropy(out.logits, batch.labels, config.label_smoothing);
     } else {
       auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
-      out.loss = cross_entropy(lm_logits(rows), targets, config.label_smoothing);
+      out.loss = linear_cross_entropy(rows, out_proj ? out_proj->weight : tgt_embed->weight, {}, targets,
+                                      config.label_smoothing);
     }
   }
   return out;

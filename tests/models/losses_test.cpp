@@ -1,0 +1,82 @@
+// The chunked LM-head loss (models::linear_cross_entropy) against full logits and
+// cross_entropy: loss and every gradient, across chunk boundaries.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "lmkit/core/autocast.h"
+#include "lmkit/models/losses.h"
+#include "test_util.h"
+
+using lmkit::test::max_abs_diff;
+
+namespace {
+
+struct Case {
+  at::Tensor hidden, weight, bias, targets;
+};
+
+Case make_case(bool with_bias, at::ScalarType dtype = at::kDouble) {
+  at::manual_seed(21);
+  auto opts = at::TensorOptions().dtype(dtype);
+  Case c;
+  c.hidden = at::randn({37, 12}, opts).requires_grad_(true);
+  c.weight = (at::randn({50, 12}, opts) * 0.5).requires_grad_(true);
+  if (with_bias) c.bias = at::randn({50}, opts).requires_grad_(true);
+  c.targets = at::randint(0, 50, {37}, at::kLong);
+  c.targets.index_put_({at::indexing::Slice(0, 37, 5)}, -100);  // some ignored rows, in several chunks
+  return c;
+}
+
+std::vector<at::Tensor> grads(const at::Tensor& loss, const Case& c) {
+  std::vector<at::Tensor> inputs = {c.hidden, c.weight};
+  if (c.bias.defined()) inputs.push_back(c.bias);
+  return torch::autograd::grad({loss}, inputs);
+}
+
+}  // namespace
+
+TEST_CASE("losses: the chunked LM-head cross-entropy equals full logits + cross_entropy, gradients too",
+          "[models][losses]") {
+  for (bool with_bias : {false, true}) {
+    for (double smoothing : {0.0, 0.1}) {
+      for (int64_t chunk : {int64_t{1} << 26, int64_t{50 * 8}, int64_t{1}}) {  // one chunk, 5 chunks, a row each
+        Case c = make_case(with_bias);
+        at::Tensor full = lmkit::models::cross_entropy(at::linear(c.hidden, c.weight, c.bias), c.targets, smoothing);
+        at::Tensor chunked = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets, smoothing, chunk);
+        INFO("bias " << with_bias << " smoothing " << smoothing << " chunk " << chunk);
+        CHECK(chunked.item<double>() == Approx(full.item<double>()).epsilon(1e-12));
+        auto a = grads(full * 3.0, c), b = grads(chunked * 3.0, c);  // backward scales by the incoming gradient
+        for (size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i], b[i]) < 1e-12);
+      }
+    }
+  }
+}
+
+TEST_CASE("losses: with no target at all the chunked loss is 0 with zero gradients, not NaN", "[models][losses]") {
+  Case c = make_case(true);
+  c.targets.fill_(-100);
+  at::Tensor loss = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets);
+  CHECK(loss.item<double>() == 0.0);
+  for (const auto& g : grads(loss, c)) CHECK(g.abs().max().item<double>() == 0.0);
+  CHECK(lmkit::models::cross_entropy(at::linear(c.hidden, c.weight, c.bias), c.targets).item<double>() == 0.0);
+}
+
+TEST_CASE("losses: under bf16 autocast the chunked loss follows the autocast reference", "[models][losses]") {
+  Case c = make_case(true, at::kFloat);
+  at::Tensor full, chunked;
+  std::vector<at::Tensor> a, b;
+  {
+    lmkit::AutocastGuard autocast(at::kCPU, true);
+    full = lmkit::models::cross_entropy(at::linear(c.hidden, c.weight, c.bias), c.targets);
+    chunked = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets, 0.0, 50 * 8);
+  }
+  a = grads(full, c), b = grads(chunked, c);
+  CHECK(chunked.scalar_type() == at::kFloat);
+  CHECK(chunked.item<double>() == Approx(full.item<double>()).epsilon(1e-2));
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(b[i].scalar_type() == at::kFloat);  // gradients in the parameters' dtype
+    CHECK(max_abs_diff(a[i], b[i]) < 2e-2 * a[i].abs().max().item<double>() + 1e-4);
+  }
+}
