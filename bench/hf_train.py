@@ -6,18 +6,17 @@ gradient-norm clip 1.0, fp32 or bf16 autocast over float32 weights.
 
   .venv/bin/python bench/hf_train.py --model models/bert-mini.json [--vocab-size N]
       [--batch-size 32] [--seq-len 128] [--target-len N] [--steps 10] [--warmup 3]
-      [--dtype fp32|bf16] [--attn eager|sdpa] [--compile] [--threads N] [--device cpu|cuda]
+      [--dtype fp32|bf16] [--tf32] [--attn eager|sdpa] [--compile] [--threads N] [--device cpu|cuda]
 
 Prints the median step time over the timed steps and, last, `tokens_per_sec N` (input
 tokens; encoder + decoder tokens for T5, as lmkit-bench counts them).
 """
-import argparse
 import json
-import statistics
-import time
 
 import torch
 import transformers
+
+import peer_common
 
 
 def span_target_len(inputs_length, noise_density=0.15, mean_span=3.0):
@@ -63,59 +62,22 @@ def batch(kind, b, t, target_len, vocab, device):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--vocab-size", type=int, default=0)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--seq-len", type=int, default=128)
+    ap = peer_common.parser(__doc__)
     ap.add_argument("--target-len", type=int, default=0)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--attn", choices=["eager", "sdpa"], default="sdpa")
-    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
-    ap.add_argument("--threads", type=int, default=0, help="0: every core")
-    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
-    import os
-    torch.set_num_threads(a.threads or os.cpu_count())
-    torch.manual_seed(0)
-    device = torch.device(a.device)
+    device = peer_common.setup(a)
     kind, model = build(a.model, a.vocab_size, a.attn)
     model.to(device).train()
     vocab = model.config.vocab_size
     target_len = a.target_len or (span_target_len(a.seq_len) if kind == "t5" else a.seq_len)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    fused = device.type == "cuda"
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-4, eps=1e-6, fused=fused or None)
     step_fn = torch.compile(model) if a.compile else model
-    times = []
-    loss = None
-    for i in range(a.warmup + a.steps):
-        inputs = batch(kind, a.batch_size, a.seq_len, target_len, vocab, device)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
-            loss = step_fn(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if i >= a.warmup:
-            times.append(time.perf_counter() - t0)
-    step_s = statistics.median(times)
+    step_s, loss = peer_common.time_steps(a, device, model, lambda inputs: step_fn(**inputs).loss,
+                                          lambda: batch(kind, a.batch_size, a.seq_len, target_len, vocab, device))
     tokens = a.batch_size * (a.seq_len + (target_len if kind == "t5" else 0))
-    peak = (f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB" if device.type == "cuda" else "")
-    print(f"HF transformers {transformers.__version__} torch {torch.__version__}: {type(model).__name__} "
-          f"attn={a.attn}{' compiled' if a.compile else ''} {a.dtype}, batch {a.batch_size} x {a.seq_len}"
-          f"{f' -> {target_len}' if kind == 't5' else ''}, threads {torch.get_num_threads()}, device {device}")
-    print(f"step (median of {a.steps})   {step_s * 1e3:.1f} ms (loss {loss.item():.3f}){peak}")
-    print(f"tokens_per_sec {tokens / step_s:.0f}")
+    what = (f"HF transformers {transformers.__version__} torch {torch.__version__}: {type(model).__name__} "
+            f"attn={a.attn}, batch {a.batch_size} x {a.seq_len}{f' -> {target_len}' if kind == 't5' else ''}")
+    peer_common.report(a, device, what, step_s, loss, tokens)
 
 
 if __name__ == "__main__":

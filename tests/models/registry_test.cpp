@@ -46,6 +46,7 @@ TEST_CASE("registry: parameter counts equal the reference models exactly", "[mod
   CHECK(models::count_parameters(*models::create_model(preset("bert-base"), "bert-base.json", "BertModel")) == 109482240);
   CHECK(models::count_parameters(*models::create_model(preset("gpt2-small"), "gpt2-small.json")) == 124439808);
   CHECK(models::count_parameters(*models::create_model(preset("t5-small"), "t5-small.json")) == 60506624);
+  CHECK(models::count_parameters(*models::create_model(preset("t5-base"), "t5-base.json")) == 222903552);
 }
 
 TEST_CASE("registry: every preset builds and its config round-trips", "[models][registry]") {

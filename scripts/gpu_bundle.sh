@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Bundles lmkit's binaries for a GPU machine that has PyTorch (the same torch wheel as the
+# .venv here, e.g. 2.11.0+cu130) but none of Debian's dev packages nor package access: the
+# binaries built here, the Debian runtime libraries they need beyond LibTorch (ICU, PCRE2,
+# SentencePiece), and optionally data directories, in one tarball (~16 MB with WikiText-2
+# and SST-2). Building here and carrying the result saves the build on the GPU machine.
+#
+#   bash scripts/gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]
+#
+# There (with the repository checked out, for models/ and bench/):
+#   mkdir -p /tmp/lmkit && xz -dc OUT.tar.xz | tar -C /tmp/lmkit -xf -
+#   export LD_LIBRARY_PATH=/tmp/lmkit/deps:$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
+#   LMKIT_BENCH=/tmp/lmkit/bin/lmkit-bench PYTHON=python3 DEVICE=cuda bash bench/compare_hf.sh
+# Data directories land in /tmp/lmkit/data/NAME.
+set -euo pipefail
+out=${1:?usage: gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]}; shift
+cd "$(dirname "$0")/.."
+for b in lmkit-bench lmkit-pretrain lmkit-finetune lmkit-evaluate lmkit-generate lmkit-info lmkit_tests; do
+  [ -x build/bin/$b ] || { echo "error: build/bin/$b is missing: build first (scripts/build.sh)" >&2; exit 1; }
+done
+stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"
+cp build/bin/lmkit-bench build/bin/lmkit-pretrain build/bin/lmkit-finetune build/bin/lmkit-evaluate \
+  build/bin/lmkit-generate build/bin/lmkit-info build/bin/lmkit_tests "$stage/bin/"
+cp build/lib/liblmkit_spm.so "$stage/lib/"
+# Every library the binaries and the SentencePiece module load that is neither LibTorch's nor glibc's.
+{ ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null || true; } | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/torch/lib/|/nvidia/|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
+  while read -r lib; do cp -L "$lib" "$stage/deps/"; done
+for d in "$@"; do cp -r "$d" "$stage/data/"; done
+tar -C "$stage" -cf - . | xz -T0 -6 > "$out"
+echo "$out: $(du -h "$out" | cut -f1) ($(ls "$stage/deps" | tr '\n' ' '))"
