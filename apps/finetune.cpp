@@ -28,7 +28,7 @@ namespace {
 struct Args {
   RuntimeOptions runtime;
   dist::GroupOptions dist;
-  std::string checkpoint, init, model, tokenizer, train, dev, output;
+  std::string checkpoint, init, model, tokenizer, train, dev, output, dtype = "fp32";
   data::ColumnSpec columns;
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
@@ -70,6 +70,7 @@ train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::sha
   o.schedule.lr = a.lr;
   o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
   o.weight_decay = a.weight_decay, o.clip = a.clip, o.eps = 1e-8;
+  o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
   o.output = a.output;
   o.patience = a.patience;
@@ -178,6 +179,8 @@ int main(int argc, char** argv) {
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber);
   app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(CLI::Range(0.0, 1.0));
   app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
       ->check(CLI::NonNegativeNumber);
   add_runtime_flags(app, a.runtime);

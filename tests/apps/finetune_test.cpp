@@ -52,6 +52,23 @@ TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the de
   CHECK(ev["loss"].get<double>() == Approx(result["loss"].get<double>()).epsilon(1e-5));
 }
 
+TEST_CASE("finetune: --dtype bf16 trains under autocast and still separates the set", "[apps][finetune]") {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  test::TempDir dir;
+  write_separable(dir / "train.tsv");
+  auto r = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+               " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
+               " --epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1 --dtype bf16");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(load_json_file(dir / "ft/result.json")["accuracy"].get<double>() == 1.0);
+  auto bad = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+                 " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft2") +
+                 " --dtype fp16");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--dtype"));
+}
+
 TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[apps][finetune]") {
   const auto& f = test::data_fixture(tokenizer::Family::kBert);
   test::TempDir dir;
