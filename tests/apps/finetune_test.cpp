@@ -21,15 +21,19 @@ void write_separable(const std::string& path) {
   const char* bad[] = {"awful terrible horrible", "terrible awful", "horrible film , awful", "awful awful"};
   for (int i = 0; i < 4; ++i) out << good[i] << "\tpos\n" << bad[i] << "\tneg\n";
 }
+
+// lmkit-finetune of a random bert-tiny on the separable set in dir (train = dev) into dir/OUT.
+test::Run finetune_separable(const test::TempDir& dir, const std::string& out, const std::string& extra) {
+  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  write_separable(dir / "train.tsv");
+  return run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+             " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / out) + " " + extra);
+}
 }  // namespace
 
 TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the dev accuracy", "[apps][finetune]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
   test::TempDir dir;
-  write_separable(dir / "train.tsv");
-  auto r = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
-               " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
-               " --epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1");
+  auto r = finetune_separable(dir, "ft", "--epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1");
   INFO(r.out);
   REQUIRE(r.code == 0);
   const Json result = load_json_file(dir / "ft/result.json");
@@ -53,18 +57,12 @@ TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the de
 }
 
 TEST_CASE("finetune: --dtype bf16 trains under autocast and still separates the set", "[apps][finetune]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
   test::TempDir dir;
-  write_separable(dir / "train.tsv");
-  auto r = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
-               " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
-               " --epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1 --dtype bf16");
+  auto r = finetune_separable(dir, "ft", "--epochs 15 --lr 1e-3 --batch-size 4 --max-length 16 --threads 1 --dtype bf16");
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(load_json_file(dir / "ft/result.json")["accuracy"].get<double>() == 1.0);
-  auto bad = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
-                 " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft2") +
-                 " --dtype fp16");
+  auto bad = finetune_separable(dir, "ft2", "--dtype fp16");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("--dtype"));
 }
