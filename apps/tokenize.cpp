@@ -240,10 +240,10 @@ struct InspectCommand {
       }
       if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
     };
-    cat("input_ids", &Batch::input_ids);
     for (auto& b : all) {  // unpadded batches carry no mask: every position is real
       if (!b.attention_mask.defined()) b.attention_mask = at::ones_like(b.input_ids);
     }
+    cat("input_ids", &Batch::input_ids);
     cat("attention_mask", &Batch::attention_mask);
     cat("token_type_ids", &Batch::token_type_ids);
     cat("labels", &Batch::labels);

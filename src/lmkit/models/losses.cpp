@@ -18,9 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// a·b converted to `out`.
-at::Tensor mm_into(const at::Tensor& a, const at::Tensor& b, at::ScalarType out) { return at::mm(a, b).to(out); }
-
 // Forward computes the loss and, chunk by chunk, its gradients; backward scales them.
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
@@ -54,7 +51,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     for (int64_t start = 0; start < n; start += rows) {
       const int64_t end = std::min(n, start + rows);
       const at::Tensor h = hidden.slice(0, start, end).to(compute);
-      at::Tensor logits = mm_into(h, w.t(), acc);  // (C, Vp), float32 (float64 for double inputs)
+      at::Tensor logits = at::mm(h, w.t()).to(acc);  // (C, Vp), float32 (float64 for double inputs)
       if (bias.defined()) logits.narrow(1, 0, v).add_(bias);
       if (vp != v) logits.narrow(1, v, vp - v).fill_(-std::numeric_limits<double>::infinity());
       at::Tensor logp = at::_log_softmax(logits, 1, false);

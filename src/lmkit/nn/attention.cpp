@@ -55,11 +55,8 @@ at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at
     // No bias is an absent mask, not an undefined tensor (LibTorch 2.x rejects the latter).
     std::optional<at::Tensor> mask;
     if (bias.defined()) {
-      at::Tensor m = bias.scalar_type() == q.scalar_type() ? bias
-                                                           : bias.clamp_min(mask_value(q.scalar_type())).to(q.scalar_type());
-      // The fused kernels need the key dimension contiguous; T5's position bias is a permuted
-      // view (keys stride H), which sent its attention to the float32 math fallback on a GPU.
-      mask = m.stride(-1) == 1 ? m : m.contiguous();
+      mask = bias.scalar_type() == q.scalar_type() ? bias
+                                                   : bias.clamp_min(mask_value(q.scalar_type())).to(q.scalar_type());
     }
     return at::scaled_dot_product_attention(q, k, v, mask, p, causal, scale);
   }

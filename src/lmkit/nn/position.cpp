@@ -78,7 +78,10 @@ at::Tensor RelativePositionBiasImpl::forward(int64_t q_len, int64_t k_len) {
   at::Tensor key_pos = at::arange(k_len, opts).unsqueeze(0);                   // (1, k)
   at::Tensor buckets = relative_position_bucket(key_pos - query_pos, options.bidirectional(), options.num_buckets(),
                                                 options.max_distance());  // (q, k)
-  return embedding(buckets).permute({2, 0, 1}).unsqueeze(0);             // (1, H, q, k)
+  // Contiguous once here, not in every layer: the fused attention kernels need the keys
+  // dense, and the permuted view (keys strided by H) sent T5's attention on a GPU to the
+  // float32 math fallback.
+  return embedding(buckets).permute({2, 0, 1}).contiguous().unsqueeze(0);  // (1, H, q, k)
 }
 
 }  // namespace lmkit::nn

@@ -56,7 +56,7 @@ class RelativePositionBiasImpl : public torch::nn::Module {
  public:
   explicit RelativePositionBiasImpl(RelativePositionBiasOptions options);
   /// (1, H, q_len, k_len) for queries at positions k_len−q_len .. k_len−1
-  /// (the last q_len of k_len positions, as during cached decoding).
+  /// (the last q_len of k_len positions, as during cached decoding); contiguous.
   at::Tensor forward(int64_t q_len, int64_t k_len);
 
   RelativePositionBiasOptions options;
