@@ -29,7 +29,31 @@ struct Args {
   std::string checkpoint, data, metric, output, references;
   data::ColumnSpec columns;
   int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
+  bool overwrite = false;
 };
+
+// The checkpoint's model, its vocabulary checked against the tokenizer evaluation uses.
+std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokenizer& tok, const std::string& architecture = "") {
+  auto model = models::load_pretrained(a.checkpoint, architecture);
+  models::check_vocabulary(*model, tok.vocab_size(), a.checkpoint);
+  return model;
+}
+
+// The result file is replaced when an earlier lmkit-evaluate wrote it (a JSON object
+// with "metric" and "checkpoint"), or with --overwrite; never a file of the user's.
+void check_result_file(const Args& a) {
+  const std::string path = a.output.empty() ? "result.json" : a.output;
+  bool ours = false;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    try {
+      const Json j = Json::parse(read_file(path));
+      ours = j.is_object() && j.contains("metric") && j.contains("checkpoint");
+    } catch (const std::exception&) {
+    }
+  }
+  check_output_file(path, a.overwrite || ours);
+}
 
 void print_table(const Json& r) {
   for (auto it = r.begin(); it != r.end(); ++it) {
@@ -39,7 +63,7 @@ void print_table(const Json& r) {
 }
 
 Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
-  auto model = models::load_pretrained(a.checkpoint);
+  auto model = load_model(a, tok);
   const Json config = model->config_json();
   const auto& family = models::family(model->model_type());
   if (model->architecture() != family.classifier) {
@@ -61,7 +85,7 @@ Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device 
 }
 
 Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
-  auto model = models::load_pretrained(a.checkpoint);
+  auto model = load_model(a, tok);
   check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
   const auto sources = read_lines(a.data), refs = read_lines(a.references);
   check_input(sources.size() == refs.size(), a.data + " and " + a.references + " differ in line count");
@@ -86,7 +110,7 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
   auto corpus = data::open_corpus(a.data, tok, work, "data");
   const int64_t seq_len = a.seq_len > 0 ? a.seq_len : 128;
   if (a.metric == "perplexity") {
-    auto model = models::load_pretrained(a.checkpoint);
+    auto model = load_model(a, tok);
     model->to(device);
     const int64_t positions = config.at(family.positions_key).get<int64_t>();
     eval::SlidingWindow w{a.context > 0 ? a.context : positions, a.stride, a.batch_size};
@@ -97,11 +121,11 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
     return eval::causal_perplexity(*model, *corpus, tok.specials().eos, w, device, text ? &stats : nullptr);
   }
   if (a.metric == "span") {
-    auto model = models::load_pretrained(a.checkpoint);
+    auto model = load_model(a, tok);
     model->to(device);
     return eval::span_perplexity(*model, corpus, tok, seq_len, a.batch_size, device);
   }
-  auto model = models::load_pretrained(a.checkpoint, family.objective("mlm").architecture);
+  auto model = load_model(a, tok, family.objective("mlm").architecture);
   model->to(device);
   return a.metric == "mlm-perplexity" ? eval::masked_lm_perplexity(*model, corpus, tok, seq_len, a.batch_size, device)
                                       : eval::pseudo_perplexity(*model, corpus, tok, seq_len, a.max_sequences, device);
@@ -114,6 +138,8 @@ void run(const Args& a) {
                                            "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
                                            "classification, bleu");
   check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
+  if (!data::is_corpus(a.data)) check_readable_file(a.data);
+  check_result_file(a);
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
   const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
@@ -139,22 +165,23 @@ int main(int argc, char** argv) {
   app.add_option("--metric", a.metric, "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | bleu")
       ->required();
   app.add_option("--output", a.output, "result JSON file (default result.json)");
+  app.add_flag("--overwrite", a.overwrite, "replace --output although lmkit-evaluate did not write it");
   app.add_option("--context", a.context, "perplexity: tokens per window (default: the model's maximum)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
+  app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(non_negative());
   app.add_option("--seq-len", a.seq_len,
                  "sequence length (mlm, pseudo, span; default 128) or max length (classification; default: the "
                  "finetuning's --max-length)")
-      ->check(CLI::Range(8, 1 << 16));
-  app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(CLI::PositiveNumber);
+      ->check(in_range(8, 1 << 16));
+  app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
   app.add_option("--max-sequences", a.max_sequences, "pseudo-perplexity: sequences scored (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   app.add_option("--text-column", a.columns.text, "classification: text column");
   app.add_option("--text-pair-column", a.columns.text_pair, "classification: second text column");
   app.add_option("--label-column", a.columns.label, "classification: label column");
   app.add_option("--references", a.references, "bleu: reference translations, one per line");
-  app.add_option("--beams", a.beams, "bleu: beam width")->check(CLI::PositiveNumber);
-  app.add_option("--max-new-tokens", a.max_new_tokens, "bleu: longest translation")->check(CLI::PositiveNumber);
+  app.add_option("--beams", a.beams, "bleu: beam width")->check(positive());
+  app.add_option("--max-new-tokens", a.max_new_tokens, "bleu: longest translation")->check(positive());
   add_runtime_flags(app, a.runtime);
   return run_app(app, argc, argv, [&] { run(a); });
 }

@@ -32,6 +32,7 @@ struct Args {
   data::ColumnSpec columns;
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
+  bool resume = false, overwrite = false;
 };
 
 // The model: a classifier on the pretrained body, or initialised at random.
@@ -40,11 +41,8 @@ std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::T
   if (!a.checkpoint.empty()) {
     const Json config = load_json_file(a.checkpoint + "/config.json");
     const std::string& head = models::family(config.value("model_type", "")).classifier_or_error();
-    models::LoadReport report;
-    model = models::load_pretrained(a.checkpoint, head, &report, {{"num_labels", num_labels}});
-    if (!report.missing.empty()) {
-      std::fprintf(stderr, "new head (initialised): %zu tensors, e.g. %s\n", report.missing.size(), report.missing[0].c_str());
-    }
+    // The classification head starts from random initialisation (listed on stderr), the body from the checkpoint.
+    model = models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true);
   } else {
     check_input(!a.model.empty(), "--init random needs --model PRESET.json");
     Json config = load_json_file(a.model);
@@ -53,12 +51,7 @@ std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::T
     config["num_labels"] = num_labels;
     model = models::create_model(config, a.model, models::family(config["model_type"].get<std::string>()).classifier_or_error());
   }
-  // A model may have more rows than the tokenizer has ids (HF's T5: 32128 for 32100), never fewer.
-  const Json mc = model->config_json();
-  if (mc.value("vocab_size", tok.vocab_size()) < tok.vocab_size()) {
-    throw InputError("vocabulary mismatch: the model has " + mc["vocab_size"].dump() + " tokens, the tokenizer " +
-                     std::to_string(tok.vocab_size()));
-  }
+  models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");
   return model;
 }
 
@@ -72,7 +65,7 @@ train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::sha
   o.weight_decay = a.weight_decay, o.clip = a.clip, o.eps = 1e-8;
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
-  o.output = a.output;
+  o.output = a.output, o.resume = a.resume;
   o.patience = a.patience;
   o.best_metric = a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
@@ -113,9 +106,11 @@ void run(const Args& a, const Json& resolved) {
   const c10::Device device = started.device;
   const bool leader = !started.group || started.group->leader();
   check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
-  fs::create_directories(a.output);
-  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
-  if (leader) lock.emplace(a.output);
+  // A used run directory is continued (--resume) or replaced (--overwrite), never mixed with a new run.
+  // One writer per run directory (rank 0 in a data-parallel job).
+  std::unique_ptr<RunLock> lock;
+  if (leader) lock = train::open_run_directory(a.output, a.resume, a.overwrite);
+  else make_output_directory(a.output);
 
   const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
   check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
@@ -144,6 +139,7 @@ void run(const Args& a, const Json& resolved) {
   };
   Json run_config = resolved;
   run_config["num_labels"] = num_labels, run_config["label_map"] = label_map, run_config["steps"] = o.steps;
+  if (a.resume) train::check_resumed_flags(a.output, run_config, o.steps, /*allow_changes=*/false);
   if (leader) save_json_file(a.output + "/config.json", run_config);
   if (leader) std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
                static_cast<long long>(train_set->size(0)), static_cast<long long>(dev_set->size(0)),
@@ -172,17 +168,19 @@ int main(int argc, char** argv) {
   app.add_option("--label-column", a.columns.label, "label column: header name or 0-based index");
   app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl");
   app.add_flag("--regression", a.columns.regression, "numeric labels, one output (MSE; Pearson/Spearman)");
-  app.add_option("--epochs", a.epochs, "passes over the training data")->check(CLI::PositiveNumber);
-  app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", a.batch_size, "examples per batch")->check(CLI::PositiveNumber);
-  app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(CLI::Range(4, 1 << 16));
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
+  app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
+  app.add_option("--batch-size", a.batch_size, "examples per batch")->check(positive());
+  app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(in_range(4, 1 << 16));
+  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay")->check(non_negative());
+  app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(in_range(0.0, 1.0));
+  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
+  app.add_flag("--resume", a.resume, "continue the run in OUTPUT from its latest checkpoint (after a stop or a signal)");
+  app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, predictions and results)");
   add_runtime_flags(app, a.runtime);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/registry.h"
 
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
   CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
   lmkit::RuntimeOptions runtime;
   std::string checkpoint, inputs, output, architecture;
-  bool hidden_states = false, gradients = false;
+  bool hidden_states = false, gradients = false, new_head = false, overwrite = false;
   app.add_option("--checkpoint", checkpoint, "checkpoint directory (config.json + model.safetensors)")->required();
   app.add_option("--inputs", inputs,
                  "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, "
@@ -73,14 +74,17 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--output", output, "safetensors file to write")->required();
   app.add_option("--architecture", architecture, "run the checkpoint under another head (e.g. BertModel)");
+  app.add_flag("--new-head", new_head, "with --architecture: start a head the checkpoint lacks at random");
+  app.add_flag("--overwrite", overwrite, "replace the --output file if it exists");
   app.add_flag("--hidden-states", hidden_states, "also write hidden_states.N (and encoder_hidden_states.N)");
   app.add_flag("--gradients", gradients,
                "also write grad.NAME = d(loss)/d(parameter) under HF's parameter names (needs labels; dropout off)");
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
     const c10::Device device = lmkit::init_runtime(runtime);
+    lmkit::check_output_file(output, overwrite);
     const lmkit::Batch batch = read_inputs(inputs);
-    auto model = lmkit::models::load_pretrained(checkpoint, architecture);
+    auto model = lmkit::models::load_pretrained(checkpoint, architecture, nullptr, lmkit::Json::object(), new_head);
     try {
       model->check_batch(batch);
     } catch (const lmkit::Error& e) {

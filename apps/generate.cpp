@@ -63,12 +63,12 @@ int main(int argc, char** argv) {
   auto* text = app.add_option("--prompt", prompts, "prompt text (needs the checkpoint's tokenizer); repeatable");
   auto* ids = app.add_option("--prompt-ids", prompt_ids, "prompt as comma-separated token ids, e.g. 5,17,42; repeatable");
   text->excludes(ids);
-  app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate at most")->check(CLI::PositiveNumber);
+  app.add_option("--max-new-tokens", o.max_new_tokens, "tokens to generate at most")->check(lmkit::positive());
   auto* g = app.add_flag("--greedy", greedy, "argmax decoding (the default)");
-  auto* k = app.add_option("--top-k", o.top_k, "sample from the k most likely tokens")->check(CLI::NonNegativeNumber);
-  auto* p = app.add_option("--top-p", o.top_p, "sample from the nucleus of probability p")->check(CLI::Range(0.0, 1.0));
-  auto* t = app.add_option("--temperature", o.temperature, "sampling temperature")->check(CLI::PositiveNumber);
-  auto* b = app.add_option("--beams", o.num_beams, "beam search with B beams")->check(CLI::PositiveNumber);
+  auto* k = app.add_option("--top-k", o.top_k, "sample from the k most likely tokens")->check(lmkit::non_negative());
+  auto* p = app.add_option("--top-p", o.top_p, "sample from the nucleus of probability p")->check(lmkit::in_range(0.0, 1.0));
+  auto* t = app.add_option("--temperature", o.temperature, "sampling temperature")->check(lmkit::positive());
+  auto* b = app.add_option("--beams", o.num_beams, "beam search with B beams")->check(lmkit::positive());
   app.add_option("--length-penalty", o.length_penalty, "beam score = log p / length^penalty");
   app.add_flag("--ids", print_ids,
                "print the generated ids (prompt excluded), comma-separated, one line per prompt; "

@@ -32,37 +32,8 @@ struct Args {
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
   double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6;
-  bool resume = false, whole_word = false, allow_changes = false;
+  bool resume = false, overwrite = false, whole_word = false, allow_changes = false, new_head = false;
 };
-
-// --resume continues the run its directory holds: a flag that defines the data, the
-// model or the optimisation must be what it was (config.json), unless --allow-changes.
-void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
-  const std::string latest = train::latest_checkpoint(output);
-  if (!latest.empty()) {
-    const int64_t reached = train::checkpoint_step(latest);
-    check_input(steps >= reached, "--steps " + std::to_string(steps) + " is below the step the run has reached (" +
-                                      std::to_string(reached) + ")");
-  }
-  const std::string path = output + "/config.json";
-  if (!fs::exists(path)) return;
-  const Json before = load_json_file(path);
-  static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
-                                                   "keep-last", "log-every", "prefetch", "threads", "device",
-                                                   "backend", "dist-timeout", "allow-changes", "output"};
-  std::string changed;
-  for (auto it = now.begin(); it != now.end(); ++it) {
-    if (may_change.count(it.key()) || !before.contains(it.key()) || before[it.key()] == it.value()) continue;
-    changed += (changed.empty() ? "" : ", ") + ("--" + it.key() + " " + brief_json(it.value()) + " (was " +
-                                                 brief_json(before[it.key()]) + ")");
-  }
-  if (changed.empty()) return;
-  if (!allow_changes) {
-    throw InputError("--resume with flags that differ from " + path + ": " + changed +
-                     "; give the run's flags, or --allow-changes to continue anyway");
-  }
-  std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
-}
 
 std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
 
@@ -98,7 +69,7 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   // Presets carry the reference vocabularies; training takes the tokenizer's.
   if (a.init.empty()) family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
   auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
-                              : models::load_pretrained(a.init, objective.architecture);
+                              : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head);
   const Json mc = model->config_json();
   const int64_t model_vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", int64_t{0});
   if (model_vocab != tok.vocab_size()) {
@@ -184,9 +155,11 @@ void run(const Args& a, const Json& resolved) {
   const bool leader = !group || group->leader();
   check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
   check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
-  fs::create_directories(a.output);
-  std::optional<RunLock> lock;  // one writer per run directory (rank 0 in a data-parallel job)
-  if (leader) lock.emplace(a.output);
+  // A used run directory is continued (--resume) or replaced (--overwrite), never mixed with a new run.
+  // One writer per run directory (rank 0 in a data-parallel job).
+  std::unique_ptr<RunLock> lock;
+  if (leader) lock = train::open_run_directory(a.output, a.resume, a.overwrite);
+  else make_output_directory(a.output);
 
   const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
   const Json config = load_json_file(config_name);
@@ -210,7 +183,7 @@ void run(const Args& a, const Json& resolved) {
   run_config["objective"] = objective.name, run_config["tokenizer"] = tok_path, run_config["warmup"] = o.schedule.warmup;
   run_config["model_config"] = model->config_json();
   run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
-  if (a.resume) check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
+  if (a.resume) train::check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
   if (leader) save_json_file(a.output + "/config.json", run_config);
   if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
@@ -233,32 +206,34 @@ int main(int argc, char** argv) {
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), clm (GPT), span (T5), seq2seq (Transformer); default by model type");
   app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
+  app.add_flag("--new-head", a.new_head, "with --init: start the pretraining head at random when the checkpoint has none (a finetuned classifier)");
   app.add_option("--source-lang", a.source_lang, "seq2seq: source suffix (--train PREFIX reads PREFIX.SRC)");
   app.add_option("--target-lang", a.target_lang, "seq2seq: target suffix (PREFIX.TGT)");
-  app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(CLI::Range(128, 1 << 20));
-  app.add_option("--steps", a.steps, "optimizer steps")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(CLI::PositiveNumber);
-  app.add_option("--seq-len", a.seq_len, "tokens per sequence (T5: input length)")->check(CLI::Range(8, 1 << 16));
-  app.add_option("--lr", a.lr, "peak learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(CLI::NonNegativeNumber);
+  app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(in_range(128, 1 << 20));
+  app.add_option("--steps", a.steps, "optimizer steps")->check(positive());
+  app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
+  app.add_option("--seq-len", a.seq_len, "tokens per sequence (T5: input length)")->check(in_range(8, 1 << 16));
+  app.add_option("--lr", a.lr, "peak learning rate")->check(positive());
+  app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(non_negative());
   app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (not on biases and norms)")->check(CLI::NonNegativeNumber);
-  app.add_option("--adam-eps", a.adam_eps, "AdamW epsilon")->check(CLI::PositiveNumber);
-  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(CLI::NonNegativeNumber);
-  app.add_option("--accumulation", a.accumulation, "batches per optimizer step")->check(CLI::PositiveNumber);
-  app.add_option("--eval-every", a.eval_every, "validate every N steps (0: at the end)")->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-batches", a.eval_batches, "validation batches (0: all)")->check(CLI::NonNegativeNumber);
-  app.add_option("--save-every", a.save_every, "checkpoint every N steps (0: at the end)")->check(CLI::NonNegativeNumber);
-  app.add_option("--keep-last", a.keep_last, "step checkpoints kept")->check(CLI::PositiveNumber);
-  app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(CLI::PositiveNumber);
-  app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(CLI::NonNegativeNumber);
+  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (not on biases and norms)")->check(non_negative());
+  app.add_option("--adam-eps", a.adam_eps, "AdamW epsilon")->check(positive());
+  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
+  app.add_option("--accumulation", a.accumulation, "batches per optimizer step")->check(positive());
+  app.add_option("--eval-every", a.eval_every, "validate every N steps (0: at the end)")->check(non_negative());
+  app.add_option("--eval-batches", a.eval_batches, "validation batches (0: all)")->check(non_negative());
+  app.add_option("--save-every", a.save_every, "checkpoint every N steps (0: at the end)")->check(non_negative());
+  app.add_option("--keep-last", a.keep_last, "step checkpoints kept")->check(positive());
+  app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(positive());
+  app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(non_negative());
   app.add_flag("--whole-word", a.whole_word, "whole-word masking (BERT)");
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
+  app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, metrics and results)");
   app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");
   app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   add_runtime_flags(app, a.runtime);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);

@@ -82,6 +82,7 @@ void describe(const tokenizer::Tokenizer& tok) {
 struct TrainCommand {
   tokenizer::TrainOptions options;
   std::string family;
+  bool overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
     t->add_option("--input", options.inputs, "text files")->required()->expected(1, -1);
@@ -92,13 +93,24 @@ struct TrainCommand {
                   "PATH.tokenizer.json beside it)")->required();
     t->add_option("--model-type", options.model_type, "unigram or bpe");
     t->add_option("--character-coverage", options.character_coverage, "fraction of characters covered")
-        ->check(CLI::Range(0.5, 1.0));
+        ->check(in_range(0.5, 1.0));
     t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
-    t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(CLI::PositiveNumber);
-    t->add_option("--threads", options.threads, "threads (0: every core)");
+    t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(positive());
+    t->add_option("--threads", options.threads, "threads (0: every core)")->check(non_negative());
+    t->add_flag("--overwrite", overwrite, "replace a tokenizer already at --output");
     return t;
   }
   void run() {
+    namespace fs = std::filesystem;
+    // The files of a tokenizer already there are replaced only with --overwrite.
+    std::error_code ec;
+    if (fs::is_directory(options.output, ec)) {
+      check_input(overwrite || !tokenizer::Tokenizer::present(options.output),
+                  "--output " + options.output + ": holds a tokenizer; give --overwrite to replace it");
+    } else {
+      check_output_file(options.output, overwrite);
+    }
+    for (const auto& in : options.inputs) check_readable_file(in);
     options.family = tokenizer::parse_family(family);
     auto tok = tokenizer::Tokenizer::train(options);
     std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
@@ -122,6 +134,7 @@ struct EncodeCommand {
   std::string tokenizer_path, format = "auto", text_field = "text", output;
   std::vector<std::string> inputs;
   int threads = 0;
+  bool overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
     e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
@@ -129,10 +142,25 @@ struct EncodeCommand {
     e->add_option("--output", output, "corpus directory to write")->required();
     e->add_option("--format", format, "auto, blank-line, lines or jsonl");
     e->add_option("--text-field", text_field, "JSONL field holding the text");
-    e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it");
+    e->add_flag("--overwrite", overwrite, "replace a token corpus already at --output");
+    e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it")->check(non_negative());
     return e;
   }
+  // Checked before the work: only an earlier corpus is replaced, and only with --overwrite
+  // (a folder of the user's files given as --output was deleted).
+  void check_output() const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(output, ec))) return;
+    if (!data::is_corpus(output)) {
+      throw InputError("--output " + output + ": exists and is not a token corpus; lmkit replaces only its own corpora: "
+                       "choose a new path");
+    }
+    check_input(overwrite, "--output " + output + ": a token corpus is already there; give --overwrite to replace it");
+  }
   void run() const {
+    check_output();
+    for (const auto& in : inputs) check_readable_file(in);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     ProgressBar bar(0, "encode");
     const Json h = data::encode_corpus(tok, {inputs, data::parse_text_format(format), text_field, output, threads}, &bar);
@@ -195,24 +223,26 @@ struct InspectCommand {
   std::string tokenizer_path, corpus_path, objective, dump;
   int64_t seq_len = 128, batch_size = 4, batches = 2;
   uint64_t seed = 0;
-  bool whole_word = false;
+  bool whole_word = false, overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
     i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
     auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
     i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->needs(corpus_opt);
     corpus_opt->needs(i->get_option("--objective"));
-    i->add_option("--seq-len", seq_len, "sequence (input) length")->check(CLI::PositiveNumber);
-    i->add_option("--batch-size", batch_size, "examples per batch")->check(CLI::PositiveNumber);
-    i->add_option("--batches", batches, "batches to show")->check(CLI::PositiveNumber);
+    i->add_option("--seq-len", seq_len, "sequence (input) length")->check(positive());
+    i->add_option("--batch-size", batch_size, "examples per batch")->check(positive());
+    i->add_option("--batches", batches, "batches to show")->check(positive());
     i->add_option("--seed", seed, "shuffling and masking seed");
     i->add_flag("--whole-word", whole_word, "whole-word masking");
     i->add_option("--dump", dump, "write the batches to a safetensors file");
+    i->add_flag("--overwrite", overwrite, "replace the --dump file if it exists");
     return i;
   }
   void run() const {
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     if (corpus_path.empty()) return describe(tok);
+    if (!dump.empty()) check_output_file(dump, overwrite, "--dump");
     auto corpus = std::make_shared<const data::Corpus>(corpus_path);
     corpus->check_tokenizer(tok);
     data::MaskingOptions masking;
@@ -224,6 +254,8 @@ struct InspectCommand {
     std::vector<Batch> all;
     for (int64_t k = 0; k < batches; ++k) {
       Batch b = loader.next();
+      // Unpadded batches carry no mask (every position is real): render_row and the dump read one.
+      if (!b.attention_mask.defined()) b.attention_mask = at::ones_like(b.input_ids);
       std::printf("batch %lld\n", static_cast<long long>(k));
       for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r).c_str());
       all.push_back(b);
@@ -231,7 +263,7 @@ struct InspectCommand {
     if (!dump.empty()) write_dump(tok, all, obj);
   }
   // The batches, concatenated, as the tensors a model reads (T5: with decoder_input_ids).
-  void write_dump(const tokenizer::Tokenizer& tok, std::vector<Batch> all, data::Objective obj) const {
+  void write_dump(const tokenizer::Tokenizer& tok, const std::vector<Batch>& all, data::Objective obj) const {
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     auto cat = [&](const char* name, at::Tensor Batch::*field) {
       std::vector<at::Tensor> parts;
@@ -240,9 +272,6 @@ struct InspectCommand {
       }
       if (!parts.empty()) tensors.emplace_back(name, at::cat(parts, 0));
     };
-    for (auto& b : all) {  // unpadded batches carry no mask: every position is real
-      if (!b.attention_mask.defined()) b.attention_mask = at::ones_like(b.input_ids);
-    }
     cat("input_ids", &Batch::input_ids);
     cat("attention_mask", &Batch::attention_mask);
     cat("token_type_ids", &Batch::token_type_ids);

@@ -100,10 +100,10 @@ void add_data_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("data", "objective throughput through the loader vs bert-mini training");
   cmd->add_option("--text", a->text, "text to train tokenizers on and encode");
   cmd->add_option("--reference", a->reference, "model preset whose training throughput is the reference");
-  cmd->add_option("--batch-size", a->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-len", a->seq, "sequence length")->check(CLI::PositiveNumber);
-  cmd->add_option("--batches", a->batches, "batches timed per objective")->check(CLI::PositiveNumber);
-  cmd->add_option("--vocab-size", a->vocab, "tokenizer vocabulary")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", a->batch, "batch size")->check(positive());
+  cmd->add_option("--seq-len", a->seq, "sequence length")->check(positive());
+  cmd->add_option("--batches", a->batches, "batches timed per objective")->check(positive());
+  cmd->add_option("--vocab-size", a->vocab, "tokenizer vocabulary")->check(positive());
   add_runtime_flags(*cmd, a->runtime);
   cmd->callback([a] { run_data(*a); });
 }

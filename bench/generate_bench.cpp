@@ -56,10 +56,10 @@ void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "greedy generation with vs without the KV cache");
   cmd->add_option("--model", a->model, "model preset JSON (GPT, T5 or Transformer)");
-  cmd->add_option("--new-tokens", a->new_tokens, "tokens to generate")->check(CLI::PositiveNumber);
-  cmd->add_option("--prompt-len", a->prompt, "prompt tokens")->check(CLI::PositiveNumber);
-  cmd->add_option("--batch-size", a->batch, "prompts at once")->check(CLI::PositiveNumber);
-  cmd->add_option("--vocab-size", a->vocab, "vocabulary")->check(CLI::PositiveNumber);
+  cmd->add_option("--new-tokens", a->new_tokens, "tokens to generate")->check(positive());
+  cmd->add_option("--prompt-len", a->prompt, "prompt tokens")->check(positive());
+  cmd->add_option("--batch-size", a->batch, "prompts at once")->check(positive());
+  cmd->add_option("--vocab-size", a->vocab, "vocabulary")->check(positive());
   add_runtime_flags(*cmd, a->runtime);
   cmd->callback([a] { run_generate(*a); });
 }

@@ -75,14 +75,14 @@ void add_layer_command(CLI::App& app) {
   auto args = std::make_shared<LayerArgs>();
   CLI::App* cmd = app.add_subcommand("layer", "forward+backward of one encoder layer vs the GEMM rate");
   add_runtime_flags(*cmd, args->runtime);
-  cmd->add_option("--batch-size", args->batch, "batch size B")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-len", args->seq, "sequence length T")->check(CLI::PositiveNumber);
-  cmd->add_option("--hidden", args->dim, "model width d")->check(CLI::PositiveNumber);
-  cmd->add_option("--heads", args->heads, "attention heads")->check(CLI::PositiveNumber);
-  cmd->add_option("--ffn", args->ffn, "feed-forward width")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", args->steps, "timed steps")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--dropout", args->dropout, "dropout on residuals and attention")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--batch-size", args->batch, "batch size B")->check(positive());
+  cmd->add_option("--seq-len", args->seq, "sequence length T")->check(positive());
+  cmd->add_option("--hidden", args->dim, "model width d")->check(positive());
+  cmd->add_option("--heads", args->heads, "attention heads")->check(positive());
+  cmd->add_option("--ffn", args->ffn, "feed-forward width")->check(positive());
+  cmd->add_option("--steps", args->steps, "timed steps")->check(positive());
+  cmd->add_option("--warmup", args->warmup, "untimed steps first")->check(non_negative());
+  cmd->add_option("--dropout", args->dropout, "dropout on residuals and attention")->check(in_range(0.0, 1.0));
   cmd->add_flag("--causal", args->causal, "causal mask (decoder-style)");
   cmd->callback([args] { run_layer(*args); });
 }

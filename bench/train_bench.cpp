@@ -14,11 +14,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "bench.h"
 #include "lmkit/core/allocator.h"
 #include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/models/bert.h"
 #include "lmkit/models/family.h"
@@ -37,7 +39,7 @@ struct TrainArgs {
   std::string model, objective, dtype = "fp32";
   int64_t batch = 32, seq = 128, vocab = 0, target_len = 0;
   int steps = 10, warmup = 3;
-  bool tf32 = false;
+  bool tf32 = false, overwrite = false;
   std::string profile;  // a Chrome trace of two steps after the timed ones (kernels with their GPU times)
   double peak_tflops = 0;  // 0: an H100 SXM's dense peak for the dtype on CUDA, none on CPU
 };
@@ -80,6 +82,7 @@ Batch random_batch(const std::string& objective, int64_t b, int64_t t, int64_t t
 
 void run_train(const TrainArgs& a) {
   const c10::Device device = init_runtime(a.runtime);
+  if (!a.profile.empty()) check_output_file(a.profile, a.overwrite, "--profile");  // before minutes of timing
   Json config = load_json_file(a.model);
   if (a.vocab > 0) config["vocab_size"] = a.vocab;
   const std::string type = config.value("model_type", "");
@@ -135,6 +138,8 @@ void run_train(const TrainArgs& a) {
     }
     if (device.is_cuda()) model->parameters()[0].cpu();
     torch::autograd::profiler::disableProfiler()->save(a.profile);
+    // The profiler reports a failed write only in its log.
+    if (!std::filesystem::is_regular_file(a.profile)) throw RuntimeError(a.profile + ": the trace could not be written");
   }
   const double rss_end = current_rss_mib(), heap_end = heap_in_use_mib();
   const double step_ms = median(ms);
@@ -218,18 +223,19 @@ void add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "the lmkit-pretrain training step on random tokens: ms, tokens/s, GFLOP/s");
   cmd->add_option("--model", a->model, "model preset JSON")->required();
-  cmd->add_option("--batch-size", a->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-len", a->seq, "tokens per sequence (encoder length for T5)")->check(CLI::PositiveNumber);
-  cmd->add_option("--target-len", a->target_len, "decoder length (T5 default: span corruption's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--steps", a->steps, "timed steps")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch-size", a->batch, "batch size")->check(positive());
+  cmd->add_option("--seq-len", a->seq, "tokens per sequence (encoder length for T5)")->check(positive());
+  cmd->add_option("--target-len", a->target_len, "decoder length (T5 default: span corruption's)")->check(non_negative());
+  cmd->add_option("--steps", a->steps, "timed steps")->check(positive());
+  cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(non_negative());
   cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast over fp32 weights)")->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
-  cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(in_range(128, double(int64_t{1} << 31)));
   cmd->add_flag("--tf32", a->tf32, "fp32 matmuls on TensorFloat-32 tensor cores (CUDA)");
   cmd->add_option("--profile", a->profile, "write a Chrome trace of two more steps (bench/trace_summary.py sums it)");
+  cmd->add_flag("--overwrite", a->overwrite, "replace the --profile file if it exists");
   cmd->add_option("--peak-tflops", a->peak_tflops, "the device's dense peak for MFU (default: H100 SXM on CUDA)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(in_range(0.0, 1e6));
   add_runtime_flags(*cmd, a->runtime);
   cmd->callback([a] { run_train(*a); });
 }

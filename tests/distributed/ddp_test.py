@@ -19,7 +19,7 @@
 
 Exit 0 only when every check holds; 77 (CTest: skipped) without torch/safetensors.
 """
-import argparse, json, os, shutil, signal, socket, subprocess, sys, time
+import argparse, json, os, re, shutil, signal, socket, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "data", "wikitext-2-sample")
@@ -225,6 +225,38 @@ def failure(work):
     check(rc not in (None, 0) and waited < 60,
           f"failure: rank 1 stopped -> rank 0 exits {rc} after {waited:.1f} s (--dist-timeout 5)")
     check(line.startswith("error: rank 0 of 2:"), f"failure: one error line: {line[:160]}")
+
+    # SIGTERM to one rank only (a scheduler preempting one machine): the request travels with
+    # the step's all-reduce, both ranks stop after the same step, rank 0 writes its checkpoint.
+    procs = start(timeout=60)
+    procs[1].send_signal(signal.SIGTERM)
+    errs = []
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = ""
+        errs.append(err)
+    steps = [re.search(r"after step (\d+)", e) for e in errs]
+    check(all(p.returncode == 3 for p in procs) and all(steps) and steps[0].group(1) == steps[1].group(1),
+          f"signal: SIGTERM to rank 1 -> exits {[p.returncode for p in procs]}, "
+          f"steps {[m.group(1) if m else None for m in steps]}")
+    check("interrupted by SIGTERM" in errs[1] and "interrupted by a signal on another rank" in errs[0],
+          "signal: each rank says why it stopped")
+    if all(steps):
+        args = procs[0].args
+        run_dir = args[len(args) - 1 - args[::-1].index("--output") + 1]
+        ckpt = os.path.join(run_dir, "checkpoints", f"step-{steps[0].group(1)}")
+        check(os.path.exists(os.path.join(ckpt, "optimizer.pt")), f"signal: {ckpt} is complete")
+
+    # Rendezvous with nobody there: one error line, no c10d stack traces.
+    env = dict(os.environ, RANK="1", WORLD_SIZE="2", LOCAL_RANK="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    r = subprocess.run(base + ["--dist-timeout", "3", "--output", os.path.join(work, "alone")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) <= 2 and lines[-1].startswith("error: rank 1: rendezvous"),
+          f"failure: no rank 0 -> exit {r.returncode}, {len(lines)} stderr lines, last: {lines[-1][:160] if lines else ''}")
 
 
 def main():

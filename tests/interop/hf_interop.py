@@ -20,6 +20,7 @@ Exits 0 on agreement, 1 on a mismatch, 77 (CTest: skipped) when transformers is 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -228,7 +229,8 @@ def main():
     ap.add_argument("--work", required=True, help="scratch folder (created)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    os.makedirs(a.work, exist_ok=True)
+    shutil.rmtree(a.work, ignore_errors=True)  # lmkit's apps replace no earlier outputs without --overwrite
+    os.makedirs(a.work)
     fn = hf_to_lmkit if a.direction == "hf-to-lmkit" else lmkit_to_hf
     failures, summary = fn(a.family, a.bin, a.work)
     print(f"{a.direction} {a.family} (transformers {transformers.__version__}, torch {torch.__version__}): {summary}")

@@ -6,15 +6,51 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/runtime.h"
 
 namespace lmkit {
 
+namespace {
+
+// A number as the user would write it: 1, 0.5, 65536 (not 1.000000 or 6.553600e+04).
+std::string plain(double v) {
+  std::ostringstream out;
+  out << std::setprecision(12) << v;
+  return out.str();
+}
+
+CLI::Validator bound(const std::string& description, std::function<bool(double)> ok) {
+  return CLI::Validator(
+      [description, ok](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0') return value.substr(0, 40) + " is not a number";
+        return ok(v) ? std::string() : value.substr(0, 40) + " is out of range: must be " + description;
+      },
+      description);
+}
+
+}  // namespace
+
+CLI::Validator positive() {
+  return bound("> 0", [](double v) { return v > 0; });
+}
+
+CLI::Validator non_negative() {
+  return bound(">= 0", [](double v) { return v >= 0; });
+}
+
+CLI::Validator in_range(double min, double max) {
+  return bound("in [" + plain(min) + ", " + plain(max) + "]", [min, max](double v) { return v >= min && v <= max; });
+}
+
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
-  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: every core)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: every core)")->check(non_negative());
   app.add_option("--device", options.device, "cpu, cuda or cuda:N");
   app.add_option("--seed", options.seed, "seed for every random number generator");
 }
@@ -50,16 +86,23 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
       throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
     const Json& v = it.value();
-    if (opt->get_type_size() == 0) {  // a flag
+    if (opt->get_expected_max() == 0) {  // a flag (CLI11 gives flags a type size of 1 but no values)
       if (!v.is_boolean()) throw InputError(path + ": key '" + key + "' must be true or false");
       if (v.get<bool>()) from_file.push_back("--" + key);
       continue;
     }
+    const std::string type = opt->get_type_name().substr(0, opt->get_type_name().find(':'));
+    const bool numeric = type == "INT" || type == "UINT" || type == "FLOAT";
     auto scalar = [&](const Json& x) {
+      if (numeric && !x.is_number()) throw InputError(path + ": key '" + key + "' must be a number");
       if (x.is_string()) return x.get<std::string>();
       if (x.is_number() || x.is_boolean()) return x.dump();
       throw InputError(path + ": key '" + key + "' must be a string, number or list of them");
     };
+    // A list for a one-value option ("steps": [2, 3]) ran with its last element.
+    if (v.is_array() && opt->get_items_expected_max() <= 1) {
+      throw InputError(path + ": key '" + key + "' takes one value, not a list");
+    }
     if (v.is_array()) {
       for (const auto& x : v) from_file.push_back("--" + key), from_file.push_back(scalar(x));
     } else {
@@ -83,6 +126,9 @@ void check_numbers(const CLI::App& app) {
       const std::string name = o->get_name(false, true);
       errno = 0;
       char* end = nullptr;
+      if (type == "UINT" && value.find('-') != std::string::npos) {  // strtoull wraps -1 to 2^64-1
+        throw InputError(name + " " + value.substr(0, 40) + ": must be a non-negative integer");
+      }
       if (integer) {
         (void)(type == "INT" ? static_cast<void>(std::strtoll(value.c_str(), &end, 10))
                              : static_cast<void>(std::strtoull(value.c_str(), &end, 10)));
@@ -119,6 +165,10 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(std::string(e.what()) + " (see --help)", ExitCode::kInput);
   } catch (const Error& e) {
+    if (e.code() == ExitCode::kInterrupted) {  // a graceful stop, not a failure: say how to go on
+      std::cerr << e.what() << std::endl;
+      return static_cast<int>(e.code());
+    }
     return fail(e.what(), e.code());
   } catch (const c10::Error& e) {
     // "out of memory: tried to allocate N bytes" instead of LibTorch's enforce text.

@@ -12,6 +12,13 @@
 
 namespace lmkit {
 
+/// Range checks for numeric flags whose failure is one short line naming the flag
+/// and the valid range ("--batch-size: 0 is out of range: must be > 0"), unlike
+/// positive()'s ("Value 0 not in range 0.000000 to 1.797693e+308").
+CLI::Validator positive();      ///< > 0 (for an integer flag: >= 1)
+CLI::Validator non_negative();  ///< >= 0
+CLI::Validator in_range(double min, double max);  ///< min <= value <= max
+
 /// Adds --threads, --device and --seed to `app`, filling `options`.
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
 

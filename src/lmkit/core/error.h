@@ -12,6 +12,7 @@ enum class ExitCode : int {
   kOk = 0,
   kRuntime = 1,  ///< the input was fine but the work failed
   kInput = 2,    ///< usage, config or input error: the user can fix it
+  kInterrupted = 3,  ///< stopped by SIGTERM/SIGINT after writing a checkpoint: continue with --resume
 };
 
 /// The one exception type of lmkit. The message names the file, key or value at fault.

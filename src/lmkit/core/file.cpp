@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <sys/file.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cerrno>
@@ -60,9 +61,82 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   f.commit();
 }
 
+void check_readable_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not a file");
+  // /dev/zero or a FIFO read forever (330 MB/s of growth).
+  if (!S_ISREG(st.st_mode)) throw InputError(path + ": not a regular file (a device, FIFO or socket)");
+  if (::access(path.c_str(), R_OK) != 0) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
+}
+
+void check_output_file(const std::string& path, bool overwrite, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const auto parent_status = fs::status(parent, ec);
+  if (!fs::is_directory(parent_status)) {
+    throw InputError(flag + " " + path + ": the folder " + parent.string() +
+                     (fs::exists(parent_status) ? " is not a directory" : " does not exist"));
+  }
+  if (::access(parent.c_str(), W_OK) != 0) throw InputError(flag + " " + path + ": cannot write in " + parent.string() + " (" + std::strerror(errno) + ")");
+  const auto status = fs::symlink_status(p, ec);
+  if (!fs::exists(status)) return;
+  if (fs::is_directory(fs::status(p, ec))) throw InputError(flag + " " + path + ": is a directory");
+  if (!overwrite) throw InputError(flag + " " + path + ": exists; give --overwrite to replace it");
+}
+
+void make_output_directory(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(dir);
+  if (fs::is_directory(p, ec)) {
+    if (::access(dir.c_str(), W_OK) != 0) throw InputError(flag + " " + dir + ": cannot write there (" + std::strerror(errno) + ")");
+    return;
+  }
+  fs::create_directories(p, ec);
+  if (ec) {
+    // Name the ancestor in the way: a file where a folder must be, a read-only folder, a symlink loop.
+    std::string why = ec.message();
+    for (fs::path a = p; !a.empty() && a != a.parent_path(); a = a.parent_path()) {
+      std::error_code e2;
+      const auto st = fs::symlink_status(a, e2);
+      if (fs::exists(st) && !fs::is_directory(fs::status(a, e2))) {
+        why = e2 ? a.string() + " cannot be resolved (" + e2.message() + ")" : a.string() + " is a file, not a directory";
+        break;
+      }
+    }
+    throw InputError(flag + " " + dir + ": cannot create the directory (" + why + ")");
+  }
+}
+
+void remove_stale_temporaries(const std::string& target) {
+  namespace fs = std::filesystem;
+  const fs::path t = fs::path(target).lexically_normal();
+  const fs::path parent = t.has_parent_path() ? t.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) return;
+  const std::string name = t.filename().string();
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string f = e.path().filename().string();
+    for (const char* infix : {".tmp.", ".old."}) {
+      const std::string head = "." + name + std::string(infix);
+      if (f.rfind(head, 0) != 0) continue;
+      const std::string pid = f.substr(head.size());
+      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+      // A writer that still runs keeps its temporary.
+      if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;
+      std::error_code rm;
+      fs::remove_all(e.path(), rm);
+    }
+  }
+}
+
 std::string read_file(const std::string& path) {
+  check_readable_file(path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
+  if (!in) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -81,8 +155,9 @@ TempDir::~TempDir() {
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
+  check_readable_file(path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
+  if (!in) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -95,8 +170,9 @@ std::vector<std::string> read_lines(const std::string& path) {
 }
 
 MappedFile::MappedFile(const std::string& path) {
+  check_readable_file(path);
   int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw InputError(path + ": cannot open file");
+  if (fd < 0) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

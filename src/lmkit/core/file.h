@@ -30,6 +30,25 @@ class AtomicFile {
 /// Writes `bytes` to `path` atomically.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
+/// InputError unless `path` is a regular file this process can read, naming why
+/// (no such file, a directory, a device or FIFO that would be read forever,
+/// permission denied).
+void check_readable_file(const std::string& path);
+
+/// Checks an output file before any work is done: its folder must exist, and an
+/// existing `path` is replaced only with `overwrite` (and never when it is a
+/// directory). InputError naming `flag` and the path otherwise.
+void check_output_file(const std::string& path, bool overwrite, const std::string& flag = "--output");
+
+/// Creates `dir` (and its parents) for an app's output; InputError naming `flag`
+/// and the reason (a file in the way, read-only, a symlink loop) instead of
+/// std::filesystem's text.
+void make_output_directory(const std::string& dir, const std::string& flag = "--output");
+
+/// Removes the temporaries (`.NAME.tmp.PID`, `.NAME.old.PID`) that writers killed
+/// mid-write left beside `target` (their PID no longer runs).
+void remove_stale_temporaries(const std::string& target);
+
 /// Reads a whole file; InputError naming the file if it cannot be opened.
 std::string read_file(const std::string& path);
 

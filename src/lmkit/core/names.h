@@ -6,6 +6,8 @@
 //   kSchedules.name(Schedule::kCosine);   // "cosine"
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,12 @@ inline std::string join_names(const std::vector<std::string>& names, const std::
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? last_sep : ", ") + names[i];
   return out;
+}
+
+/// The first `n` names, then "and K more": "a, b, c and 4 more" (files, tensors in messages).
+inline std::string first_names(const std::vector<std::string>& names, size_t n = 3) {
+  std::vector<std::string> head(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(n, names.size())));
+  return join_names(head) + (names.size() > n ? " and " + std::to_string(names.size() - n) + " more" : "");
 }
 
 template <typename E>

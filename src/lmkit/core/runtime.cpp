@@ -1,5 +1,7 @@
 #include "lmkit/core/runtime.h"
 
+#include <dlfcn.h>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -45,9 +47,12 @@ c10::Device parse_device(const std::string& spec) {
     index = std::stoll(digits);
   }
   if (!torch::cuda::is_available()) {
-    throw InputError("--device '" + spec + "': CUDA is not available (" +
-                     (at::hasCUDA() ? std::string("no CUDA device is visible") : "this LibTorch was built without CUDA") +
-                     ")");
+    // A CUDA LibTorch without a driver or GPU reports hasCUDA() false too: libtorch_cuda tells the builds apart.
+    const bool cuda_build = ::dlopen("libtorch_cuda.so", RTLD_LAZY | RTLD_NOLOAD) != nullptr;
+    if (cuda_build) {
+      throw RuntimeError("--device '" + spec + "': no CUDA device is available on this machine (no GPU or NVIDIA driver visible)");
+    }
+    throw InputError("--device '" + spec + "': this LibTorch was built without CUDA");
   }
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   if (index >= count) {
@@ -56,7 +61,16 @@ c10::Device parse_device(const std::string& spec) {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-int resolve_threads(int n) { return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int resolve_threads(int n) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // 100000 threads took minutes before printing anything; past a few per core, more only adds contention.
+  const int most = 4 * cores;
+  if (n > most) {
+    throw InputError("--threads " + std::to_string(n) + ": at most " + std::to_string(most) + " (4 per core; this machine has " +
+                     std::to_string(cores) + "): more threads than that only slow every step down");
+  }
+  return n > 0 ? n : cores;
+}
 
 int set_threads(int n) {
   n = resolve_threads(n);

@@ -27,7 +27,7 @@ c10::Device parse_device(const std::string& spec);
 std::optional<std::string> out_of_memory(const c10::Error& e);
 
 /// A thread-count flag's value: n itself, or every core for n <= 0 (the default of
-/// --threads everywhere).
+/// --threads everywhere). InputError above 4 threads per core.
 int resolve_threads(int n);
 /// Sets LibTorch's intra-op thread count; n <= 0 means every core. Returns the count set.
 int set_threads(int n);

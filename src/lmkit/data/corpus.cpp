@@ -130,10 +130,10 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
     ProgressBar bar(0, "encode " + name);
     encode_corpus(tok, {{path}, TextFormat::kAuto, "text", dir, 0}, &bar);
   }
-  return std::make_shared<const Corpus>(dir);
+  return std::make_shared<const Corpus>(dir, path);
 }
 
-Corpus::Corpus(const std::string& dir) : dir_(dir) {
+Corpus::Corpus(const std::string& dir, std::string source) : dir_(dir), source_(std::move(source)) {
   if (!is_corpus(dir)) throw InputError(dir + ": not a token corpus (no header.json); encode one with lmkit-tokenize encode");
   const std::string hp = dir + "/header.json";
   header_ = load_json_file(hp);

@@ -39,7 +39,8 @@ Json encode_corpus(const tokenizer::Tokenizer& tokenizer, const EncodeOptions& o
 class Corpus {
  public:
   /// Opens a corpus directory; a missing or damaged one is an InputError naming it.
-  explicit Corpus(const std::string& dir);
+  /// `source` names the corpus in messages when it is a cache of a text file the user gave.
+  explicit Corpus(const std::string& dir, std::string source = "");
 
   int64_t num_tokens() const { return num_tokens_; }
   int64_t num_sentences() const { return num_sentences_; }
@@ -47,6 +48,8 @@ class Corpus {
   int64_t vocab_size() const { return vocab_size_; }
   const Json& header() const { return header_; }
   const std::string& path() const { return dir_; }
+  /// What the user gave: the text file a cached corpus was encoded from, else the directory.
+  const std::string& name() const { return source_.empty() ? dir_ : source_; }
 
   /// Appends tokens [begin, end) to `out`.
   void append_tokens(int64_t begin, int64_t end, std::vector<int32_t>& out) const;
@@ -63,7 +66,7 @@ class Corpus {
   void check_vocab(int64_t vocab_size, const std::string& model) const;
 
  private:
-  std::string dir_;
+  std::string dir_, source_;
   Json header_;
   /// Throws InputError unless `index` (entries + 1 offsets) starts at 0, never decreases and ends at `total`.
   void check_index(const uint64_t* index, int64_t entries, uint64_t total, const char* name, const char* unit) const;

@@ -42,7 +42,7 @@ MaskedLmDataset::MaskedLmDataset(std::shared_ptr<const Corpus> corpus, const tok
   check_input(seq_len >= 8, "--seq-len must be at least 8 for masked LM");
   check_input(tok.specials().cls >= 0 && tok.specials().mask >= 0, "masked LM needs a bert-family tokenizer");
   num_blocks_ = stream_.size() / (seq_len - 2);
-  check_input(num_blocks_ > 0, corpus->path() + ": too short for one sequence of " + std::to_string(seq_len) + " tokens");
+  check_input(num_blocks_ > 0, corpus->name() + ": too short for one sequence of " + std::to_string(seq_len) + " tokens");
 }
 
 Example MaskedLmDataset::get(int64_t index, int64_t epoch) const {
@@ -228,7 +228,7 @@ SpanCorruptionDataset::SpanCorruptionDataset(std::shared_ptr<const Corpus> corpu
   const int64_t spans = std::llround(std::llround(static_cast<double>(raw_length_) * noise_density) / mean_span);
   check_input(spans <= tok.specials().num_sentinels, "--seq-len is too long: more noise spans than sentinels");
   num_examples_ = stream_.size() / raw_length_;
-  check_input(num_examples_ > 0, corpus->path() + ": too short for one example of " + std::to_string(raw_length_) + " tokens");
+  check_input(num_examples_ > 0, corpus->name() + ": too short for one example of " + std::to_string(raw_length_) + " tokens");
 }
 
 Example SpanCorruptionDataset::get(int64_t index, int64_t epoch) const {
@@ -262,7 +262,7 @@ CausalLmDataset::CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tok
   check_input(seq_len >= 2, "--seq-len must be at least 2 for causal LM");
   check_input(document_separator(tok) >= 0, "causal LM needs a tokenizer with an end-of-text token");
   num_blocks_ = stream_.size() / seq_len;
-  check_input(num_blocks_ > 0, corpus->path() + ": too short for one block of " + std::to_string(seq_len) + " tokens");
+  check_input(num_blocks_ > 0, corpus->name() + ": too short for one block of " + std::to_string(seq_len) + " tokens");
 }
 
 Example CausalLmDataset::get(int64_t index, int64_t) const {

@@ -16,32 +16,49 @@ namespace lmkit::data {
 
 namespace {
 
-// One CSV record (RFC 4180 quoting); TSV splits on tabs without quoting.
-std::vector<std::string> split_record(const std::string& line, char sep) {
-  std::vector<std::string> fields(1);
-  if (sep == '\t') {
-    for (char c : line) {
-      if (c == '\t') fields.emplace_back();
-      else fields.back() += c;
-    }
-    return fields;
-  }
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
+struct Record {
+  int64_t line = 0;  ///< 1-based line where the record starts
+  std::vector<std::string> fields;
+};
+
+// A delimited file's records: TSV splits lines on tabs without quoting; CSV follows
+// RFC 4180 (quoted fields may hold the separator, "" for a quote, and line breaks).
+// Blank lines are skipped; a line end is "\n" or "\r\n"; a UTF-8 byte-order mark is dropped.
+std::vector<Record> read_records(const std::string& path, char sep) {
+  std::string text = read_file(path);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  std::vector<Record> records;
+  Record r{1, {std::string()}};
+  int64_t line = 1;
+  bool quoted = false, empty_line = true;
+  auto end_record = [&] {
+    if (!empty_line) records.push_back(std::move(r));
+    r = Record{line, {std::string()}};
+    empty_line = true;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') r.fields.back() += '"', ++i;
       else if (c == '"') quoted = false;
-      else fields.back() += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == sep) {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
+      else r.fields.back() += c;
+      if (c == '\n') ++line;
+      continue;
     }
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (c == '\n') {
+      ++line;
+      end_record();
+      continue;
+    }
+    empty_line = false;
+    if (c == '"' && sep != '\t') quoted = true;
+    else if (c == sep) r.fields.emplace_back();
+    else r.fields.back() += c;
   }
-  return fields;
+  if (quoted) throw InputError(path + ":" + std::to_string(r.line) + ": a quoted field is not closed");
+  end_record();
+  return records;
 }
 
 bool is_index(const std::string& s) {
@@ -102,30 +119,40 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
   };
   if (format == "auto") format = ends(".jsonl") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
   check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");
-  const auto lines = read_lines(path);
   std::vector<LabelledRow> rows;
   const bool want_pair = !c.text_pair.empty();
   if (format == "jsonl") {
+    const auto lines = read_lines(path);
     for (size_t i = 0; i < lines.size(); ++i) {
       if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
       const std::string where = path + ":" + std::to_string(i + 1);
       const nlohmann::json j = parse_json(lines[i], where, /*with_line=*/false);
-      auto field = [&](const std::string& name) -> std::string {
+      auto field = [&](const std::string& name, bool label) -> std::string {
         if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");
-        return j[name].is_string() ? j[name].get<std::string>() : j[name].dump();
+        const auto& v = j[name];
+        if (v.is_string()) return v.get<std::string>();
+        // A label may be a number; null, a boolean, a list or an object became a class of its own.
+        if (label && v.is_number()) return v.dump();
+        throw InputError(where + ": field '" + name + "' must be a string" + (label ? " or a number" : "") + ", got " + brief_json(v));
       };
-      rows.push_back({field(c.text), want_pair ? field(c.text_pair) : "", field(c.label), static_cast<int64_t>(i + 1)});
+      rows.push_back({field(c.text, false), want_pair ? field(c.text_pair, false) : "", field(c.label, true), static_cast<int64_t>(i + 1)});
     }
   } else {
     const char sep = format == "csv" ? ',' : '\t';
+    const auto records = read_records(path, sep);
     const bool by_index = is_index(c.text) && is_index(c.label) && (!want_pair || is_index(c.text_pair));
     size_t text_col = 0, pair_col = 0, label_col = 0, first = 0;
+    check_input(!records.empty(), path + ": empty file");
     if (by_index) {
       text_col = column_index(c.text, path), label_col = column_index(c.label, path);
       if (want_pair) pair_col = column_index(c.text_pair, path);
     } else {
-      check_input(!lines.empty(), path + ": empty file");
-      const auto header = split_record(lines[0], sep);
+      const auto& header = records[0].fields;
+      for (size_t k = 0; k < header.size(); ++k) {
+        if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(k), header[k]) != header.begin() + static_cast<std::ptrdiff_t>(k)) {
+          throw InputError(path + ":1: the header names column '" + header[k].substr(0, 40) + "' twice");
+        }
+      }
       auto find = [&](const std::string& name) -> size_t {
         if (is_index(name)) return column_index(name, path);
         auto it = std::find(header.begin(), header.end(), name);
@@ -141,14 +168,20 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
       first = 1;
     }
     const size_t needed = std::max({text_col, label_col, want_pair ? pair_col : 0}) + 1;
-    for (size_t i = first; i < lines.size(); ++i) {
-      if (lines[i].empty()) continue;
-      const auto f = split_record(lines[i], sep);
-      if (f.size() < needed) {
-        throw InputError(path + ":" + std::to_string(i + 1) + ": " + std::to_string(f.size()) + " columns, expected at least " +
-                         std::to_string(needed));
+    // Every row as wide as the header (or the first row): an extra separator in a row
+    // shifted its columns, and another column became its label.
+    const size_t width = records[0].fields.size();
+    for (size_t i = first; i < records.size(); ++i) {
+      const auto& f = records[i].fields;
+      const std::string where = path + ":" + std::to_string(records[i].line);
+      if (f.size() != width) {
+        throw InputError(where + ": " + std::to_string(f.size()) + " columns, but " + (first ? "the header has " : "the first row has ") +
+                         std::to_string(width) + (format == "tsv" ? " (a tab inside a text?)" : ""));
       }
-      rows.push_back({f[text_col], want_pair ? f[pair_col] : "", f[label_col], static_cast<int64_t>(i + 1)});
+      if (f.size() < needed) {
+        throw InputError(where + ": " + std::to_string(f.size()) + " columns, expected at least " + std::to_string(needed));
+      }
+      rows.push_back({f[text_col], want_pair ? f[pair_col] : "", f[label_col], records[i].line});
     }
   }
   check_input(!rows.empty(), path + ": no labelled rows");

@@ -7,6 +7,7 @@
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 
 namespace lmkit::data {
@@ -66,6 +67,7 @@ std::vector<std::string> split_sentences(std::string_view p) {
 }
 
 std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
+  check_readable_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file");
   if (format == TextFormat::kAuto) {

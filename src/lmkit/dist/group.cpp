@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <c10/util/Logging.h>
 
 #include <cstdlib>
 
@@ -106,6 +107,26 @@ Group::Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string
 
 Group::~Group() = default;
 
+namespace {
+
+// c10d logs each failed connection attempt with a C++ stack trace (41-47 stderr lines
+// before lmkit's one `error:` line when rank 0 was absent): quiet while the group
+// starts, unless the user asked for c10's log (TORCH_CPP_LOG_LEVEL).
+class QuietC10Log {
+ public:
+  QuietC10Log() : level_(FLAGS_caffe2_log_level) {
+    if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_caffe2_log_level = 3;  // FATAL only
+  }
+  ~QuietC10Log() { FLAGS_caffe2_log_level = level_; }
+  QuietC10Log(const QuietC10Log&) = delete;
+  QuietC10Log& operator=(const QuietC10Log&) = delete;
+
+ private:
+  int level_;
+};
+
+}  // namespace
+
 std::shared_ptr<Group> Group::create(const Launch& launch, c10::Device device, const GroupOptions& o) {
   if (!launch.active) return nullptr;
   std::string backend = o.backend;
@@ -121,6 +142,7 @@ std::shared_ptr<Group> Group::create(const Launch& launch, c10::Device device, c
   }
   const std::string where = launch.master_addr + ":" + std::to_string(launch.master_port);
   auto impl = std::make_unique<Impl>();
+  QuietC10Log quiet;
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(launch.master_port);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "lmkit/core/app.h"
+
 namespace lmkit::dist {
 
 void add_distributed_flags(CLI::App& app, GroupOptions& options) {
@@ -9,7 +11,7 @@ void add_distributed_flags(CLI::App& app, GroupOptions& options) {
       ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
   app.add_option("--dist-timeout", options.timeout_s,
                  "seconds a rank waits for the others (rendezvous, collectives) before failing")
-      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+      ->check(in_range(1, 86400));
 }
 
 Started start(RuntimeOptions runtime, const GroupOptions& options) {

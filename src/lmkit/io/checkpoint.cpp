@@ -2,14 +2,45 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 
 namespace fs = std::filesystem;
 
 namespace lmkit::io {
+
+namespace {
+
+// lmkit replaces only what it wrote itself: an existing target must be a directory
+// holding nothing but names the new contents have (a user's folder given as an
+// output lost its files this way).
+void check_replaceable(const fs::path& target, const fs::path& fresh) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(target, ec))) return;
+  if (!fs::is_directory(fs::symlink_status(target, ec))) {
+    throw InputError(target.string() + ": exists and is not a directory lmkit wrote; choose another output");
+  }
+  std::set<std::string> ours;
+  for (const auto& e : fs::directory_iterator(fresh, ec)) ours.insert(e.path().filename().string());
+  std::vector<std::string> foreign;
+  for (const auto& e : fs::directory_iterator(target, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!ours.count(name)) foreign.push_back(name);
+  }
+  if (!foreign.empty()) {
+    std::sort(foreign.begin(), foreign.end());
+    throw InputError(target.string() + ": holds files lmkit did not write (" + first_names(foreign) +
+                     "); it is not replaced: choose another output");
+  }
+}
+
+}  // namespace
 
 void write_directory_atomic(const std::string& dir, const std::function<void(const std::string& tmp)>& fill) {
   const fs::path target = fs::path(dir).lexically_normal();
@@ -17,6 +48,7 @@ void write_directory_atomic(const std::string& dir, const std::function<void(con
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw RuntimeError(parent.string() + ": cannot create directory (" + ec.message() + ")");
+  remove_stale_temporaries(target.string());
   const fs::path tmp = parent / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
@@ -24,6 +56,12 @@ void write_directory_atomic(const std::string& dir, const std::function<void(con
   try {
     fill(tmp.string());
     fsync_directory(tmp.string());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  try {
+    check_replaceable(target, tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <cstdio>
+#include <regex>
 #include <map>
 #include <set>
 
@@ -120,6 +122,9 @@ LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::
       throw InputError(file_name + ": tensor '" + found->first + "' has shape " + c10::str(found->second.sizes()) +
                        " but the model expects " + c10::str(t.transpose ? t.param.t().sizes() : t.param.sizes()));
     }
+    if (src.is_floating_point() && !at::isfinite(src).all().item<bool>()) {
+      throw InputError(file_name + ": tensor '" + found->first + "' holds NaN or Inf values (a diverged run's weights?)");
+    }
     t.param.copy_(src.to(t.param.scalar_type()));
   }
   for (const auto& [name, tensor] : tensors) {
@@ -138,6 +143,11 @@ void save_pretrained(Model& model, const std::string& dir, const std::function<v
   config["architectures"] = Json::array({model.architecture()});
   config["torch_dtype"] = "float32";
   const auto state = hf_state_dict(model);
+  for (const auto& [name, tensor] : state) {
+    if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>()) {
+      throw RuntimeError("not writing " + dir + ": weight '" + name + "' holds NaN or Inf values");
+    }
+  }
   io::write_directory_atomic(dir, [&](const std::string& tmp) {
     save_json_file(tmp + "/config.json", config);
     io::write_safetensors(tmp + "/model.safetensors", state, {{"format", "pt"}});
@@ -145,8 +155,54 @@ void save_pretrained(Model& model, const std::string& dir, const std::function<v
   });
 }
 
+namespace {
+
+// "transformer.h.3.attn.c_attn.weight" -> "transformer.h.#.attn.c_attn.weight": the same tensor of another layer.
+std::string layer_pattern(const std::string& name) { return std::regex_replace(name, std::regex("\\.[0-9]+\\."), ".#."); }
+
+// What from_pretrained says of the tensors that did not match, and what lmkit refuses.
+void check_report(const LoadReport& r, const std::string& dir, const Model& model, const std::string& own, bool new_head) {
+  if (!r.missing.empty() && !new_head) {
+    throw InputError(dir + ": the checkpoint (" + own + ") lacks " + std::to_string(r.missing.size()) + " tensor(s) that " +
+                     model.architecture() + " needs (" + first_names(r.missing) +
+                     "); a head it does not have would be random");
+  }
+  if (!r.missing.empty()) {
+    std::fprintf(stderr, "%s: %zu tensor(s) of %s are not in the checkpoint and start from random initialisation (%s)\n",
+                 dir.c_str(), r.missing.size(), model.architecture().c_str(), first_names(r.missing).c_str());
+  }
+  if (r.unexpected.empty()) return;
+  std::set<std::string> used;
+  for (const auto& t : const_cast<Model&>(model).hf_tensors()) used.insert(layer_pattern(t.name));
+  for (const auto& name : r.unexpected) {
+    const std::string base = model.hf_base_prefix();
+    // Another layer of a stack the model has, or any numbered layer of the body (n_layer 0 beside layer-0 weights).
+    const bool numbered = layer_pattern(name) != name;
+    const bool layer = used.count(layer_pattern(name)) || used.count(layer_pattern(base + name)) ||
+                       (!base.empty() && name.rfind(base, 0) == 0 && used.count(layer_pattern(name.substr(base.size())))) ||
+                       (!base.empty() && numbered && name.rfind(base, 0) == 0);
+    if (layer) {
+      throw InputError(dir + ": the weights hold '" + name + "', a layer the model built from config.json does not have "
+                       "(config.json and model.safetensors disagree)");
+    }
+  }
+  std::fprintf(stderr, "%s: %zu checkpoint tensor(s) are not used by %s (%s)\n", dir.c_str(), r.unexpected.size(),
+               model.architecture().c_str(), first_names(r.unexpected).c_str());
+}
+
+}  // namespace
+
+void check_vocabulary(const Model& model, int64_t tokenizer_vocab, const std::string& what) {
+  const Json mc = model.config_json();
+  const int64_t rows = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", tokenizer_vocab);
+  if (rows < tokenizer_vocab) {
+    throw InputError(what + ": the tokenizer has " + std::to_string(tokenizer_vocab) + " ids but the model's vocabulary only " +
+                     std::to_string(rows) + " (a tokenizer of another model?)");
+  }
+}
+
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report,
-                                       const Json& overrides) {
+                                       const Json& overrides, bool new_head) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw InputError(dir + ": not a checkpoint directory");
   const std::string config_path = dir + "/config.json", weights_path = dir + "/model.safetensors";
@@ -160,11 +216,10 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
     }
   }
   auto model = create_model(merged, config_path, architecture);
-  // The checkpoint's own head must be complete; a different, requested head may start fresh.
-  Json config = load_json_file(config_path);
-  const bool own_head = architecture.empty() || !config.contains("architectures") ||
-                        config["architectures"] == Json::array({architecture});
-  LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, own_head);
+  LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, /*strict=*/false);
+  const Json archs = merged.is_object() ? merged.value("architectures", Json::array()) : Json::array();
+  const std::string own = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>() : model->model_type();
+  check_report(r, dir, *model, own, new_head);
   if (report) *report = r;
   return model;
 }

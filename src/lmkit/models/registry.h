@@ -43,21 +43,33 @@ struct LoadReport {
   std::vector<std::string> unexpected;  ///< file tensors the model does not use
 };
 
-/// Copies the file's tensors into `model` (converting dtypes; shapes must match).
+/// Copies the file's tensors into `model` (converting dtypes; shapes must match;
+/// a tensor holding NaN or Inf is an InputError).
 /// Names are tried as given, with and without the base-model prefix. With
 /// `strict`, a missing tensor is an InputError; otherwise it is reported.
 LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::string& file_name, bool strict = true);
 
-/// Writes config.json (+ "architectures") and model.safetensors into `dir`, atomically.
+/// Writes config.json (+ "architectures") and model.safetensors into `dir`, atomically;
+/// a RuntimeError, and nothing written, when a weight holds NaN or Inf.
 /// `extra(tmp_dir)` may add files (tokenizer, trainer state) before the directory is committed.
 void save_pretrained(Model& model, const std::string& dir,
                      const std::function<void(const std::string&)>& extra = nullptr);
 
-/// Loads a checkpoint directory (config.json + model.safetensors). With
-/// `architecture` set, a different head may be requested: tensors it lacks are
-/// initialised fresh (e.g. a classifier on a pretrained encoder) and listed in `report`.
+/// Loads a checkpoint directory (config.json + model.safetensors), checked as HF's
+/// from_pretrained reports (docs/training.md, Guarantees): every tensor the model
+/// needs must be in the file, unless `new_head` allows the ones the checkpoint lacks
+/// to start from random initialisation (e.g. a classifier on a pretrained encoder;
+/// they are listed on stderr and in `report`); tensors the model does not use are
+/// listed on stderr, and an error when they are more layers of what the model has
+/// (a config.json that disagrees with its weights); non-finite values are an error.
+/// With `architecture` set, a head other than the checkpoint's own is requested.
 /// `overrides` are merged into the config first (e.g. {"num_labels": 5} for a new head).
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture = "",
-                                       LoadReport* report = nullptr, const Json& overrides = Json::object());
+                                       LoadReport* report = nullptr, const Json& overrides = Json::object(),
+                                       bool new_head = false);
+
+/// InputError unless a tokenizer of `tokenizer_vocab` ids fits the model's embedding
+/// (which may have more rows, as HF's T5 has 32128 for 32100 ids, never fewer).
+void check_vocabulary(const Model& model, int64_t tokenizer_vocab, const std::string& what);
 
 }  // namespace lmkit::models

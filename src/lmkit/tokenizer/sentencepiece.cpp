@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <regex>
 #include <unordered_map>
 
 #include "../../spm/spm_api.h"
@@ -289,7 +290,20 @@ void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>&
   for (const auto& [k, v] : options) keys.push_back(k.c_str()), values.push_back(v.c_str());
   char err[1024] = {0};
   if (api().train(keys.data(), values.data(), static_cast<int>(options.size()), err, sizeof err) != 0) {
-    throw InputError("tokenizer training failed: " + std::string(err));
+    // SentencePiece's status text ("Internal: trainer_interface.cc(580) [...] 200 vs 339"), in the user's terms.
+    std::string message(err);
+    std::smatch m;
+    if (std::regex_search(message, m, std::regex("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)"))) {
+      throw InputError("the training text has " + m[2].str() + " distinct characters, more than the " + m[1].str() +
+                       " pieces --vocab-size leaves for them: raise --vocab-size or lower --character-coverage");
+    }
+    if (std::regex_search(message, m, std::regex("Vocabulary size too high \\(([0-9]+)\\)\\. Please set it to a value <= ([0-9]+)"))) {
+      throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
+                       " --vocab-size asks for: lower --vocab-size or give more text");
+    }
+    const size_t tag = message.find("] ");
+    if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) message = message.substr(tag + 2);
+    throw InputError("tokenizer training failed: " + message);
   }
 }
 

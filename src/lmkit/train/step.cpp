@@ -117,8 +117,9 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }
 
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts) {
+                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts, bool stop) {
   StepResult r;
+  r.stop = stop;
   // With time_parts, each part ends when the device has finished it (a CUDA sync), not when
   // its kernels were queued; otherwise the host never waits before the gradient norm.
   auto part_done = [&](const at::Tensor& on) {
@@ -184,8 +185,8 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   }
   r.tokens = tokens;
   if (reducer) {
-    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(tokens)});
-    r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]);
+    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(tokens), stop ? 1.0 : 0.0});
+    r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]), r.stop = summed[3] > 0;
     r.reduce_ms = elapsed_ms(t0);
     t0 = std::chrono::steady_clock::now();
   }

@@ -56,6 +56,7 @@ struct StepResult {
   /// kernels were queued unless train_step's time_parts makes each part wait for them.
   double forward_ms = 0, backward_ms = 0, update_ms = 0;
   double reduce_ms = 0;  ///< waiting for the gradient all-reduce after the last backward (data-parallel)
+  bool stop = false;     ///< some rank asked to stop after this step (train_step's `stop`), so every rank stops
 };
 
 /// Forward and backward over `batches` (gradient accumulation), clip the global
@@ -69,7 +70,10 @@ struct StepResult {
 /// master weights). A FusedAdamW applies the clipping coefficient inside its update pass.
 /// One process waits for the device once per step (the loss and the gradient norm, read
 /// together before the update); `time_parts` adds a wait after each part for true timings.
+/// `stop` (this rank received SIGTERM) travels with the step's scalars, so that
+/// StepResult::stop is the same on every rank without a collective of its own.
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr, bool time_parts = false);
+                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr, bool time_parts = false,
+                      bool stop = false);
 
 }  // namespace lmkit::train

@@ -4,16 +4,23 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/serialize/archive.h>
 
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/eval/loss.h"
 #include "lmkit/io/checkpoint.h"
@@ -49,6 +56,115 @@ void truncate_metrics(const std::string& path, int64_t step) {
 }
 
 }  // namespace
+
+namespace {
+
+// What lmkit-pretrain and lmkit-finetune write in a run directory (and nothing else).
+bool run_output(const std::string& name) {
+  static const std::set<std::string> names = {".lock",       "config.json", "metrics.jsonl", "result.json", "predictions.tsv",
+                                              "checkpoints", "final",       "best",          "cache",
+                                              // a tokenizer trained in the run: tokenizer.model and HF's files beside it
+                                              "tokenizer_config.json", "special_tokens_map.json"};
+  return names.count(name) || name.rfind("tokenizer.", 0) == 0 || name.rfind("events.out.tfevents.", 0) == 0 ||
+         name.find(".tmp.") != std::string::npos || name.find(".old.") != std::string::npos;
+}
+
+// SIGTERM/SIGINT: the first asks the loop to stop after the current step and
+// checkpoint (cluster schedulers send SIGTERM before they preempt a job); a second
+// one ends the process at once, as the default action would.
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+  if (stop_signal.exchange(sig) != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // a write or read in progress goes on
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGINT, &sa, &old_int_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  static int received() { return stop_signal.load(); }
+
+ private:
+  struct sigaction old_term_ {}, old_int_ {};
+};
+
+}  // namespace
+
+std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite) {
+  check_input(!(resume && overwrite), "--resume and --overwrite exclude each other");
+  make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
+  std::error_code ec;
+  const bool earlier_run = fs::exists(dir + "/.lock", ec);
+  std::vector<std::string> ours, foreign;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    (earlier_run && run_output(name) ? ours : foreign).push_back(name);
+  }
+  auto list = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    return first_names(names, 4);
+  };
+  if (!foreign.empty()) {
+    throw InputError("--output " + dir + ": holds files lmkit did not write (" + list(foreign) +
+                     "); choose a new or empty directory");
+  }
+  auto lock = std::make_unique<RunLock>(dir);  // a run still going there is named, before anything is removed
+  const bool used = std::any_of(ours.begin(), ours.end(), [](const std::string& n) { return n != ".lock"; });
+  if (!used || resume) return lock;
+  if (!overwrite) {
+    throw InputError("--output " + dir + ": holds an earlier run (" + list(ours) +
+                     "); give --resume to continue it, --overwrite to replace it, or a new --output");
+  }
+  for (const auto& name : ours) {
+    if (name == ".lock") continue;
+    fs::remove_all(dir + "/" + name, ec);
+    if (ec) throw RuntimeError(dir + "/" + name + ": cannot remove the earlier run's output (" + ec.message() + ")");
+  }
+  return lock;
+}
+
+void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
+  const std::string latest = train::latest_checkpoint(output);
+  if (!latest.empty()) {
+    const int64_t reached = train::checkpoint_step(latest);
+    check_input(steps >= reached, "--steps " + std::to_string(steps) + " is below the step the run has reached (" +
+                                      std::to_string(reached) + ")");
+  }
+  const std::string path = output + "/config.json";
+  if (!fs::exists(path)) return;
+  const Json before = load_json_file(path);
+  static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
+                                                   "keep-last", "log-every", "prefetch", "threads", "device",
+                                                   "backend", "dist-timeout", "allow-changes", "output", "overwrite"};
+  std::string changed;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (may_change.count(it.key()) || !before.contains(it.key()) || before[it.key()] == it.value()) continue;
+    changed += (changed.empty() ? "" : ", ") + ("--" + it.key() + " " + brief_json(it.value()) + " (was " +
+                                                 brief_json(before[it.key()]) + ")");
+  }
+  if (changed.empty()) return;
+  if (!allow_changes) {
+    throw InputError("--resume with flags that differ from " + path + ": " + changed +
+                     "; give the run's flags, or --allow-changes to continue anyway");
+  }
+  std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
+}
 
 std::string latest_checkpoint(const std::string& run_dir) {
   const std::string latest = run_dir + "/checkpoints/latest";
@@ -223,15 +339,19 @@ Json Trainer::run() {
   double last_loss = NAN;
   Json last_valid;
   const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
-  while (step < stop) {
+  StopSignals signals;
+  bool interrupted = false;
+  while (step < stop && !interrupted) {
     const double lr = learning_rate(o_.schedule, step + 1);
     set_learning_rate(*optimizer_, lr);
     std::vector<Batch> batches;
     for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loader.next().to(device_));
-    const StepResult result = train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get());
+    const StepResult result =
+        train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get(), false, StopSignals::received() != 0);
     window_tokens += result.tokens;
     const double loss_sum = result.loss, grad_norm = result.grad_norm;
     ++step;
+    interrupted = result.stop;  // the same on every rank: they all stop after this step
     if (!result.finite) {
       // Skip the update; the data moves on. Too many in a row means training has diverged.
       ++skipped_steps_;
@@ -302,7 +422,7 @@ Json Trainer::run() {
   }
   bar.finish();
   if (step < o_.steps && !early_stopped_) {
-    // Interrupted on purpose (--stop-at): checkpoints as they are, no final/.
+    // Interrupted on purpose (--stop-at) or by a signal: checkpoints as they are, no final/.
     if (writer) {
       const std::string name = "step-" + std::to_string(step);
       if (!fs::exists(ckpt_dir + "/" + name)) {
@@ -311,6 +431,12 @@ Json Trainer::run() {
       }
     }
     if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
+    if (interrupted) {
+      const int sig = StopSignals::received();
+      throw Error(ExitCode::kInterrupted, std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal on another rank") +
+                                              " after step " + std::to_string(step) + ": checkpoint " + ckpt_dir + "/step-" +
+                                              std::to_string(step) + " written; continue with the same command and --resume");
+    }
     return {{"steps", step}, {"stopped_at", step}, {"train_loss", last_loss}};
   }
   Json summary = {{"steps", step},

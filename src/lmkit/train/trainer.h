@@ -7,10 +7,12 @@
 #include <memory>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <torch/optim/optimizer.h>
 
 #include "lmkit/core/config.h"
+#include "lmkit/core/file.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/dist/group.h"
 #include "lmkit/dist/reducer.h"
@@ -83,6 +85,20 @@ class Trainer {
   int64_t best_step_ = 0, evals_since_best_ = 0;
   bool early_stopped_ = false;
 };
+
+/// Opens a run directory for a training run and returns its lock (docs/training.md,
+/// Guarantees): a new or empty directory starts a run; one that holds an earlier
+/// lmkit run (its .lock) is continued with `resume`, or emptied of that run's
+/// outputs with `overwrite` once the lock is held, and refused otherwise; a
+/// directory holding files lmkit did not write is refused whatever the flags; a
+/// directory another process runs in is a RuntimeError (RunLock).
+std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite);
+
+/// --resume continues the run its directory holds: a flag that defines the data, the
+/// model or the optimisation (`now`, the resolved options) must be what it was
+/// (OUTPUT/config.json), unless `allow_changes` (then the changes go to stderr);
+/// `steps` may not be below the step the run has reached.
+void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes);
 
 /// The newest complete checkpoint of a run directory named by checkpoints/latest,
 /// or "" when there is none; a `latest` naming a missing or incomplete checkpoint is an InputError.
