@@ -161,7 +161,7 @@ namespace {
 std::string layer_pattern(const std::string& name) { return std::regex_replace(name, std::regex("\\.[0-9]+\\."), ".#."); }
 
 // What from_pretrained says of the tensors that did not match, and what lmkit refuses.
-void check_report(const LoadReport& r, const std::string& dir, const Model& model, const std::string& own, bool new_head) {
+void check_report(const LoadReport& r, const std::string& dir, Model& model, const std::string& own, bool new_head) {
   if (!r.missing.empty() && !new_head) {
     throw InputError(dir + ": the checkpoint (" + own + ") lacks " + std::to_string(r.missing.size()) + " tensor(s) that " +
                      model.architecture() + " needs (" + first_names(r.missing) +
@@ -173,9 +173,9 @@ void check_report(const LoadReport& r, const std::string& dir, const Model& mode
   }
   if (r.unexpected.empty()) return;
   std::set<std::string> used;
-  for (const auto& t : const_cast<Model&>(model).hf_tensors()) used.insert(layer_pattern(t.name));
+  for (const auto& t : model.hf_tensors()) used.insert(layer_pattern(t.name));
+  const std::string base = model.hf_base_prefix();
   for (const auto& name : r.unexpected) {
-    const std::string base = model.hf_base_prefix();
     // Another layer of a stack the model has, or any numbered layer of the body (n_layer 0 beside layer-0 weights).
     const bool numbered = layer_pattern(name) != name;
     const bool layer = used.count(layer_pattern(name)) || used.count(layer_pattern(base + name)) ||
