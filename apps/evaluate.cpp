@@ -76,7 +76,7 @@ Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device 
   // The length the classifier was finetuned with unless --seq-len says otherwise.
   const int64_t trained = data::finetuned_max_length(a.checkpoint);
   int64_t length = a.seq_len > 0 ? a.seq_len : trained > 0 ? trained : 128;
-  if (!family.positions_key.empty()) length = std::min(length, config.at(family.positions_key).get<int64_t>());
+  if (family.max_length(config) > 0) length = std::min(length, family.max_length(config));
   model->to(device);
   auto ds = std::make_shared<data::ClassificationDataset>(a.data, cols, tok, length, label_map);
   Json r = eval::evaluate_classifier(*model, ds, a.batch_size, data::pad_id(tok), device);
@@ -112,7 +112,7 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
   if (a.metric == "perplexity") {
     auto model = load_model(a, tok);
     model->to(device);
-    const int64_t positions = config.at(family.positions_key).get<int64_t>();
+    const int64_t positions = family.max_length(config);
     eval::SlidingWindow w{a.context > 0 ? a.context : positions, a.stride, a.batch_size};
     check_input(w.context <= positions, "--context exceeds the model's " + family.positions_key);
     eval::TextStats stats;

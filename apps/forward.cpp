@@ -45,10 +45,9 @@ std::vector<std::pair<std::string, at::Tensor>> named_outputs(lmkit::models::Mod
   };
   add("loss", out.loss);
   add("logits", out.logits);
-  if (model.architecture() == "BertForPreTraining") add("prediction_logits", out.logits);  // HF's name there
   add("last_hidden_state", out.last_hidden_state);
   add("pooler_output", out.pooler_output);
-  add("seq_relationship_logits", out.seq_relationship_logits);
+  for (const auto& [name, tensor] : out.named) add(name, tensor);  // the model's own (HF's names)
   add("encoder_last_hidden_state", out.encoder_last_hidden_state);
   for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_states." + std::to_string(i), out.hidden_states[i]);
   for (size_t i = 0; i < out.encoder_hidden_states.size(); ++i) {

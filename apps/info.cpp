@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       // The tokenizer the other apps would use with this checkpoint.
       if (lmkit::tokenizer::Tokenizer::present(path)) {
         const auto tok = lmkit::tokenizer::Tokenizer::load(path);
-        out["tokenizer"] = {{"source", tok.source()}, {"family", lmkit::tokenizer::family_name(tok.family())},
+        out["tokenizer"] = {{"source", tok.source()}, {"family", tok.family()},
                             {"format", tok.format()}, {"vocab_size", tok.vocab_size()}};
       }
     }

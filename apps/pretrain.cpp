@@ -71,45 +71,45 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
                               : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head);
   const Json mc = model->config_json();
-  const int64_t model_vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", int64_t{0});
+  const int64_t model_vocab = model->vocab_size();
   if (model_vocab != tok.vocab_size()) {
     throw InputError("vocabulary mismatch: the model has " + std::to_string(model_vocab) + " tokens, the tokenizer " +
                      std::to_string(tok.vocab_size()));
   }
-  const std::string& positions = family.positions_key;
-  if (!positions.empty() && a.seq_len > mc[positions].get<int64_t>()) {
-    throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + positions + " (" +
-                     mc[positions].dump() + ")");
+  const int64_t longest = family.max_length(mc);
+  if (longest > 0 && a.seq_len > longest) {
+    const int64_t reserved = family.positions_reserved;
+    throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + family.positions_key + " (" +
+                     mc[family.positions_key].dump() + ")" +
+                     (reserved > 0 ? " less the " + std::to_string(reserved) + " positions it reserves" : ""));
   }
   return model;
 }
 
 // Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
-// line) for seq2seq, else the objective over a corpus (raw text is encoded once
-// into the run's cache, by rank 0).
+// line) for parallel-text objectives, else the objective over a corpus (raw text is
+// encoded once into the run's cache, by rank 0).
 std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretraining_data(
-    const Args& a, const std::string& objective, const tokenizer::Tokenizer& tok, const std::string& model_name,
+    const Args& a, const data::ObjectiveSpec& objective, const tokenizer::Tokenizer& tok, const std::string& model_name,
     dist::Group* group) {
-  if (objective == "seq2seq") {
-    auto pair = [&](const std::string& prefix) -> std::shared_ptr<data::Dataset> {
-      if (prefix.empty()) return nullptr;
-      return std::make_shared<data::Seq2SeqDataset>(side(prefix, a.source_lang), side(prefix, a.target_lang), tok,
-                                                    a.seq_len, a.seq_len);
-    };
-    return {pair(a.train), pair(a.valid)};
-  }
+  data::check_objective_tokenizer(objective, tok);
+  data::ObjectiveInputs in;
+  in.tokenizer = &tok, in.seq_len = a.seq_len, in.masking.whole_word = a.whole_word;
+  // A fixed seed for validation: the same masks at every evaluation and in every run.
+  auto make = [&](const std::string& path, std::shared_ptr<const data::Corpus> corpus, uint64_t seed) {
+    data::ObjectiveInputs i = in;
+    i.corpus = std::move(corpus), i.seed = seed;
+    if (objective.parallel_text) i.source_file = side(path, a.source_lang), i.target_file = side(path, a.target_lang);
+    return path.empty() ? nullptr : objective.make_dataset(i);
+  };
+  if (objective.parallel_text) return {make(a.train, nullptr, a.runtime.seed), make(a.valid, nullptr, 12345)};
   std::shared_ptr<const data::Corpus> train, valid;
   dist::leader_first(group, [&] {
     train = data::open_corpus(a.train, tok, a.output + "/cache", "train");
     if (!a.valid.empty()) valid = data::open_corpus(a.valid, tok, a.output + "/cache", "valid");
   });
   train->check_vocab(tok.vocab_size(), model_name);
-  data::MaskingOptions masking;
-  masking.whole_word = a.whole_word;
-  const auto obj = data::parse_objective(objective);
-  // A fixed seed for validation: the same masks at every evaluation and in every run.
-  return {data::make_pretraining_dataset(obj, train, tok, a.seq_len, a.runtime.seed, masking),
-          valid ? data::make_pretraining_dataset(obj, valid, tok, a.seq_len, 12345, masking) : nullptr};
+  return {make(a.train, train, a.runtime.seed), make(a.valid, valid, 12345)};
 }
 
 train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group) {
@@ -140,11 +140,16 @@ void print_summary(const Args& a, const Json& summary) {
   if (summary.contains("valid")) {
     const Json& v = summary["valid"];
     std::printf(", valid loss %.4f, perplexity %.2f", v["loss"].get<double>(), v["perplexity"].get<double>());
-    if (v.contains("mlm_loss")) {
-      std::printf(" (MLM loss %.4f, MLM perplexity %.2f", v["mlm_loss"].get<double>(), v["mlm_perplexity"].get<double>());
-      if (v.contains("nsp_accuracy")) std::printf(", NSP accuracy %.3f", v["nsp_accuracy"].get<double>());
-      std::printf(")");
+    // The model's loss terms and metrics apart ("mlm_loss 2.31, mlm_perplexity 10.1, nsp_accuracy 0.62").
+    std::string parts;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "loss" || key == "perplexity" || !it.value().is_number_float()) continue;
+      char value[32];
+      std::snprintf(value, sizeof value, "%.4f", it.value().get<double>());
+      parts += (parts.empty() ? "" : ", ") + key + " " + value;
     }
+    if (!parts.empty()) std::printf(" (%s)", parts.c_str());
   }
   std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
 }
@@ -167,13 +172,14 @@ void run(const Args& a, const Json& resolved) {
               config_name + ": key 'model_type' is required");
   const models::Family& family = models::family(config["model_type"].get<std::string>());
   const models::Objective& objective = family.objective(a.objective);
-  const bool seq2seq = objective.name == "seq2seq";
+  const data::ObjectiveSpec& spec = data::objective(objective.name);
+  const bool seq2seq = spec.parallel_text;
   check_input(!seq2seq || (!a.source_lang.empty() && !a.target_lang.empty()),
-              "seq2seq needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
+              objective.name + " needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
   std::string tok_path;
   const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
   auto model = pretraining_model(a, config, config_name, family, objective, tok);
-  const auto [train_set, valid_set] = pretraining_data(a, objective.name, tok, model->architecture(), group);
+  const auto [train_set, valid_set] = pretraining_data(a, spec, tok, model->architecture(), group);
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
   lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones

@@ -58,7 +58,7 @@ std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t 
 void describe(const tokenizer::Tokenizer& tok) {
   const auto& s = tok.specials();
   std::printf("tokenizer   %s\n", tok.source().c_str());
-  std::printf("family      %s\n", tokenizer::family_name(tok.family()).c_str());
+  std::printf("family      %s\n", tok.family().c_str());
   std::printf("format      %s\n", tok.format().c_str());
   std::printf("vocab size  %lld\n", static_cast<long long>(tok.vocab_size()));
   std::string specials;
@@ -228,7 +228,7 @@ struct InspectCommand {
     auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
     i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
     auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
-    i->add_option("--objective", objective, "mlm, mlm+nsp, span or clm")->needs(corpus_opt);
+    i->add_option("--objective", objective, "a corpus objective: mlm, mlm+nsp, span or clm")->needs(corpus_opt);
     corpus_opt->needs(i->get_option("--objective"));
     i->add_option("--seq-len", seq_len, "sequence (input) length")->check(positive());
     i->add_option("--batch-size", batch_size, "examples per batch")->check(positive());
@@ -247,10 +247,14 @@ struct InspectCommand {
     corpus->check_tokenizer(tok);
     data::MaskingOptions masking;
     masking.whole_word = whole_word;
-    const auto obj = data::parse_objective(objective);
+    const data::ObjectiveSpec& obj = data::objective(objective);
+    check_input(!obj.parallel_text, "objective " + objective + " reads parallel text, not a corpus");
+    data::check_objective_tokenizer(obj, tok);
+    data::ObjectiveInputs in;
+    in.corpus = corpus, in.tokenizer = &tok, in.seq_len = seq_len, in.seed = seed, in.masking = masking;
     data::LoaderOptions lo;
     lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
-    data::Loader loader(data::make_pretraining_dataset(obj, corpus, tok, seq_len, seed, masking), lo);
+    data::Loader loader(obj.make_dataset(in), lo);
     std::vector<Batch> all;
     for (int64_t k = 0; k < batches; ++k) {
       Batch b = loader.next();
@@ -263,7 +267,7 @@ struct InspectCommand {
     if (!dump.empty()) write_dump(tok, all, obj);
   }
   // The batches, concatenated, as the tensors a model reads (T5: with decoder_input_ids).
-  void write_dump(const tokenizer::Tokenizer& tok, const std::vector<Batch>& all, data::Objective obj) const {
+  void write_dump(const tokenizer::Tokenizer& tok, const std::vector<Batch>& all, const data::ObjectiveSpec& obj) const {
     std::vector<std::pair<std::string, at::Tensor>> tensors;
     auto cat = [&](const char* name, at::Tensor Batch::*field) {
       std::vector<at::Tensor> parts;
@@ -277,7 +281,7 @@ struct InspectCommand {
     cat("token_type_ids", &Batch::token_type_ids);
     cat("labels", &Batch::labels);
     cat("next_sentence_label", &Batch::next_sentence_label);
-    if (obj == data::Objective::kSpan) {  // what T5's decoder reads: it starts from pad
+    if (obj.separate_targets) {  // what an encoder–decoder's decoder reads: it starts from pad (T5)
       at::Tensor labels;
       for (const auto& [name, tensor] : tensors) {
         if (name == "labels") labels = tensor;

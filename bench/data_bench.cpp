@@ -13,6 +13,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/step.h"
 
@@ -64,12 +65,13 @@ void run_data(const DataArgs& a) {
   std::printf("reference: bert-mini training step (B=%lld, T=%lld, vocab %lld): %.0f tokens/s\n",
               static_cast<long long>(a.batch), static_cast<long long>(a.seq), static_cast<long long>(a.vocab), reference);
   std::printf("%-8s %12s %12s %10s\n", "objective", "examples/s", "tokens/s", "x training");
-  const std::vector<std::pair<std::string, tokenizer::Family>> objectives = {
-      {"mlm", tokenizer::Family::kBert}, {"mlm+nsp", tokenizer::Family::kBert},
-      {"span", tokenizer::Family::kT5}, {"clm", tokenizer::Family::kGpt2}};
   double slowest = 1e30;
-  for (const auto& [name, family] : objectives) {
-    const std::string base = (dir / tokenizer::family_name(family)).string();
+  for (const auto& objective : data::objectives()) {
+    if (objective.parallel_text) continue;  // corpus objectives only
+    const std::string& name = objective.name;
+    // The tokenizer of the first model family that trains the objective.
+    const std::string family = models::families_with(name).front()->tokenizer_family;
+    const std::string base = (dir / family).string();
     if (!fs::exists(base + ".model")) {
       tokenizer::TrainOptions t;
       t.inputs = {a.text}, t.vocab_size = a.vocab, t.family = family, t.output = base + ".model";
@@ -78,7 +80,9 @@ void run_data(const DataArgs& a) {
     }
     const auto tok = tokenizer::Tokenizer::load(base + ".model");
     auto corpus = std::make_shared<const data::Corpus>(base);
-    auto ds = data::make_pretraining_dataset(data::parse_objective(name), corpus, tok, a.seq, 1);
+    data::ObjectiveInputs in;
+    in.corpus = corpus, in.tokenizer = &tok, in.seq_len = a.seq, in.seed = 1;
+    auto ds = objective.make_dataset(in);
     data::LoaderOptions lo;
     lo.batch_size = a.batch, lo.pad_id = data::pad_id(tok), lo.prefetch = 0;
     data::Loader loader(ds, lo);

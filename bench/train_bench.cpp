@@ -21,13 +21,10 @@
 #include "lmkit/core/allocator.h"
 #include "lmkit/core/app.h"
 #include "lmkit/core/file.h"
-#include "lmkit/data/objectives.h"
-#include "lmkit/models/bert.h"
+#include "lmkit/data/pipeline.h"
 #include "lmkit/models/family.h"
-#include "lmkit/models/gpt.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
-#include "lmkit/nn/transformer_layer.h"
 #include "lmkit/train/step.h"
 
 namespace lmkit::bench {
@@ -43,42 +40,6 @@ struct TrainArgs {
   std::string profile;  // a Chrome trace of two steps after the timed ones (kernels with their GPU times)
   double peak_tflops = 0;  // 0: an H100 SXM's dense peak for the dtype on CUDA, none on CPU
 };
-
-// Matrix parameters (2-D, in layers) of a TransformerLayer list, and its attention FLOPs per token.
-double layer_flops_per_token(torch::nn::ModuleList& layers, int64_t keys) {
-  double flops = 0;
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
-    for (const auto& p : layer->parameters()) {
-      if (p.dim() == 2) flops += 2.0 * static_cast<double>(p.numel());
-    }
-    const double inner = static_cast<double>(layer->self_attn->inner_dim());
-    flops += 4.0 * static_cast<double>(keys) * inner;                        // self-attention
-    if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
-  }
-  return flops;
-}
-
-Batch random_batch(const std::string& objective, int64_t b, int64_t t, int64_t target_len,
-                   int64_t vocab, c10::Device device) {
-  auto ids = at::randint(5, vocab, {b, t}, at::kLong);
-  Batch batch;
-  batch.input_ids = ids;  // no padding, so no attention_mask: as the loader collates full rows
-  if (objective == "mlm" || objective == "mlm+nsp") {
-    // 15% of positions carry a label, as the MLM objective makes them.
-    auto chosen = at::rand({b, t}).lt(0.15);
-    batch.labels = at::where(chosen, at::randint(5, vocab, {b, t}, at::kLong), at::full({b, t}, -100, at::kLong));
-    if (objective == "mlm+nsp") {
-      batch.token_type_ids = at::cat({at::zeros({b, t / 2}, at::kLong), at::ones({b, t - t / 2}, at::kLong)}, 1);
-      batch.next_sentence_label = at::randint(0, 2, {b}, at::kLong);
-    }
-  } else if (objective == "clm") {
-    batch.labels = ids;
-  } else {  // span / seq2seq: a separate target sequence
-    batch.labels = at::randint(5, vocab, {b, target_len}, at::kLong);
-  }
-  return batch.to(device);
-}
 
 void run_train(const TrainArgs& a) {
   const c10::Device device = init_runtime(a.runtime);
@@ -96,10 +57,11 @@ void run_train(const TrainArgs& a) {
   model->to(device);
   model->train();
   if (a.tf32) at::globalContext().setAllowTF32CuBLAS(true), at::globalContext().setAllowTF32CuDNN(true);
-  const Json mc = model->config_json();
-  const int64_t vocab = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc["tgt_vocab_size"].get<int64_t>();
+  const int64_t vocab = model->vocab_size();
+  const data::ObjectiveSpec& spec = data::objective(objective);
   int64_t target_len = a.target_len;
-  if (target_len == 0) target_len = objective == "span" ? data::span_corruption_lengths(a.seq, 0.15, 3.0).second : a.seq;
+  if (target_len == 0) target_len = spec.target_length ? spec.target_length(a.seq) : a.seq;
+  auto random_batch = [&] { return spec.synthetic_batch(a.batch, a.seq, target_len, vocab).to(device); };
 
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
   const bool bf16 = a.dtype == "bf16";
@@ -111,7 +73,7 @@ void run_train(const TrainArgs& a) {
   // then a few more wait after each part, for a true forward / backward / update split.
   const int split_steps = device.is_cuda() ? std::min(a.steps, 5) : 0;
   for (int i = 0; i < a.warmup + a.steps + split_steps; ++i) {
-    Batch b = random_batch(objective, a.batch, a.seq, target_len, vocab, device);
+    Batch b = random_batch();
     const bool split = i >= a.warmup + a.steps;
     const auto t0 = std::chrono::steady_clock::now();
     auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16, nullptr, split || !device.is_cuda());
@@ -133,7 +95,7 @@ void run_train(const TrainArgs& a) {
     torch::autograd::profiler::prepareProfiler(config, activities);
     torch::autograd::profiler::enableProfiler(config, activities);
     for (int i = 0; i < 2; ++i) {
-      Batch b = random_batch(objective, a.batch, a.seq, target_len, vocab, device);
+      Batch b = random_batch();
       train::train_step(*model, *optimizer, {b}, 1.0, bf16);
     }
     if (device.is_cuda()) model->parameters()[0].cpu();
@@ -144,31 +106,9 @@ void run_train(const TrainArgs& a) {
   const double rss_end = current_rss_mib(), heap_end = heap_in_use_mib();
   const double step_ms = median(ms);
 
-  // Useful matmul FLOPs of one step (see the header comment).
-  double per_step = 0;
+  // Useful matmul FLOPs of one step (see the header comment): three times the forward's.
   const double bt = static_cast<double>(a.batch * a.seq);
-  const double d = static_cast<double>(mc.value("hidden_size", mc.value("n_embd", mc.value("d_model", int64_t{0}))));
-  if (auto* bert = dynamic_cast<models::BertImpl*>(model.get())) {
-    per_step = 3 * (bt * layer_flops_per_token(bert->layers, a.seq) + 0.15 * bt * (2 * d * vocab + 2 * d * d));
-  } else if (auto* gpt = dynamic_cast<models::GptImpl*>(model.get())) {
-    per_step = 3 * (bt * layer_flops_per_token(gpt->layers, a.seq) + bt * 2 * d * vocab);
-  } else {
-    // Encoder–decoder: both stacks' matrix parameters, split by the tokens they see.
-    const double bd = static_cast<double>(a.batch * target_len);
-    double enc = 0, dec = 0;
-    for (auto& p : model->named_parameters()) {
-      if (p.value().dim() != 2 || p.key().find("embed") != std::string::npos || p.key() == "shared.weight") continue;
-      if (p.key().find("relative_bias") != std::string::npos || p.key().find("lm_head") != std::string::npos) continue;
-      const bool decoder = p.key().find("decoder") != std::string::npos;
-      (decoder ? dec : enc) += 2.0 * static_cast<double>(p.value().numel());
-    }
-    const int64_t heads = mc.value("num_heads", int64_t{1}), kv = mc.value("d_kv", d / heads);
-    const double inner = static_cast<double>(heads * kv);
-    const int64_t enc_layers = mc.value("num_layers", mc.value("encoder_layers", int64_t{0}));
-    const int64_t dec_layers = mc.value("num_decoder_layers", mc.value("decoder_layers", int64_t{0}));
-    per_step = 3 * (bt * (enc + 4.0 * a.seq * inner * enc_layers) +
-                    bd * (dec + 4.0 * (target_len + a.seq) * inner * dec_layers + 2 * d * vocab));
-  }
+  const double per_step = 3.0 * bt * model->flops_per_token(a.seq, target_len);
   const double gflops = per_step / (step_ms / 1e3) / 1e9;
   const double gemm = measure_gemm_gflops(1024, 0.5, device);
   // Encoder–decoder models count encoder + decoder tokens (as the HuggingFace reference does).

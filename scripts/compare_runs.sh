@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Behaviour check for refactors: pretrains gpt-mini (clm), bert-tiny (mlm) and t5-mini
-# (span) for 30 steps with a fixed seed and one thread with the apps in two build
-# folders, and compares the logged losses and the final weights bit for bit.
+# Behaviour check for refactors: pretrains gpt-mini (clm), bert-tiny (mlm and mlm+nsp),
+# t5-mini (span) and transformer-small (seq2seq, a copy task on the sample's lines) for
+# 30 steps with a fixed seed and one thread with the apps in two build folders, and
+# compares the logged losses and the final weights bit for bit.
 #
 #   scripts/compare_runs.sh BIN_BEFORE BIN_AFTER [WORK]
 #
@@ -12,18 +13,23 @@ cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { sed -n '2,10p' "$0"; exit 2; }
 before=$1 after=$2 work=${3:-/tmp/lmkit-compare}
 status=0
-for spec in "gpt-mini clm" "bert-tiny mlm" "t5-mini span"; do
+mkdir -p "$work"
+grep -v '^ *$' data/wikitext-2-sample/valid.txt | cut -c1-120 | head -400 | tee "$work/pairs.src" > "$work/pairs.tgt"
+for spec in "gpt-mini clm" "bert-tiny mlm" "bert-tiny mlm+nsp" "t5-mini span" "transformer-small seq2seq"; do
   set -- $spec
+  name="$1-$2"
+  data=(--train data/wikitext-2-sample/train.txt --valid data/wikitext-2-sample/valid.txt)
+  [ "$2" = seq2seq ] && data=(--train "$work/pairs" --valid "$work/pairs" --source-lang src --target-lang tgt)
   for side in before after; do
     bin=$before; [ "$side" = after ] && bin=$after
-    rm -rf "$work/$side/$1"
-    "$bin/lmkit-pretrain" --model "models/$1.json" --objective "$2" --train data/wikitext-2-sample/train.txt \
-      --valid data/wikitext-2-sample/valid.txt --output "$work/$side/$1" --steps 30 --batch-size 8 --seq-len 64 \
-      --vocab-size 2000 --eval-every 30 --log-every 10 --threads 1 --seed 7 >/dev/null 2>&1
+    rm -rf "${work:?}/$side/$name"
+    "$bin/lmkit-pretrain" --model "models/$1.json" --objective "$2" "${data[@]}" --output "$work/$side/$name" \
+      --steps 30 --batch-size 8 --seq-len 64 --vocab-size 2000 --eval-every 30 --log-every 10 --threads 1 --seed 7 \
+      >/dev/null 2>&1 || { echo "$name: lmkit-pretrain failed in $bin"; status=1; }
   done
   losses() { python3 -c "import json,sys; print(' '.join(repr(json.loads(l)['loss']) for l in open(sys.argv[1]) if 'loss' in json.loads(l)))" "$1"; }
-  a=$(losses "$work/before/$1/metrics.jsonl") b=$(losses "$work/after/$1/metrics.jsonl")
-  if [ "$a" = "$b" ] && cmp -s "$work/before/$1/final/model.safetensors" "$work/after/$1/final/model.safetensors"; then
+  a=$(losses "$work/before/$name/metrics.jsonl") b=$(losses "$work/after/$name/metrics.jsonl")
+  if [ "$a" = "$b" ] && cmp -s "$work/before/$name/final/model.safetensors" "$work/after/$name/final/model.safetensors"; then
     echo "$1 $2: identical losses ($a) and final weights"
   else
     echo "$1 $2: DIFFERENT: before $a, after $b"; status=1

@@ -24,7 +24,7 @@ void write_separable(const std::string& path) {
 
 // lmkit-finetune of a random bert-tiny on the separable set in dir (train = dev) into dir/OUT.
 test::Run finetune_separable(const test::TempDir& dir, const std::string& out, const std::string& extra) {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   write_separable(dir / "train.tsv");
   return run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
              " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / out) + " " + extra);
@@ -68,7 +68,7 @@ TEST_CASE("finetune: --dtype bf16 trains under autocast and still separates the 
 }
 
 TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[apps][finetune]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   write_separable(dir / "train.tsv");
   REQUIRE(run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +

@@ -37,7 +37,7 @@ std::string pretrain_args(const std::string& out, int steps) {
 
 // A bert-tiny checkpoint (ARCH) with the BERT fixture's tokenizer in DIR.
 std::shared_ptr<models::Model> bert_checkpoint(const std::string& dir, const std::string& arch, int64_t num_labels = 0) {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   Json config = load_json_file(preset("bert-tiny"));
   config["vocab_size"] = f.tok->vocab_size();
   if (num_labels) config["num_labels"] = num_labels;
@@ -61,7 +61,7 @@ void rewrite_weights(const std::string& dir, const std::function<bool(const std:
 
 TEST_CASE("reliability: lmkit-tokenize encode replaces only its own corpus, and only with --overwrite", "[apps][reliability]") {
   test::TempDir dir;
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   const std::string tok = *f.dir / "tok.model", text = test::sample("valid.txt");
   const std::string encode = "lmkit-tokenize encode --tokenizer " + tok + " --input " + text + " --threads 1 --output ";
   // A folder of the user's files: it used to be deleted, notes.txt with it.

@@ -39,7 +39,7 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
 }
 
 TEST_CASE("corpus: encoding is identical whatever the thread count and matches the tokenizer", "[data][corpus]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   data::encode_corpus(*f.tok, {{test::sample("train.txt")}, data::TextFormat::kAuto, "text", dir / "one", 1});
   CHECK(read_file(dir / "one/tokens.bin") == read_file(f.corpus_path + "/tokens.bin"));
@@ -52,13 +52,13 @@ TEST_CASE("corpus: encoding is identical whatever the thread count and matches t
   c.append_tokens(c.sentence_begin(0), c.sentence_end(0), ids);
   CHECK(f.tok->decode(ids) == "= Valkyria Chronicles III =");
   CHECK_NOTHROW(c.check_tokenizer(*f.tok));
-  CHECK_THROWS_WITH(c.check_tokenizer(*test::data_fixture(tokenizer::Family::kGpt2).tok),
+  CHECK_THROWS_WITH(c.check_tokenizer(*test::data_fixture("gpt2").tok),
                     Catch::Contains("different tokenizer"));
   CHECK_THROWS_WITH(c.check_vocab(1000, "bert-tiny"), Catch::Contains("exceeds bert-tiny's"));
 }
 
 TEST_CASE("corpus: empty input and damaged corpora are refused", "[data][corpus]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   { std::ofstream(dir / "empty.txt") << "\n \n"; }
   CHECK_THROWS_WITH(data::encode_corpus(*f.tok, {{dir / "empty.txt"}, data::TextFormat::kAuto, "text", dir / "c", 1}),
@@ -74,7 +74,7 @@ TEST_CASE("corpus: empty input and damaged corpora are refused", "[data][corpus]
 TEST_CASE("corpus: every index entry and token id is checked at open, not only the last", "[data][corpus]") {
   // Damaged inner entries used to crash the datasets (SIGSEGV/SIGBUS) or silently change
   // the example count; each is now one InputError naming the file.
-  const auto& f = test::data_fixture(tokenizer::Family::kBert);
+  const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   auto damage = [&](const std::string& name, const std::string& file, size_t byte_offset, const std::string& bytes) {
     std::filesystem::copy(f.corpus_path, dir / name);

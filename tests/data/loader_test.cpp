@@ -16,7 +16,7 @@ using tokenizer::Family;
 
 namespace {
 std::shared_ptr<data::Dataset> mlm(uint64_t seed = 0) {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   return std::make_shared<data::MaskedLmDataset>(f.corpus, *f.tok, 64, data::MaskingOptions{}, seed);
 }
 bool same(const Batch& a, const Batch& b) {
@@ -53,7 +53,7 @@ TEST_CASE("loader: prefetching across epoch boundaries gives the batches of a lo
     INFO((nsp ? "mlm+nsp" : "mlm"));
     std::shared_ptr<data::Dataset> ds = mlm();
     if (nsp) {
-      const auto& f = test::data_fixture(Family::kBert);
+      const auto& f = test::data_fixture("bert");
       ds = std::make_shared<data::NextSentenceDataset>(f.corpus, *f.tok, 64, data::MaskingOptions{}, 5);
     }
     data::LoaderOptions o;
@@ -162,7 +162,7 @@ TEST_CASE("loader: collate pads ids, masks and labels", "[data][loader]") {
 }
 
 TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]") {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   { std::ofstream(dir / "train.tsv") << "sentence\tlabel\nit is good\t1\nit is bad\t0\nfine , really\t1\n"; }
   data::ColumnSpec cols;
@@ -210,7 +210,7 @@ TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]
 }
 
 TEST_CASE("tasks: Multi30k-style parallel files", "[data][tasks]") {
-  const auto& f = test::data_fixture(Family::kT5);
+  const auto& f = test::data_fixture("t5");
   test::TempDir dir;
   { std::ofstream(dir / "s.de") << "Ein Hund .\nZwei Katzen .\n"; }
   { std::ofstream(dir / "s.en") << "A dog .\nTwo cats .\n"; }

@@ -20,7 +20,7 @@ const data::Corpus& corpus_of(Family f) { return *test::data_fixture(f).corpus; 
 }  // namespace
 
 TEST_CASE("mlm: 15% of non-special positions chosen and 80/10/10 over 100k+ tokens", "[data][mlm]") {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   const auto& tok = *f.tok;
   data::MaskedLmDataset ds(f.corpus, tok, 128, {}, 7);
   int64_t candidates = 0, chosen = 0, masked = 0, random = 0, kept = 0, tokens = 0;
@@ -57,7 +57,7 @@ TEST_CASE("mlm: 15% of non-special positions chosen and 80/10/10 over 100k+ toke
 }
 
 TEST_CASE("mlm: same seed gives the same masks and a new epoch new ones", "[data][mlm]") {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   data::MaskedLmDataset a(f.corpus, *f.tok, 64, {}, 1), b(f.corpus, *f.tok, 64, {}, 1), c(f.corpus, *f.tok, 64, {}, 2);
   CHECK(a.get(5, 0).labels == b.get(5, 0).labels);
   CHECK(a.get(5, 0).input_ids == b.get(5, 0).input_ids);
@@ -66,7 +66,7 @@ TEST_CASE("mlm: same seed gives the same masks and a new epoch new ones", "[data
 }
 
 TEST_CASE("mlm: whole-word masking chooses whole words only", "[data][mlm]") {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   const auto& tok = *f.tok;
   data::MaskingOptions o;
   o.whole_word = true;
@@ -87,7 +87,7 @@ TEST_CASE("mlm: whole-word masking chooses whole words only", "[data][mlm]") {
 }
 
 TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's document", "[data][nsp]") {
-  const auto& f = test::data_fixture(Family::kBert);
+  const auto& f = test::data_fixture("bert");
   const auto& c = *f.corpus;
   data::NextSentenceDataset ds(f.corpus, *f.tok, 128, {}, 11);
   auto doc_of = [&](int64_t sentence) {
@@ -161,7 +161,7 @@ TEST_CASE("span: T5 lengths and 0.15 noise in spans of mean 3 and exact reconstr
   const auto t5_128 = data::span_corruption_lengths(128, 0.15, 3.0);
   CHECK(t5_128.first == 141);  // 21 noise tokens in 7 spans: 120 + 7 + 1 inputs, 21 + 7 + 1 targets
   CHECK(t5_128.second == 29);
-  const auto& f = test::data_fixture(Family::kT5);
+  const auto& f = test::data_fixture("t5");
   const auto& tok = *f.tok;
   data::SpanCorruptionDataset ds(f.corpus, tok, 128, 5);
   data::PackedStream stream(f.corpus, tok.specials().eos);
@@ -203,7 +203,7 @@ TEST_CASE("span: T5 lengths and 0.15 noise in spans of mean 3 and exact reconstr
 }
 
 TEST_CASE("clm: blocks cover the corpus in order with a separator after each document", "[data][clm]") {
-  const auto& f = test::data_fixture(Family::kGpt2);
+  const auto& f = test::data_fixture("gpt2");
   const auto& c = *f.corpus;
   data::CausalLmDataset ds(f.corpus, *f.tok, 64);
   std::vector<int32_t> all;
@@ -224,8 +224,8 @@ TEST_CASE("clm: blocks cover the corpus in order with a separator after each doc
 }
 
 TEST_CASE("objectives: wrong tokenizer families and tiny corpora are input errors", "[data][objectives]") {
-  const auto& bert = test::data_fixture(Family::kBert);
-  const auto& gpt = test::data_fixture(Family::kGpt2);
+  const auto& bert = test::data_fixture("bert");
+  const auto& gpt = test::data_fixture("gpt2");
   CHECK_THROWS_WITH(data::MaskedLmDataset(gpt.corpus, *gpt.tok, 64, {}, 0), Catch::Contains("bert-family"));
   CHECK_THROWS_WITH(data::SpanCorruptionDataset(bert.corpus, *bert.tok, 64, 0), Catch::Contains("t5-family"));
   CHECK_THROWS_WITH(data::CausalLmDataset(bert.corpus, *bert.tok, 10000000), Catch::Contains("too short"));

@@ -32,7 +32,7 @@ std::shared_ptr<models::Model> tiny_gpt(int64_t vocab) {
 }  // namespace
 
 TEST_CASE("perplexity: a model with uniform output has perplexity equal to the vocabulary size", "[eval][perplexity]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kGpt2);
+  const auto& f = test::data_fixture("gpt2");
   test::TempDir dir;
   auto corpus = small_corpus(*f.tok, dir);
   auto model = tiny_gpt(f.tok->vocab_size());
@@ -46,7 +46,7 @@ TEST_CASE("perplexity: a model with uniform output has perplexity equal to the v
 }
 
 TEST_CASE("perplexity: stride equal to context equals non-overlapping chunks", "[eval][perplexity]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kGpt2);
+  const auto& f = test::data_fixture("gpt2");
   test::TempDir dir;
   auto corpus = small_corpus(*f.tok, dir);
   auto model = tiny_gpt(f.tok->vocab_size());
@@ -77,7 +77,7 @@ TEST_CASE("perplexity: stride equal to context equals non-overlapping chunks", "
 }
 
 TEST_CASE("perplexity: per-word equals per-token when every word is one token", "[eval][perplexity]") {
-  const auto& f = test::data_fixture(tokenizer::Family::kGpt2);
+  const auto& f = test::data_fixture("gpt2");
   const auto& tok = *f.tok;
   test::TempDir dir;
   // Words this tokenizer keeps whole (one piece each).

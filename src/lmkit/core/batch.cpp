@@ -31,4 +31,18 @@ int64_t Batch::num_tokens() const {
   return n;
 }
 
+at::Tensor Output::get(const std::string& name) const {
+  for (const auto& [n, t] : named) {
+    if (n == name) return t;
+  }
+  return {};
+}
+
+const LossTerm* Output::term(const std::string& name) const {
+  for (const auto& t : terms) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace lmkit

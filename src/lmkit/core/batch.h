@@ -3,6 +3,8 @@
 // either knowing the other (docs/architecture.md, Data flow).
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -25,20 +27,46 @@ struct Batch {
   int64_t num_tokens() const;
 };
 
+/// One term of a model's loss (BERT's "mlm" and "nsp", SpanBERT's "sbo"): its mean
+/// over its targets and their number. The trainer weights each term by its share of
+/// the step's targets and evaluation sums terms by name; neither knows their meaning.
+struct LossTerm {
+  std::string name;
+  at::Tensor mean;     ///< () mean over the term's targets
+  at::Tensor targets;  ///< () number of targets (int64, on the model's device)
+};
+
+/// A figure a model reports besides its loss (BERT's "nsp_accuracy"): `sum` over
+/// `count` items; evaluation sums both by name over batches and divides.
+struct Metric {
+  std::string name;
+  at::Tensor sum;  ///< () on the model's device
+  double count = 0;
+};
+
 /// What every task model returns. `loss` is defined when labels were given.
 struct Output {
-  at::Tensor loss;                      ///< () mean loss over non-ignored targets
+  at::Tensor loss;                      ///< () the loss HF reports (the sum of the terms' means)
   at::Tensor logits;                    ///< task logits (e.g. (B, T, V) or (B, num_labels))
   at::Tensor last_hidden_state;         ///< (B, T, D) final encoder/decoder states
   at::Tensor pooler_output;             ///< (B, D) BERT pooled [CLS]
-  at::Tensor seq_relationship_logits;   ///< (B, 2) BERT NSP
   at::Tensor encoder_last_hidden_state; ///< (B, T, D) encoder–decoder models
-  at::Tensor mlm_loss, nsp_loss;        ///< BERT pretraining components
+  /// The terms of `loss` when it has more than one (empty: `loss` is one term over the
+  /// targets models::count_targets() counts). The first is the language-modelling term.
+  std::vector<LossTerm> terms;
+  std::vector<Metric> metrics;          ///< filled in eval mode only
+  /// Further outputs under HF's names (BERT's "seq_relationship_logits"), for lmkit-forward.
+  std::vector<std::pair<std::string, at::Tensor>> named;
   /// With Model::output_hidden_states: the embedding output, then each layer's
   /// (for pre-norm models the last entry has the final norm applied, as in HF).
   /// Encoder–decoder models put the decoder's here and the encoder's below.
   std::vector<at::Tensor> hidden_states;
   std::vector<at::Tensor> encoder_hidden_states;
+
+  /// The named output `name`; undefined when absent.
+  at::Tensor get(const std::string& name) const;
+  /// The term `name`; nullptr when absent.
+  const LossTerm* term(const std::string& name) const;
 };
 
 }  // namespace lmkit

@@ -86,7 +86,7 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
                  {"dtype", wide ? "uint32" : "uint16"},
                  {"vocab_size", tok.vocab_size()},
                  {"tokenizer_checksum", tok.checksum()},
-                 {"tokenizer_family", tokenizer::family_name(tok.family())},
+                 {"tokenizer_family", tok.family()},
                  {"tokens", total},
                  {"sentences", sentences.size()},
                  {"documents", doc_starts.size() - 1},

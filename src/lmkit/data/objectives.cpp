@@ -8,7 +8,7 @@
 namespace lmkit::data {
 
 int32_t document_separator(const tokenizer::Tokenizer& tok) {
-  return tok.family() == tokenizer::Family::kBert ? tok.specials().sep : tok.specials().eos;
+  return tok.specials().sep >= 0 ? tok.specials().sep : tok.specials().eos;  // [SEP] (BERT), else the end of text
 }
 
 PackedStream::PackedStream(std::shared_ptr<const Corpus> corpus, int32_t separator)

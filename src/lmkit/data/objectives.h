@@ -28,7 +28,7 @@ class PackedStream {
   int64_t size_;
 };
 
-/// Masked LM (Devlin et al. 2018; RoBERTa's FULL-SENTENCES packing):
+/// Masked LM (Devlin et al. 2018; the FULL-SENTENCES packing of Liu et al. 2019):
 /// `[CLS] block [SEP]`, blocks of seq_len − 2 consecutive stream tokens
 /// (documents separated by [SEP]), masked anew each epoch.
 class MaskedLmDataset : public Dataset {

@@ -1,32 +1,132 @@
 #include "lmkit/data/pipeline.h"
 
+#include <ATen/ATen.h>
+
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/data/tasks.h"
 
 namespace lmkit::data {
 
-const NameTable<Objective>& objective_names() {
-  static const NameTable<Objective> table{"objective", {{"mlm", Objective::kMlm},
-                                                        {"mlm+nsp", Objective::kMlmNsp},
-                                                        {"span", Objective::kSpan},
-                                                        {"clm", Objective::kClm}}};
-  return table;
+namespace {
+
+// Inputs of B rows of T ids, no padding (as the loader collates full rows).
+Batch random_inputs(int64_t b, int64_t t, int64_t vocab) {
+  Batch batch;
+  batch.input_ids = at::randint(5, vocab, {b, t}, at::kLong);
+  return batch;
 }
 
-Objective parse_objective(const std::string& name) { return objective_names().parse(name); }
+// 15% of positions carry a label, as the masked-LM objectives make them.
+at::Tensor random_mlm_labels(int64_t b, int64_t t, int64_t vocab) {
+  auto chosen = at::rand({b, t}).lt(0.15);
+  return at::where(chosen, at::randint(5, vocab, {b, t}, at::kLong), at::full({b, t}, -100, at::kLong));
+}
 
-std::string objective_name(Objective objective) { return objective_names().name(objective); }
+Batch synthetic_targets(int64_t b, int64_t t, int64_t target_len, int64_t vocab) {
+  Batch batch = random_inputs(b, t, vocab);
+  batch.labels = at::randint(5, vocab, {b, target_len}, at::kLong);
+  return batch;
+}
 
-std::shared_ptr<Dataset> make_pretraining_dataset(Objective objective, std::shared_ptr<const Corpus> corpus,
-                                                  const tokenizer::Tokenizer& tok, int64_t seq_len, uint64_t seed,
-                                                  const MaskingOptions& masking) {
-  switch (objective) {
-    case Objective::kMlm: return std::make_shared<MaskedLmDataset>(corpus, tok, seq_len, masking, seed);
-    case Objective::kMlmNsp: return std::make_shared<NextSentenceDataset>(corpus, tok, seq_len, masking, seed);
-    case Objective::kSpan: return std::make_shared<SpanCorruptionDataset>(corpus, tok, seq_len, seed);
-    case Objective::kClm: return std::make_shared<CausalLmDataset>(corpus, tok, seq_len);
+const tokenizer::Tokenizer& tokenizer_of(const ObjectiveInputs& in) {
+  if (!in.tokenizer) throw RuntimeError("objective inputs without a tokenizer");
+  return *in.tokenizer;
+}
+
+ObjectiveSpec spec(const std::string& name, const std::string& summary) {
+  ObjectiveSpec o;
+  o.name = name, o.summary = summary;
+  return o;
+}
+
+std::vector<ObjectiveSpec> make_objectives() {
+  std::vector<ObjectiveSpec> all;
+  ObjectiveSpec mlm = spec("mlm", "masked LM on packed full-sentence blocks (no NSP; Liu et al. 2019)");
+  mlm.needs = {"mask"};
+  mlm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.masking, in.seed);
+  };
+  mlm.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
+    Batch batch = random_inputs(b, t, vocab);
+    batch.labels = random_mlm_labels(b, t, vocab);
+    return batch;
+  };
+  all.push_back(mlm);
+
+  ObjectiveSpec nsp = spec("mlm+nsp", "masked LM + next-sentence prediction on sentence pairs (BERT)");
+  nsp.needs = {"mask", "cls", "sep"};
+  nsp.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    return std::make_shared<NextSentenceDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.masking, in.seed);
+  };
+  nsp.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
+    Batch batch = random_inputs(b, t, vocab);
+    batch.labels = random_mlm_labels(b, t, vocab);
+    batch.token_type_ids = at::cat({at::zeros({b, t / 2}, at::kLong), at::ones({b, t - t / 2}, at::kLong)}, 1);
+    batch.next_sentence_label = at::randint(0, 2, {b}, at::kLong);
+    return batch;
+  };
+  all.push_back(nsp);
+
+  ObjectiveSpec span = spec("span", "T5 span corruption: sentinels in the input, the spans as the target");
+  span.needs = {"eos", "sentinels"};
+  span.separate_targets = true;
+  span.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    return std::make_shared<SpanCorruptionDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.seed);
+  };
+  span.target_length = [](int64_t seq_len) { return span_corruption_lengths(seq_len, 0.15, 3.0).second; };
+  span.synthetic_batch = synthetic_targets;
+  all.push_back(span);
+
+  ObjectiveSpec clm = spec("clm", "causal LM on packed blocks (GPT)");
+  clm.needs = {"eos"};
+  clm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    return std::make_shared<CausalLmDataset>(in.corpus, tokenizer_of(in), in.seq_len);
+  };
+  clm.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
+    Batch batch = random_inputs(b, t, vocab);
+    batch.labels = batch.input_ids;
+    return batch;
+  };
+  all.push_back(clm);
+
+  ObjectiveSpec seq2seq = spec("seq2seq", "translation on line-aligned parallel text (the Transformer)");
+  seq2seq.parallel_text = true, seq2seq.separate_targets = true;
+  seq2seq.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    return std::make_shared<Seq2SeqDataset>(in.source_file, in.target_file, tokenizer_of(in), in.seq_len, in.seq_len);
+  };
+  seq2seq.target_length = [](int64_t seq_len) { return seq_len; };
+  seq2seq.synthetic_batch = synthetic_targets;
+  all.push_back(seq2seq);
+  return all;
+}
+
+}  // namespace
+
+const std::vector<ObjectiveSpec>& objectives() {
+  static const std::vector<ObjectiveSpec> all = make_objectives();
+  return all;
+}
+
+const ObjectiveSpec& objective(const std::string& name) {
+  for (const auto& o : objectives()) {
+    if (o.name == name) return o;
   }
-  throw InputError("unknown objective");
+  std::vector<std::string> names;
+  for (const auto& o : objectives()) names.push_back(o.name);
+  throw InputError("unknown objective '" + name + "' (expected " + join_names(names, " or ") + ")");
+}
+
+void check_objective_tokenizer(const ObjectiveSpec& spec, const tokenizer::Tokenizer& tok) {
+  const auto& s = tok.specials();
+  for (const auto& need : spec.needs) {
+    const bool has = need == "mask" ? s.mask >= 0 : need == "cls" ? s.cls >= 0 : need == "sep" ? s.sep >= 0
+                   : need == "eos" ? (s.eos >= 0 || s.sep >= 0) : need == "sentinels" ? s.num_sentinels > 0 : true;
+    if (!has) {
+      throw InputError("objective " + spec.name + " needs a tokenizer with " + need + " token(s); " + tok.source() +
+                       " (" + tok.family() + ") has none");
+    }
+  }
 }
 
 int32_t pad_id(const tokenizer::Tokenizer& tok) {

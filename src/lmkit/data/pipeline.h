@@ -1,22 +1,49 @@
-// Objective names to datasets: what the apps and benchmarks share.
+// The objective registry: every pretraining objective by name, with how its
+// dataset is made, what its tokenizer must have and the synthetic batch the
+// benchmarks train on. The apps, lmkit-tokenize inspect and the benchmarks ask it;
+// which model families train an objective is theirs to say (models::Family).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "lmkit/core/batch.h"
 #include "lmkit/data/objectives.h"
 
 namespace lmkit::data {
 
-enum class Objective { kMlm, kMlmNsp, kSpan, kClm };
-/// mlm, mlm+nsp, span, clm (InputError otherwise).
-Objective parse_objective(const std::string& name);
-std::string objective_name(Objective objective);
+/// What an objective's dataset is made from.
+struct ObjectiveInputs {
+  std::shared_ptr<const Corpus> corpus;     ///< token corpus (corpus objectives)
+  std::string source_file, target_file;     ///< line-aligned text (parallel-text objectives)
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  int64_t seq_len = 128;                    ///< sequence (input) length
+  uint64_t seed = 0;                        ///< masking / pairing seed
+  MaskingOptions masking;                   ///< masked-LM objectives
+};
 
-/// The pretraining dataset for an objective over a corpus.
-std::shared_ptr<Dataset> make_pretraining_dataset(Objective objective, std::shared_ptr<const Corpus> corpus,
-                                                  const tokenizer::Tokenizer& tokenizer, int64_t seq_len, uint64_t seed,
-                                                  const MaskingOptions& masking = {});
+struct ObjectiveSpec {
+  std::string name;                ///< as --objective spells it
+  std::string summary;             ///< one line for --help and errors
+  bool parallel_text = false;      ///< reads PREFIX.SRC / PREFIX.TGT line by line, not a corpus
+  bool separate_targets = false;   ///< labels are a sequence of their own (a decoder's), not per input position
+  /// Special tokens the tokenizer must have, as SpecialTokens names them: mask, cls, sep, eos, sentinels.
+  std::vector<std::string> needs;
+  std::function<std::shared_ptr<Dataset>(const ObjectiveInputs&)> make_dataset;
+  /// Decoder positions a benchmark feeds for `seq_len` inputs (separate_targets only).
+  std::function<int64_t(int64_t seq_len)> target_length;
+  /// A random batch shaped as the objective's (B × seq_len inputs, ids in [5, vocab)).
+  std::function<Batch(int64_t batch, int64_t seq_len, int64_t target_len, int64_t vocab)> synthetic_batch;
+};
+
+/// Every objective, in the order --help lists them.
+const std::vector<ObjectiveSpec>& objectives();
+/// The objective `name`; InputError listing them otherwise.
+const ObjectiveSpec& objective(const std::string& name);
+/// InputError unless `tokenizer` has every special token `spec` needs.
+void check_objective_tokenizer(const ObjectiveSpec& spec, const tokenizer::Tokenizer& tokenizer);
 
 /// The padding id for a tokenizer's family (GPT-2 has none: its EOS, masked out).
 int32_t pad_id(const tokenizer::Tokenizer& tokenizer);

@@ -11,6 +11,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/tokenizer/families.h"
 
 namespace lmkit::data {
 
@@ -282,7 +283,7 @@ ClassificationDataset::ClassificationDataset(const std::string& path, const Colu
                                              const tokenizer::Tokenizer& tok, int64_t max_length,
                                              const std::map<std::string, int64_t>& label_map) {
   check_input(max_length >= 4, "--max-length must be at least 4");
-  const bool bert = tok.family() == tokenizer::Family::kBert;
+  const bool token_types = tok.family_spec().token_types;  // the model reads segment ids (BERT)
   for (const auto& row : read_labelled_rows(path, columns)) {
     Example e;
     if (columns.regression) {
@@ -308,7 +309,7 @@ ClassificationDataset::ClassificationDataset(const std::string& path, const Colu
     while (static_cast<int64_t>(a.size() + b.size()) > budget) (a.size() >= b.size() ? a : b).pop_back();
     tokenizer::Encoding enc = tok.apply_template(a, pair ? &b : nullptr);
     e.input_ids.assign(enc.ids.begin(), enc.ids.end());
-    if (bert) e.token_type_ids.assign(enc.type_ids.begin(), enc.type_ids.end());
+    if (token_types) e.token_type_ids.assign(enc.type_ids.begin(), enc.type_ids.end());
     examples_.push_back(std::move(e));
   }
 }

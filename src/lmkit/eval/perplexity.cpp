@@ -102,8 +102,9 @@ Json masked_lm_perplexity(models::Model& model, std::shared_ptr<const data::Corp
   data::LoaderOptions lo;
   lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
   Json r = evaluate_loss(model, ds, lo, device);
-  const double mlm = r.value("mlm_loss", r["loss"].get<double>());
-  return {{"loss", mlm}, {"perplexity", std::exp(mlm)}, {"tokens", r["targets"]}};
+  // The first loss term's (the masked LM's; a pre-training head's other terms are left out).
+  const double perplexity = r["perplexity"].get<double>();
+  return {{"loss", std::log(perplexity)}, {"perplexity", perplexity}, {"tokens", r["targets"]}};
 }
 
 Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> corpus, const tokenizer::Tokenizer& tok,
@@ -147,7 +148,7 @@ Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus>
                      .view({m, t})
                      .to(device);
       Output out = model.forward(b);
-      at::Tensor loss = out.mlm_loss.defined() ? out.mlm_loss : out.loss;
+      at::Tensor loss = out.terms.empty() ? out.loss : out.terms.front().mean;  // the masked LM's term
       nll += loss.item<double>() * static_cast<double>(m);
       scored += m;
     }

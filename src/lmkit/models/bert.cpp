@@ -136,32 +136,61 @@ at::Tensor BertImpl::mlm_logits(const at::Tensor& hidden) {
   return at::linear(mlm_transform(hidden), word_embeddings->weight, mlm_bias);  // (..., V)
 }
 
+void BertImpl::masked_lm(const Batch& batch, Output& out) {
+  if (full_logits || !batch.labels.defined()) out.logits = mlm_logits(out.last_hidden_state);  // (B, T, V)
+  if (config.head == BertHead::kPreTraining && out.logits.defined()) out.named.emplace_back("prediction_logits", out.logits);
+  if (!batch.labels.defined()) return;
+  at::Tensor mlm;
+  if (out.logits.defined()) {
+    mlm = cross_entropy(out.logits, batch.labels);
+  } else {
+    // Devlin et al.: the loss is on the ~15% chosen positions only; project just those.
+    auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);  // (N, D), (N)
+    mlm = linear_cross_entropy(mlm_transform(rows), word_embeddings->weight, mlm_bias, targets);
+  }
+  out.terms.push_back({"mlm", mlm, batch.labels.ne(-100).sum()});
+  out.loss = mlm;
+}
+
+// Next-sentence prediction on the pooled [CLS]: a loss term over the rows, and its accuracy.
+void BertImpl::next_sentence(const Batch& batch, Output& out) {
+  at::Tensor logits = nsp(out.pooler_output);  // (B, 2)
+  out.named.emplace_back("seq_relationship_logits", logits);
+  if (!batch.next_sentence_label.defined()) return;
+  const at::Tensor& label = batch.next_sentence_label;
+  at::Tensor loss = cross_entropy(logits, label);
+  out.terms.push_back({"nsp", loss, at::scalar_tensor(label.size(0), label.options())});
+  out.loss = out.loss.defined() ? out.loss + loss : loss;
+  if (!is_training()) {
+    out.metrics.push_back({"nsp_accuracy", logits.argmax(-1).eq(label).sum(), static_cast<double>(label.size(0))});
+  }
+}
+
+std::vector<std::pair<std::string, int64_t>> BertImpl::loss_targets(const Batch& b) const {
+  if (config.head != BertHead::kPreTraining && config.head != BertHead::kMaskedLm) return Model::loss_targets(b);
+  std::vector<std::pair<std::string, int64_t>> t = {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
+  if (config.head == BertHead::kPreTraining) {
+    t.emplace_back("nsp", b.next_sentence_label.defined() ? b.next_sentence_label.size(0) : 0);
+  }
+  return t;
+}
+
+double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
+  const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
+  double flops = layer_flops_per_token(layers, seq_len);
+  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those).
+  if (mlm_dense) flops += 0.15 * (2 * d * v + 2 * d * d);
+  return flops;
+}
+
 Output BertImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, D)
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
 
-  if (config.head == BertHead::kPreTraining || config.head == BertHead::kMaskedLm) {
-    if (full_logits || !batch.labels.defined()) out.logits = mlm_logits(out.last_hidden_state);  // (B, T, V)
-    if (batch.labels.defined()) {
-      if (out.logits.defined()) {
-        out.mlm_loss = cross_entropy(out.logits, batch.labels);
-      } else {
-        // Devlin et al.: the loss is on the ~15% chosen positions only; project just those.
-        auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);  // (N, D), (N)
-        out.mlm_loss = linear_cross_entropy(mlm_transform(rows), word_embeddings->weight, mlm_bias, targets);
-      }
-      out.loss = out.mlm_loss;
-    }
-  }
-  if (config.head == BertHead::kPreTraining) {
-    out.seq_relationship_logits = nsp(out.pooler_output);  // (B, 2)
-    if (batch.next_sentence_label.defined()) {
-      out.nsp_loss = cross_entropy(out.seq_relationship_logits, batch.next_sentence_label);
-      out.loss = out.loss.defined() ? out.loss + out.nsp_loss : out.nsp_loss;
-    }
-  }
+  if (config.head == BertHead::kPreTraining || config.head == BertHead::kMaskedLm) masked_lm(batch, out);
+  if (config.head == BertHead::kPreTraining) next_sentence(batch, out);
   if (config.head == BertHead::kSequenceClassification) {
     const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
     at::Tensor pooled = is_training() && p > 0 ? nn::dropout(out.pooler_output, p, true) : out.pooler_output;

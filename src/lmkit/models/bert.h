@@ -53,6 +53,12 @@ class BertImpl : public Model {
   void check_batch(const Batch& batch) const override;
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "bert."; }
+  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
+  std::vector<std::string> metric_names() const override {
+    return config.head == BertHead::kPreTraining ? std::vector<std::string>{"nsp_accuracy"} : std::vector<std::string>{};
+  }
+  int64_t vocab_size() const override { return config.vocab_size; }
+  double flops_per_token(int64_t seq_len, int64_t target_len) const override;
 
   /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
@@ -65,6 +71,10 @@ class BertImpl : public Model {
   void reset_parameters();
 
   BertConfig config;
+  /// The MLM term ("mlm") and logits; NSP's term ("nsp"), logits and, in eval mode, accuracy.
+  void masked_lm(const Batch& batch, Output& out);
+  void next_sentence(const Batch& batch, Output& out);
+
   torch::nn::Embedding word_embeddings{nullptr};        ///< (V, D), tied to the MLM decoder
   nn::LearnedPositions position_embeddings{nullptr};    ///< (max_position_embeddings, D)
   torch::nn::Embedding token_type_embeddings{nullptr};  ///< (type_vocab_size, D)

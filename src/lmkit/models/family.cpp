@@ -27,6 +27,16 @@ const Family& family(const std::string& model_type) {
   throw InputError("unknown model_type '" + model_type + "' (expected " + family_names() + ")");
 }
 
+std::vector<const Family*> families_with(const std::string& objective) {
+  std::vector<const Family*> with;
+  for (const auto& f : families()) {
+    for (const auto& o : f.objectives) {
+      if (o.name == objective) with.push_back(&f);
+    }
+  }
+  return with;
+}
+
 std::string family_names() {
   std::vector<std::string> names;
   for (const auto& f : families()) names.push_back(f.model_type);
@@ -42,6 +52,11 @@ const Objective& Family::objective(const std::string& name) const {
   for (const auto& o : objectives) names.push_back(o.name);
   throw InputError("objective '" + name + "' does not apply to model_type '" + model_type + "' (use " +
                    join_names(names, " or ") + ")");
+}
+
+int64_t Family::max_length(const Json& config) const {
+  if (positions_key.empty() || !config.is_object() || !config.contains(positions_key)) return 0;
+  return config[positions_key].get<int64_t>() - positions_reserved;
 }
 
 bool Family::builds(const std::string& architecture) const {

@@ -29,6 +29,7 @@ struct Family {
   std::string classifier;                  ///< its sequence-classification architecture ("" for none)
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
+  int64_t positions_reserved = 0;          ///< positions the model never gives a token (RoBERTa's first pad_token_id + 1)
   std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints
   bool encoder_decoder = false;            ///< inputs go to an encoder, labels to a decoder
   bool shifted_labels = false;             ///< labels are the inputs, predicted one position on (causal LM)
@@ -40,6 +41,8 @@ struct Family {
 
   /// The objective called `name` ("" for the default); InputError naming those that apply.
   const Objective& objective(const std::string& name) const;
+  /// The longest input a model of `config` takes (0: no limit): its positions less the reserved ones.
+  int64_t max_length(const Json& config) const;
   /// Whether `architecture` is one this family builds.
   bool builds(const std::string& architecture) const;
   /// The sequence-classification architecture; InputError if the family has none.
@@ -50,6 +53,8 @@ struct Family {
 const std::vector<Family>& families();
 /// The family of `model_type`; InputError listing the known ones.
 const Family& family(const std::string& model_type);
+/// The families that pretrain with `objective`, in families() order (empty: none).
+std::vector<const Family*> families_with(const std::string& objective);
 /// "bert, gpt2, t5 or transformer".
 std::string family_names();
 

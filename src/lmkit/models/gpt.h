@@ -50,6 +50,10 @@ class GptImpl : public Model {
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
+  int64_t vocab_size() const override { return config.vocab_size; }
+  double flops_per_token(int64_t seq_len, int64_t) const override {
+    return layer_flops_per_token(layers, seq_len) + 2.0 * static_cast<double>(config.n_embd * config.vocab_size);
+  }
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
   GenerationSpec generation_spec() const override;

@@ -4,6 +4,8 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include "lmkit/models/family.h"
+
 namespace lmkit::models {
 
 namespace {
@@ -54,6 +56,41 @@ std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::fun
 
 std::unique_ptr<DecodingSession> Model::start_decoding(const at::Tensor&, const at::Tensor&, bool) {
   throw InputError(architecture() + " cannot generate text (it has no language-model head)");
+}
+
+std::vector<std::pair<std::string, int64_t>> Model::loss_targets(const Batch& batch) const {
+  return {{"loss", count_targets(*this, batch)}};
+}
+
+double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys) {
+  double flops = 0;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    for (const auto& p : layer->parameters()) {
+      if (p.dim() == 2) flops += 2.0 * static_cast<double>(p.numel());
+    }
+    const double inner = static_cast<double>(layer->self_attn->inner_dim());
+    flops += 4.0 * static_cast<double>(keys) * inner;                        // self-attention
+    if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
+  }
+  return flops;
+}
+
+double encoder_decoder_flops_per_token(const torch::nn::Module& model, int64_t d_model, int64_t inner,
+                                       int64_t encoder_layers, int64_t decoder_layers, int64_t vocab,
+                                       int64_t seq_len, int64_t target_len) {
+  double enc = 0, dec = 0;
+  for (const auto& p : model.named_parameters()) {
+    const std::string& key = p.key();
+    if (p.value().dim() != 2 || key.find("embed") != std::string::npos || key == "shared.weight") continue;
+    if (key.find("relative_bias") != std::string::npos || key.find("lm_head") != std::string::npos) continue;
+    (key.find("decoder") != std::string::npos ? dec : enc) += 2.0 * static_cast<double>(p.value().numel());
+  }
+  const double t = static_cast<double>(seq_len), s = static_cast<double>(target_len), h = static_cast<double>(inner);
+  const double encoder = enc + 4.0 * t * h * static_cast<double>(encoder_layers);
+  const double decoder = dec + 4.0 * (s + t) * h * static_cast<double>(decoder_layers) +
+                         2.0 * static_cast<double>(d_model) * static_cast<double>(vocab);
+  return encoder + decoder * s / t;  // the decoder's tokens, per encoder token
 }
 
 at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id, int64_t pad_token_id) {

@@ -63,6 +63,21 @@ class Model : public torch::nn::Module {
   /// the bare base model's names omit it, and loading tries both spellings.
   virtual std::string hf_base_prefix() const { return ""; }
 
+  /// The loss terms forward() reports for `batch` and each one's number of targets,
+  /// counted from the batch alone (the trainer weights the terms before it runs the
+  /// model); an empty batch (no input_ids) gives the same names with 0 targets.
+  /// Default: one term, "loss", over models::count_targets().
+  virtual std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const;
+  /// Names of the metrics forward() reports in eval mode (Output::metrics), for reducing across ranks.
+  virtual std::vector<std::string> metric_names() const { return {}; }
+  /// Rows of the output vocabulary (the LM head's; the target vocabulary of an encoder–decoder).
+  virtual int64_t vocab_size() const = 0;
+  /// Matrix-multiply FLOPs of one forward pass per input token, for sequences of
+  /// `seq_len` inputs (and `target_len` decoder positions): 2 per weight a token meets,
+  /// 4·keys·inner per attention layer, the output head where the training path runs it.
+  /// A training step costs three times this (docs/benchmarks.md, the FLOP count).
+  virtual double flops_per_token(int64_t seq_len, int64_t target_len) const = 0;
+
   /// Throws InputError when the batch cannot be fed to this model: ids outside
   /// the vocabulary, labels outside their range, mismatched shapes.
   virtual void check_batch(const Batch& batch) const = 0;
@@ -110,6 +125,17 @@ at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id,
 at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Tensor& self_bias,
                       const at::Tensor& memory = {}, const at::Tensor& cross_bias = {},
                       std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
+
+/// Forward FLOPs per token of a TransformerLayer stack attending over `keys` positions:
+/// 2 per matrix weight, 4·keys·inner per self-attention (and per cross-attention).
+double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys);
+
+/// Forward FLOPs per encoder token of an encoder–decoder model (T5, the Transformer): the
+/// encoder's matrices at `seq_len` tokens, the decoder's, its attention and the LM head
+/// at `target_len` tokens, weights told apart by the names "decoder", "embed", "lm_head".
+double encoder_decoder_flops_per_token(const torch::nn::Module& model, int64_t d_model, int64_t inner,
+                                       int64_t encoder_layers, int64_t decoder_layers, int64_t vocab,
+                                       int64_t seq_len, int64_t target_len);
 
 /// Fills every Linear / Embedding weight from N(0, std) and zeroes biases (BERT, GPT-2 init).
 void init_normal(torch::nn::Module& module, double std);

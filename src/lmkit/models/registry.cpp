@@ -193,8 +193,7 @@ void check_report(const LoadReport& r, const std::string& dir, Model& model, con
 }  // namespace
 
 void check_vocabulary(const Model& model, int64_t tokenizer_vocab, const std::string& what) {
-  const Json mc = model.config_json();
-  const int64_t rows = mc.contains("vocab_size") ? mc["vocab_size"].get<int64_t>() : mc.value("tgt_vocab_size", tokenizer_vocab);
+  const int64_t rows = model.vocab_size();
   if (rows < tokenizer_vocab) {
     throw InputError(what + ": the tokenizer has " + std::to_string(tokenizer_vocab) + " ids but the model's vocabulary only " +
                      std::to_string(rows) + " (a tokenizer of another model?)");

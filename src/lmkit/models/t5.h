@@ -78,6 +78,11 @@ class T5Impl : public Model {
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
+  int64_t vocab_size() const override { return config.vocab_size; }
+  double flops_per_token(int64_t seq_len, int64_t target_len) const override {
+    return encoder_decoder_flops_per_token(*this, config.d_model, config.num_heads * config.d_kv, config.num_layers,
+                                           config.num_decoder_layers, config.vocab_size, seq_len, target_len);
+  }
   GenerationSpec generation_spec() const override;
   std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                   bool use_cache) override;

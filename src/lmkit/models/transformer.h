@@ -47,6 +47,11 @@ class TransformerImpl : public Model {
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
+  int64_t vocab_size() const override { return config.tgt_vocab_size; }
+  double flops_per_token(int64_t seq_len, int64_t target_len) const override {
+    return encoder_decoder_flops_per_token(*this, config.d_model, config.d_model, config.encoder_layers,
+                                           config.decoder_layers, config.tgt_vocab_size, seq_len, target_len);
+  }
   GenerationSpec generation_spec() const override;
   std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                   bool use_cache) override;

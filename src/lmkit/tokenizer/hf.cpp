@@ -10,6 +10,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/tokenizer/backend.h"
+#include "lmkit/tokenizer/families.h"
 #include "lmkit/tokenizer/unicode.h"
 
 namespace fs = std::filesystem;
@@ -68,13 +69,6 @@ std::string base64_encode(const std::string& in) {
 std::optional<std::string> token_name(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return std::nullopt;
-}
-
-std::optional<Family> family_of_class(const std::string& cls) {
-  if (cls.find("Bert") != std::string::npos || cls.find("Electra") != std::string::npos) return Family::kBert;
-  if (cls.find("GPT2") != std::string::npos) return Family::kGpt2;
-  if (cls.find("T5") != std::string::npos) return Family::kT5;
   return std::nullopt;
 }
 
@@ -217,13 +211,15 @@ Json read_config(const fs::path& dir, const std::string& model_file = "") {
     }
   }
   if (!names.contains("lmkit_family") && names.contains("tokenizer_class") && names["tokenizer_class"].is_string()) {
-    if (const auto f = family_of_class(names["tokenizer_class"].get<std::string>())) names["lmkit_family"] = family_name(*f);
+    const std::string f = family_of_class(names["tokenizer_class"].get<std::string>());
+    if (!f.empty()) names["lmkit_family"] = f;
   }
   if (!names.contains("lmkit_family") && fs::exists(dir / "config.json")) {
     try {
       const Json c = load_json_file((dir / "config.json").string());
       const std::string type = c.is_object() ? c.value("model_type", "") : "";
-      if (type == "bert" || type == "gpt2" || type == "t5") names["lmkit_family"] = type;
+      const std::string f = family_of_model_type(type);
+      if (!f.empty()) names["lmkit_family"] = f;
     } catch (const Error&) {
     }
   }
@@ -650,7 +646,8 @@ HfFiles HfLoader::export_sentencepiece(const Tokenizer& tok, const std::string& 
   };
   name("pad_token", s.pad), name("unk_token", s.unk), name("cls_token", s.cls), name("sep_token", s.sep);
   name("mask_token", s.mask), name("eos_token", s.eos);
-  if (tok.family() == Family::kGpt2) name("bos_token", s.eos);
+  const FamilySpec& spec = tok.family_spec();
+  if (!spec.bos_key.empty()) name("bos_token", s.id(spec.bos_key));
   out.special_tokens_map = names;
   out.config = names;
   if (s.num_sentinels > 0) {
@@ -662,9 +659,9 @@ HfFiles HfLoader::export_sentencepiece(const Tokenizer& tok, const std::string& 
   }
   out.config["tokenizer_class"] = "PreTrainedTokenizerFast";
   out.config["clean_up_tokenization_spaces"] = false;
-  out.config["model_input_names"] = tok.family() == Family::kBert ? Json::array({"input_ids", "token_type_ids", "attention_mask"})
+  out.config["model_input_names"] = spec.token_types ? Json::array({"input_ids", "token_type_ids", "attention_mask"})
                                                                    : Json::array({"input_ids", "attention_mask"});
-  out.config["lmkit_family"] = family_name(tok.family());
+  out.config["lmkit_family"] = tok.family();
   out.config["lmkit_model_file"] = model_file;
   return out;
 }

@@ -16,14 +16,13 @@
 #include "lmkit/core/names.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/tokenizer/backend.h"
+#include "lmkit/tokenizer/families.h"
 #include "lmkit/tokenizer/hf.h"
 
 namespace fs = std::filesystem;
 
 namespace lmkit::tokenizer {
 namespace {
-
-constexpr int kT5Sentinels = 100;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -51,17 +50,24 @@ uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-const NameTable<Family>& family_names() {
-  static const NameTable<Family> table{"tokenizer family", {{"bert", Family::kBert},
-                                                            {"gpt2", Family::kGpt2},
-                                                            {"gpt", Family::kGpt2},
-                                                            {"t5", Family::kT5}}};
-  return table;
+Family parse_family(const std::string& name) { return family_spec(name).name; }
+
+int32_t* SpecialTokens::slot(const std::string& key) {
+  if (key == "pad_token") return &pad;
+  if (key == "unk_token") return &unk;
+  if (key == "cls_token") return &cls;
+  if (key == "sep_token") return &sep;
+  if (key == "mask_token") return &mask;
+  if (key == "eos_token") return &eos;
+  return nullptr;
 }
 
-Family parse_family(const std::string& name) { return family_names().parse(name); }
+int32_t SpecialTokens::id(const std::string& key) const {
+  const int32_t* p = const_cast<SpecialTokens*>(this)->slot(key);
+  return p ? *p : -1;
+}
 
-std::string family_name(Family family) { return family_names().name(family); }
+const FamilySpec& Tokenizer::family_spec() const { return tokenizer::family_spec(family_); }
 
 int64_t Template::added(bool is_pair) const {
   int64_t n = 0;
@@ -82,7 +88,8 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   check_input(model_file || !fs::exists(o.output) || fs::is_directory(o.output),
               "--output '" + o.output + "' is a file: name a directory or a .model file");
   check_input(o.model_type == "unigram" || o.model_type == "bpe", "--model-type must be unigram or bpe");
-  const int64_t reserved = o.family == Family::kT5 ? kT5Sentinels : 0;
+  const FamilySpec& spec = tokenizer::family_spec(o.family);
+  const int64_t reserved = spec.sentinels;
   check_input(o.vocab_size > reserved + 16, "--vocab-size " + std::to_string(o.vocab_size) + " is too small");
 
   const fs::path model_path = model_file ? fs::path(o.output) : fs::path(o.output) / "tokenizer.model";
@@ -109,17 +116,11 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
       {"minloglevel", "2"},
       {"bos_id", "-1"},
   };
-  switch (o.family) {
-    case Family::kBert:
-      kw.insert(kw.end(), {{"pad_id", "0"}, {"pad_piece", "[PAD]"}, {"unk_id", "1"}, {"unk_piece", "[UNK]"},
-                           {"eos_id", "-1"}, {"control_symbols", "[CLS],[SEP],[MASK]"}});
-      break;
-    case Family::kGpt2:
-      kw.insert(kw.end(), {{"unk_id", "0"}, {"eos_id", "1"}, {"eos_piece", "<|endoftext|>"}, {"pad_id", "-1"}});
-      break;
-    case Family::kT5:
-      kw.insert(kw.end(), {{"pad_id", "0"}, {"eos_id", "1"}, {"unk_id", "2"}});
-      break;
+  // The family's arguments place its special pieces; they replace the defaults above (bos_id).
+  for (const auto& [key, value] : spec.training_arguments) {
+    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it != kw.end()) it->second = value;
+    else kw.emplace_back(key, value);
   }
   std::error_code ec;
   try {
@@ -135,7 +136,7 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   t.backend_ = load_sentencepiece(t.model_bytes_, model_path.string());
   t.checksum_ = fnv1a64(t.model_bytes_);
   t.source_ = model_path.string();
-  t.finish(o.family, model_path.string());
+  t.finish(spec.name, model_path.string());
   t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
   return t;
 }
@@ -175,47 +176,50 @@ void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
     return backend_->id_of(piece);
   };
   if (!family && special_names_.contains("lmkit_family")) family = parse_family(special_names_["lmkit_family"].get<std::string>());
-  if (!family) family = id_of("[CLS]") >= 0 ? Family::kBert : id_of("<|endoftext|>") >= 0 ? Family::kGpt2 : Family::kT5;
-  family_ = *family;
+  for (const auto& f : family_specs()) {
+    if (!family && !f.detect_piece.empty() && id_of(f.detect_piece) >= 0) family = f.name;
+  }
+  if (!family) {
+    throw InputError(what + ": no file names the model family and no special piece tells it ([CLS], <|endoftext|>, </s>, ...)");
+  }
+  const FamilySpec& spec = tokenizer::family_spec(*family);
+  family_ = spec.name;
 
-  // Special token names: HF's files, else each family's own.
-  auto name = [&](const char* key, const char* fallback) -> std::string {
+  // Special token names: HF's files, else the family's own.
+  auto name = [&](const std::string& key, const std::string& fallback) -> std::string {
     if (special_names_.contains(key) && special_names_[key].is_string()) return special_names_[key].get<std::string>();
     if (special_names_.contains(key)) return "";  // explicitly null
     return fallback;
   };
-  auto lookup = [&](const char* key, const char* fallback) {
+  auto lookup = [&](const std::string& key, const std::string& fallback) {
     const std::string n = name(key, fallback);
     return n.empty() ? -1 : id_of(n);
   };
   SpecialTokens& s = specials_;
-  switch (family_) {
-    case Family::kBert:
-      s.pad = lookup("pad_token", "[PAD]"), s.unk = lookup("unk_token", "[UNK]"), s.cls = lookup("cls_token", "[CLS]");
-      s.sep = lookup("sep_token", "[SEP]"), s.mask = lookup("mask_token", "[MASK]");
-      if (s.pad < 0 || s.cls < 0 || s.sep < 0 || s.mask < 0) {
-        throw InputError(what + ": not a BERT tokenizer (needs [PAD] [CLS] [SEP] [MASK])");
-      }
-      break;
-    case Family::kGpt2:
-      s.eos = lookup("eos_token", "<|endoftext|>"), s.unk = lookup("unk_token", "<unk>");
-      s.pad = special_names_.contains("pad_token") ? lookup("pad_token", "") : -1;
-      if (s.eos < 0) throw InputError(what + ": not a GPT-2 tokenizer (needs <|endoftext|>)");
-      break;
-    case Family::kT5:
-      s.pad = lookup("pad_token", "<pad>"), s.eos = lookup("eos_token", "</s>"), s.unk = lookup("unk_token", "<unk>");
-      if (s.pad < 0 || s.eos < 0) throw InputError(what + ": not a T5 tokenizer (needs <pad> and </s>)");
-      // Sentinels: SentencePiece models leave them to lmkit (the top 100 ids); HF files list them.
-      s.num_sentinels = special_names_.contains("extra_ids") && special_names_["extra_ids"].is_number_integer()
-                            ? special_names_["extra_ids"].get<int32_t>() : kT5Sentinels;
-      for (const auto& a : added_) {
-        if (a.content.rfind("<extra_id_", 0) == 0 && a.id >= pieces) s.num_sentinels = 0;
-      }
-      break;
+  for (const auto& [key, piece] : spec.specials) *s.slot(key) = lookup(key, piece);
+  for (const auto& key : spec.optional) {
+    if (special_names_.contains(key)) *s.slot(key) = lookup(key, "");
+  }
+  std::string needed;
+  bool missing = false;
+  for (const auto& key : spec.required) {
+    for (const auto& [k, piece] : spec.specials) {
+      if (k == key) needed += (needed.empty() ? "" : " ") + piece;
+    }
+    missing = missing || s.id(key) < 0;
+  }
+  if (missing) throw InputError(what + ": not a " + spec.name + " tokenizer (needs " + needed + ")");
+  if (spec.sentinels > 0) {
+    // Sentinels: SentencePiece models leave them to lmkit (the top ids); HF files list them.
+    s.num_sentinels = special_names_.contains("extra_ids") && special_names_["extra_ids"].is_number_integer()
+                          ? special_names_["extra_ids"].get<int32_t>() : spec.sentinels;
+    for (const auto& a : added_) {
+      if (a.content.rfind("<extra_id_", 0) == 0 && a.id >= pieces) s.num_sentinels = 0;
+    }
   }
   vocab_size_ = pieces + s.num_sentinels;
   for (const auto& a : added_) vocab_size_ = std::max<int64_t>(vocab_size_, a.id + 1);
-  if (family_ == Family::kT5 && s.num_sentinels == 0) {
+  if (spec.sentinels > 0 && s.num_sentinels == 0) {
     // HF's T5: <extra_id_i> = vocab_size - 1 - i, for every i it lists.
     for (const auto& a : added_) {
       if (a.content.rfind("<extra_id_", 0) != 0) continue;
@@ -244,21 +248,7 @@ void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
 
   // The template: the files', else the family's.
   if (!has_template_) {
-    using Item = Template::Item;
-    switch (family_) {
-      case Family::kBert:
-        template_.single = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}};
-        template_.pair = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}, Item{-1, 1, 1}, Item{s.sep, 0, 1}};
-        break;
-      case Family::kGpt2:  // as HF's GPT-2 adds nothing to one text; a pair is joined by <|endoftext|>
-        template_.single = {Item{-1, 0, 0}};
-        template_.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}};
-        break;
-      case Family::kT5:
-        template_.single = {Item{-1, 0, 0}, Item{s.eos, 0, 0}};
-        template_.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}, Item{s.eos, 0, 1}};
-        break;
-    }
+    template_ = spec.make_template(s);
     has_template_ = true;
   }
 
@@ -386,7 +376,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
   const int64_t pieces = backend_->size();
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-    const bool sentinel = family_ == Family::kT5 && id >= vocab_size_ - specials_.num_sentinels;
+    const bool sentinel = specials_.num_sentinels > 0 && id >= vocab_size_ - specials_.num_sentinels;
     if (sentinel || id >= pieces) {
       flush();
       out += piece(id);
@@ -421,7 +411,7 @@ Json Tokenizer::config_json() const {
     if (id >= 0) special[name] = {{"id", id}, {"piece", piece(id)}};
   };
   add("pad", s.pad), add("unk", s.unk), add("cls", s.cls), add("sep", s.sep), add("mask", s.mask), add("eos", s.eos);
-  return {{"family", family_name(family_)},
+  return {{"family", family_},
           {"format", format()},
           {"vocab_size", vocab_size_},
           {"pieces", backend_->size()},

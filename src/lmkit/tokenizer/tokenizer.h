@@ -25,18 +25,22 @@ namespace lmkit::tokenizer {
 
 class Backend;
 
-enum class Family {
-  kBert,  ///< [PAD] [UNK] [CLS] [SEP] [MASK] (lmkit's: 0..4)
-  kGpt2,  ///< <|endoftext|> (lmkit's: <unk>=0 <|endoftext|>=1)
-  kT5,    ///< <pad>=0 </s>=1 <unk>=2, and <extra_id_0..99> at the top of the vocabulary
-};
-Family parse_family(const std::string& name);  ///< bert, gpt2, t5 (InputError otherwise)
-std::string family_name(Family family);
+struct FamilySpec;
+
+/// A tokenizer family by name: an entry of the family table (families.h): bert
+/// ([PAD] [UNK] [CLS] [SEP] [MASK], lmkit's 0..4), gpt2 (<|endoftext|>), t5 (<pad>=0
+/// </s>=1 <unk>=2 and <extra_id_0..99> at the top of the vocabulary), ...
+using Family = std::string;
+/// The canonical name of a family or alias ("gpt" -> "gpt2"); InputError listing them otherwise.
+Family parse_family(const std::string& name);
 
 /// Special token ids; -1 where the family has none.
 struct SpecialTokens {
   int32_t pad = -1, unk = -1, cls = -1, sep = -1, mask = -1, eos = -1;
   int32_t num_sentinels = 0;  ///< T5: 100 sentinels <extra_id_i> = vocab_size - 1 - i
+  /// The id HF's key names ("pad_token" -> pad, ...; "" -> -1); nullptr/-1 for other keys.
+  int32_t* slot(const std::string& key);
+  int32_t id(const std::string& key) const;
 };
 
 /// A token HuggingFace's added vocabulary holds: matched in the raw text before the model runs.
@@ -60,7 +64,7 @@ struct Template {
 struct TrainOptions {
   std::vector<std::string> inputs;  ///< text files, one sentence or paragraph per line
   int64_t vocab_size = 8000;        ///< including special tokens (and T5's 100 sentinels)
-  Family family = Family::kBert;
+  Family family = "bert";
   std::string model_type = "unigram";  ///< unigram or bpe
   double character_coverage = 0.9995;
   bool byte_fallback = true;           ///< unknown characters become UTF-8 bytes, never [UNK]
@@ -105,7 +109,9 @@ class Tokenizer {
   std::string piece(int32_t id) const;
 
   int64_t vocab_size() const { return vocab_size_; }
-  Family family() const { return family_; }
+  const Family& family() const { return family_; }
+  /// The family's entry in the tokenizer family table.
+  const FamilySpec& family_spec() const;
   /// "sentencepiece-unigram", "sentencepiece-bpe", "wordpiece" or "byte-level-bpe".
   std::string format() const;
   /// The files it was loaded from.
@@ -143,7 +149,7 @@ class Tokenizer {
   bool clean_up_spaces_ = false;  // transformers' clean_up_tokenization_spaces
   bool metaspace_decoder_ = false;  // HF's Metaspace decoder (T5's tokenizer.json) instead of SentencePiece's
   Json special_names_;            // HF's names of the special tokens (cls_token: "[CLS]", ...)
-  Family family_ = Family::kBert;
+  Family family_ = "bert";
   SpecialTokens specials_;
   int64_t vocab_size_ = 0;
   uint64_t checksum_ = 0;

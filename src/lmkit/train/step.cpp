@@ -12,7 +12,7 @@
 #include <torch/cuda.h>
 
 #include "lmkit/core/autocast.h"
-#include "lmkit/models/family.h"
+#include "lmkit/core/error.h"
 
 namespace lmkit::train {
 
@@ -23,6 +23,34 @@ void* state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// The step's share of this micro-batch's loss: each term's mean × its targets here / its
+// targets over the step (`targets` null: the only batch, every share 1). A term without
+// targets here would be 0/0: it contributes nothing. Undefined when nothing does.
+at::Tensor weighted_loss(const Output& out, const std::vector<std::pair<std::string, int64_t>>* targets,
+                         const std::vector<double>& totals) {
+  if (out.terms.empty()) {
+    if (!targets) return out.loss;
+    const double here = static_cast<double>(targets->front().second);
+    if (here == 0) return {};
+    return here == totals.front() ? out.loss : out.loss * (here / totals.front());
+  }
+  at::Tensor loss;
+  for (size_t k = 0; k < out.terms.size(); ++k) {
+    const LossTerm& term = out.terms[k];
+    at::Tensor part = term.mean;
+    if (targets) {
+      size_t j = 0;
+      while (j < targets->size() && (*targets)[j].first != term.name) ++j;
+      if (j == targets->size()) throw RuntimeError("loss term '" + term.name + "' is not among the model's loss_targets()");
+      const double here = static_cast<double>((*targets)[j].second);
+      if (here == 0) continue;
+      part = part * (here / totals[j]);
+    }
+    loss = loss.defined() ? loss + part : part;
+  }
+  return loss;
 }
 
 }  // namespace
@@ -127,19 +155,20 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   };
   auto t0 = std::chrono::steady_clock::now();
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
-  // Targets per micro-batch of the task loss (BERT pre-training: MLM) and of NSP, and
-  // their totals over the step (all ranks): each term is weighted by its share.
-  std::vector<double> main_targets, nsp_targets;
-  std::vector<double> totals = {0.0, 0.0};
-  // One batch in one process: every term's share is 1, so skip counting (a device sync per step).
+  // Each loss term's targets per micro-batch and over the step (all ranks): a term is
+  // weighted by its share, so accumulation and data parallelism train as one batch.
+  // One batch in one process: every share is 1, so skip counting (a device sync per step).
   const bool alone = !reducer && batches.size() == 1;
-  for (const Batch& b : batches) {
-    main_targets.push_back(alone ? 1.0 : static_cast<double>(models::count_targets(model, b)));
-    nsp_targets.push_back(!b.next_sentence_label.defined() ? 0.0 : alone ? 1.0 : static_cast<double>(b.next_sentence_label.size(0)));
-    totals[0] += main_targets.back(), totals[1] += nsp_targets.back();
+  std::vector<std::vector<std::pair<std::string, int64_t>>> targets;
+  std::vector<double> totals;
+  if (!alone) {
+    for (const Batch& b : batches) {
+      targets.push_back(model.loss_targets(b));
+      totals.resize(targets.back().size(), 0.0);
+      for (size_t k = 0; k < totals.size(); ++k) totals[k] += static_cast<double>(targets.back()[k].second);
+    }
+    if (reducer) totals = reducer->sum(totals);
   }
-  if (reducer) totals = reducer->sum(totals);
-  const double main_total = totals[0], nsp_total = totals[1];
   int64_t tokens = 0;
   bool finite = true;
   at::Tensor loss_sum;  // on the device: read once, with the gradient norm (one process)
@@ -151,17 +180,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     at::Tensor loss;
     {
       AutocastGuard autocast(b.input_ids.device(), bf16);
-      Output out = model.forward(b);
-      if (out.nsp_loss.defined()) {
-        // A term without targets here would be 0/0: it contributes nothing.
-        if (main_targets[i] > 0) loss = out.mlm_loss * (main_targets[i] / main_total);
-        if (nsp_targets[i] > 0) {
-          at::Tensor nsp = out.nsp_loss * (nsp_targets[i] / nsp_total);
-          loss = loss.defined() ? loss + nsp : nsp;
-        }
-      } else if (main_targets[i] > 0) {
-        loss = main_targets[i] == main_total ? out.loss : out.loss * (main_targets[i] / main_total);
-      }
+      loss = weighted_loss(model.forward(b), alone ? nullptr : &targets[i], totals);
     }
     if (!loss.defined()) continue;
     part_done(loss);

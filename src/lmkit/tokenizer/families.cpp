@@ -1,0 +1,113 @@
+#include "lmkit/tokenizer/families.h"
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
+#include "lmkit/tokenizer/tokenizer.h"
+
+namespace lmkit::tokenizer {
+
+namespace {
+
+using Item = Template::Item;
+
+FamilySpec bert() {
+  FamilySpec f;
+  f.name = "bert";
+  f.hf_classes = {"Bert", "Electra"};
+  f.hf_model_types = {"bert"};
+  f.detect_piece = "[CLS]";
+  f.specials = {{"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"},
+                {"mask_token", "[MASK]"}};
+  f.required = {"pad_token", "cls_token", "sep_token", "mask_token"};
+  f.token_types = true;
+  f.training_arguments = {{"pad_id", "0"}, {"pad_piece", "[PAD]"}, {"unk_id", "1"}, {"unk_piece", "[UNK]"},
+                          {"eos_id", "-1"}, {"control_symbols", "[CLS],[SEP],[MASK]"}};
+  f.make_template = [](const SpecialTokens& s) {
+    Template t;
+    t.single = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}};
+    t.pair = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}, Item{-1, 1, 1}, Item{s.sep, 0, 1}};
+    return t;
+  };
+  return f;
+}
+
+FamilySpec gpt2() {
+  FamilySpec f;
+  f.name = "gpt2";
+  f.aliases = {"gpt"};
+  f.hf_classes = {"GPT2"};
+  f.hf_model_types = {"gpt2"};
+  f.detect_piece = "<|endoftext|>";
+  f.specials = {{"eos_token", "<|endoftext|>"}, {"unk_token", "<unk>"}};
+  f.optional = {"pad_token"};
+  f.required = {"eos_token"};
+  f.bos_key = "eos_token";
+  f.training_arguments = {{"unk_id", "0"}, {"eos_id", "1"}, {"eos_piece", "<|endoftext|>"}, {"pad_id", "-1"}};
+  f.make_template = [](const SpecialTokens& s) {
+    // As HF's GPT-2: nothing around one text; a pair is joined by <|endoftext|>.
+    Template t;
+    t.single = {Item{-1, 0, 0}};
+    t.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}};
+    return t;
+  };
+  return f;
+}
+
+FamilySpec t5() {
+  FamilySpec f;
+  f.name = "t5";
+  f.hf_classes = {"T5"};
+  f.hf_model_types = {"t5"};
+  f.detect_piece = "</s>";
+  f.specials = {{"pad_token", "<pad>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
+  f.required = {"pad_token", "eos_token"};
+  f.sentinels = 100;
+  f.training_arguments = {{"pad_id", "0"}, {"eos_id", "1"}, {"unk_id", "2"}};
+  f.make_template = [](const SpecialTokens& s) {
+    Template t;
+    t.single = {Item{-1, 0, 0}, Item{s.eos, 0, 0}};
+    t.pair = {Item{-1, 0, 0}, Item{s.eos, 0, 0}, Item{-1, 1, 1}, Item{s.eos, 0, 1}};
+    return t;
+  };
+  return f;
+}
+
+}  // namespace
+
+const std::vector<FamilySpec>& family_specs() {
+  // Detection tries the entries in this order: more specific pieces first.
+  static const std::vector<FamilySpec> all = {bert(), gpt2(), t5()};
+  return all;
+}
+
+const FamilySpec& family_spec(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& f : family_specs()) {
+    if (f.name == name) return f;
+    for (const auto& alias : f.aliases) {
+      if (alias == name) return f;
+    }
+    names.push_back(f.name);
+  }
+  throw InputError("unknown tokenizer family '" + name + "' (expected " + join_names(names, " or ") + ")");
+}
+
+std::string family_of_class(const std::string& cls) {
+  for (const auto& f : family_specs()) {
+    for (const auto& c : f.hf_classes) {
+      if (cls.find(c) != std::string::npos) return f.name;
+    }
+  }
+  return "";
+}
+
+std::string family_of_model_type(const std::string& type) {
+  for (const auto& f : family_specs()) {
+    for (const auto& t : f.hf_model_types) {
+      if (t == type) return f.name;
+    }
+  }
+  return "";
+}
+
+}  // namespace lmkit::tokenizer
