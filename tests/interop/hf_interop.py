@@ -11,7 +11,10 @@
       and give lmkit-forward's outputs.
 
 FAMILY: bert (BertForPreTraining), bert_seqcls (BertForSequenceClassification),
-gpt2 (GPT2LMHeadModel), t5 (v1.0: ReLU, tied), t5_v1_1 (gated GELU, untied).
+gpt2 (GPT2LMHeadModel), t5 (v1.0: ReLU, tied), t5_v1_1 (gated GELU, untied),
+roberta (RobertaForMaskedLM), roberta_seqcls (RobertaForSequenceClassification).
+RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
+right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
 (float32 on both sides, same LibTorch, eval mode).
 
@@ -45,7 +48,28 @@ FAMILIES = {
     "gpt2": ("gpt2", transformers.GPT2LMHeadModel, "labels"),
     "t5": ("t5_relu", transformers.T5ForConditionalGeneration, "labels"),
     "t5_v1_1": ("t5_gated_gelu", transformers.T5ForConditionalGeneration, "labels"),
+    "roberta": (None, transformers.RobertaForMaskedLM, "labels"),
+    "roberta_seqcls": (None, transformers.RobertaForSequenceClassification, "labels"),
 }
+ROBERTA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "intermediate_size": 128, "max_position_embeddings": 130, "type_vocab_size": 1,
+                  "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}
+
+
+def roberta_inputs(family):
+    """Two rows of 12, the second right-padded with <pad> after 8 tokens; MLM labels at
+    three positions, or one class per row."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(5, ROBERTA_CONFIG["vocab_size"], (2, 12), generator=g)
+    ids[:, 0] = 0
+    mask = torch.ones_like(ids)
+    ids[1, 8:], mask[1, 8:] = 1, 0
+    if family == "roberta_seqcls":
+        return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([1, 0])}
+    labels = torch.full_like(ids, -100)
+    for r, c in ((0, 3), (0, 9), (1, 5)):
+        labels[r, c] = ids[r, c]
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 # HF output attributes; lmkit-forward writes each under the same name
 OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state"]
 
@@ -132,13 +156,17 @@ def lmkit_forward(bin_dir, checkpoint, inputs_path, out_path, gradients):
 
 def hf_to_lmkit(family, bin_dir, work):
     fixture, cls, _ = FAMILIES[family]
-    config = transformers.AutoConfig.from_pretrained(os.path.join(FIXTURES, fixture))
+    if fixture is None:
+        config = transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=2)
+    else:
+        config = transformers.AutoConfig.from_pretrained(os.path.join(FIXTURES, fixture))
     torch.manual_seed(0)
     model = cls(config)
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    batch = hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
+    batch = roberta_inputs(family) if fixture is None else \
+        hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
     inputs_path = os.path.join(work, "inputs.safetensors")
     save_file({k: v.contiguous() for k, v in batch.items()}, inputs_path)
     hf_out = hf_forward(model, batch, gradients=True)
@@ -154,6 +182,9 @@ def small_config(family):
     if family in ("bert", "bert_seqcls"):
         return {"model_type": "bert", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 128}
+    if family in ("roberta", "roberta_seqcls"):
+        return {"model_type": "roberta", **{k: v for k, v in ROBERTA_CONFIG.items() if k.endswith("_size") or
+                                            k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family == "gpt2":
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
     gated = family == "t5_v1_1"
@@ -173,13 +204,14 @@ def lmkit_to_hf(family, bin_dir, work):
     preset = os.path.join(work, "preset.json")
     with open(preset, "w") as f:
         json.dump(small_config(family), f)
-    objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm"}.get(family, "span")
+    objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
+                 "roberta_seqcls": "mlm"}.get(family, "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
          "--seq-len", "32", "--threads", "1", "--seed", "3"])
     ckpt = os.path.join(run_dir, "final")
-    if family == "bert_seqcls":
+    if family in ("bert_seqcls", "roberta_seqcls"):
         with open(os.path.join(SAMPLE, "valid.txt")) as f:
             lines = [l.strip() for l in f if len(l.split()) > 3][:64]
         classification_file(os.path.join(work, "train.tsv"), lines[:48])
@@ -197,14 +229,20 @@ def lmkit_to_hf(family, bin_dir, work):
     ids = torch.randint(4, vocab, (2, 16), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
+    if family.startswith("roberta"):  # padding is <pad>: RoBERTa's positions skip it
+        ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
     if family == "bert":
         batch["token_type_ids"] = (torch.arange(16) >= 8).long().expand(2, 16).contiguous()
         labels = torch.full_like(ids, -100)
         labels[:, 3] = ids[:, 3]
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
-    elif family == "bert_seqcls":
+    elif family in ("bert_seqcls", "roberta_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
+    elif family == "roberta":
+        labels = torch.full_like(ids, -100)
+        labels[:, 3] = ids[:, 3]
+        batch["labels"] = labels
     elif family == "gpt2":
         batch["labels"] = ids.masked_fill(mask == 0, -100)
     else:

@@ -78,6 +78,20 @@ def hf_gpt2(out):
     return [out, legacy]
 
 
+def hf_roberta(out):
+    # RoBERTa's byte-level BPE (GPT-2's, with <s> <pad> </s> <unk> <mask> first) and its
+    # <s> A </s></s> B </s> template, saved as RobertaTokenizerFast does.
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    t.train([TRAIN], trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    t.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), add_prefix_space=False)
+    tok = transformers.RobertaTokenizerFast(tokenizer_object=t)
+    tok.save_pretrained(out)
+    return [out]
+
+
 def hf_t5(out):
     # T5's tokenizer is a SentencePiece Unigram model (spiece.model); transformers
     # converts it to its fast tokenizer and saves tokenizer.json.
@@ -219,7 +233,7 @@ def apps(family, bin_dir, work):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf", "apps"])
-    p.add_argument("family", choices=["bert", "bert_cased", "gpt2", "t5", "bert_bpe"])
+    p.add_argument("family", choices=["bert", "bert_cased", "gpt2", "t5", "bert_bpe", "roberta"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
     a = p.parse_args()
@@ -231,13 +245,14 @@ def main():
     elif a.direction == "hf-to-lmkit":
         out = os.path.join(a.work, "hf")
         dirs = {"bert": lambda: hf_bert(out), "bert_cased": lambda: hf_bert(out, lowercase=False),
-                "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out)}[a.family]()
+                "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out), "roberta": lambda: hf_roberta(out)}[a.family]()
         hf = AutoTokenizer.from_pretrained(dirs[0])
         for d in dirs:
             ok &= compare(f"HF {a.family} {os.path.basename(d)} -> lmkit", hf, d, a.bin, a.work)
     else:
         family, model_type = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
-                              "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram")}[a.family]
+                              "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"),
+                              "roberta": ("roberta", "bpe")}[a.family]
         out = os.path.join(a.work, "lmkit")
         cmd = [os.path.join(a.bin, "lmkit-tokenize"), "train", "--family", family, "--model-type", model_type,
                "--vocab-size", str(VOCAB), "--input", TRAIN, "--output", out, "--threads", "2"]

@@ -11,8 +11,10 @@
 
 namespace lmkit::models {
 
-BertConfig BertConfig::from_json(const Json& j, const std::string& file) {
-  BertConfig c;
+BertConfig BertConfig::from_json(const Json& j, const std::string& file) { return from_json(j, file, BertConfig()); }
+
+BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertConfig defaults) {
+  BertConfig c = std::move(defaults);
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
   r.ignore({"bos_token_id", "eos_token_id", "decoder_start_token_id", "tie_word_embeddings", "id2label"});

@@ -37,6 +37,8 @@ struct BertConfig {
   int64_t num_labels = 2;
   BertHead head = BertHead::kPreTraining;
 
+  /// The keys `j` holds over `defaults` (RoBERTa reads BERT's keys over its own defaults).
+  static BertConfig from_json(const Json& j, const std::string& file, BertConfig defaults);
   static BertConfig from_json(const Json& j, const std::string& file);
   Json to_json() const;
 };

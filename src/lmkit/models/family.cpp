@@ -9,6 +9,7 @@
 #include "lmkit/models/bert.h"
 #include "lmkit/models/gpt.h"
 #include "lmkit/models/model.h"
+#include "lmkit/models/roberta.h"
 #include "lmkit/models/t5.h"
 #include "lmkit/models/transformer.h"
 
@@ -16,7 +17,8 @@ namespace lmkit::models {
 
 const std::vector<Family>& families() {
   // One line per family: its descriptor lives beside its model.
-  static const std::vector<Family> all = {bert_family(), gpt_family(), t5_family(), transformer_family()};
+  static const std::vector<Family> all = {bert_family(), gpt_family(), t5_family(), transformer_family(),
+                                          roberta_family()};
   return all;
 }
 

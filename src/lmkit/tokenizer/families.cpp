@@ -53,6 +53,29 @@ FamilySpec gpt2() {
   return f;
 }
 
+FamilySpec roberta() {
+  FamilySpec f;
+  f.name = "roberta";
+  f.hf_classes = {"Roberta"};
+  f.hf_model_types = {"roberta"};
+  f.detect_piece = "<mask>";
+  f.specials = {{"cls_token", "<s>"}, {"pad_token", "<pad>"}, {"sep_token", "</s>"}, {"eos_token", "</s>"},
+                {"unk_token", "<unk>"}, {"mask_token", "<mask>"}};
+  f.required = {"cls_token", "pad_token", "sep_token", "mask_token"};
+  f.bos_key = "cls_token";
+  f.training_arguments = {{"bos_id", "0"}, {"bos_piece", "<s>"}, {"pad_id", "1"}, {"pad_piece", "<pad>"},
+                          {"eos_id", "2"}, {"eos_piece", "</s>"}, {"unk_id", "3"}, {"unk_piece", "<unk>"},
+                          {"control_symbols", "<mask>"}};
+  f.make_template = [](const SpecialTokens& s) {
+    // HF's RobertaProcessing: <s> A </s>, and <s> A </s></s> B </s>, one token type.
+    Template t;
+    t.single = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}};
+    t.pair = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}, Item{s.sep, 0, 0}, Item{-1, 1, 0}, Item{s.sep, 0, 0}};
+    return t;
+  };
+  return f;
+}
+
 FamilySpec t5() {
   FamilySpec f;
   f.name = "t5";
@@ -76,7 +99,7 @@ FamilySpec t5() {
 
 const std::vector<FamilySpec>& family_specs() {
   // Detection tries the entries in this order: more specific pieces first.
-  static const std::vector<FamilySpec> all = {bert(), gpt2(), t5()};
+  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), t5()};
   return all;
 }
 
