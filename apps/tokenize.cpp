@@ -9,12 +9,14 @@
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/model.h"
+#include "lmkit/tokenizer/families.h"
 #include "lmkit/tokenizer/tokenizer.h"
 
 using namespace lmkit;
@@ -87,7 +89,9 @@ struct TrainCommand {
     auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
     t->add_option("--input", options.inputs, "text files")->required()->expected(1, -1);
     t->add_option("--vocab-size", options.vocab_size, "vocabulary size, special tokens included")->required();
-    t->add_option("--family", family, "bert, gpt2 or t5 (special tokens)")->required();
+    std::vector<std::string> families;
+    for (const auto& f : tokenizer::family_specs()) families.push_back(f.name);
+    t->add_option("--family", family, join_names(families, " or ") + " (special tokens)")->required();
     t->add_option("--output", options.output,
                   "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
                   "PATH.tokenizer.json beside it)")->required();
