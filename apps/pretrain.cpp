@@ -78,7 +78,7 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   }
   const int64_t longest = family.max_length(mc);
   if (longest > 0 && a.seq_len > longest) {
-    const int64_t reserved = family.positions_reserved;
+    const int64_t reserved = mc[family.positions_key].get<int64_t>() - longest;
     throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + family.positions_key + " (" +
                      mc[family.positions_key].dump() + ")" +
                      (reserved > 0 ? " less the " + std::to_string(reserved) + " positions it reserves" : ""));

@@ -67,10 +67,11 @@ void run_data(const DataArgs& a) {
   std::printf("%-8s %12s %12s %10s\n", "objective", "examples/s", "tokens/s", "x training");
   double slowest = 1e30;
   for (const auto& objective : data::objectives()) {
-    if (objective.parallel_text) continue;  // corpus objectives only
     const std::string& name = objective.name;
+    const auto trained_by = models::families_with(name);
+    if (objective.parallel_text || trained_by.empty()) continue;  // corpus objectives some family trains
     // The tokenizer of the first model family that trains the objective.
-    const std::string family = models::families_with(name).front()->tokenizer_family;
+    const std::string family = trained_by.front()->tokenizer_family;
     const std::string base = (dir / family).string();
     if (!fs::exists(base + ".model")) {
       tokenizer::TrainOptions t;

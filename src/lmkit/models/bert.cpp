@@ -72,15 +72,7 @@ BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
   position_embeddings = register_module("position_embeddings", nn::LearnedPositions(c.max_position_embeddings, d));
   token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, d));
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(d, c.num_attention_heads, c.intermediate_size)
-                                               .activation(nn::parse_activation(c.hidden_act))
-                                               .norm_eps(c.layer_norm_eps)
-                                               .pre_norm(false)
-                                               .dropout(c.hidden_dropout_prob)
-                                               .attention_dropout(c.attention_probs_dropout_prob)));
-  }
+  layers = register_module("layers", bert_encoder_layers(c));
   if (c.head != BertHead::kMaskedLm) pooler = register_module("pooler", torch::nn::Linear(d, d));
   if (c.head == BertHead::kPreTraining || c.head == BertHead::kMaskedLm) {
     mlm_dense = register_module("mlm_dense", torch::nn::Linear(d, d));
@@ -142,16 +134,9 @@ void BertImpl::masked_lm(const Batch& batch, Output& out) {
   if (full_logits || !batch.labels.defined()) out.logits = mlm_logits(out.last_hidden_state);  // (B, T, V)
   if (config.head == BertHead::kPreTraining && out.logits.defined()) out.named.emplace_back("prediction_logits", out.logits);
   if (!batch.labels.defined()) return;
-  at::Tensor mlm;
-  if (out.logits.defined()) {
-    mlm = cross_entropy(out.logits, batch.labels);
-  } else {
-    // Devlin et al.: the loss is on the ~15% chosen positions only; project just those.
-    auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);  // (N, D), (N)
-    mlm = linear_cross_entropy(mlm_transform(rows), word_embeddings->weight, mlm_bias, targets);
-  }
-  out.terms.push_back({"mlm", mlm, batch.labels.ne(-100).sum()});
-  out.loss = mlm;
+  // Devlin et al.: the loss is on the ~15% chosen positions only; training projects just those.
+  add_masked_lm_term(out, batch.labels, [this](const at::Tensor& h) { return mlm_transform(h); },
+                     word_embeddings->weight, mlm_bias);
 }
 
 // Next-sentence prediction on the pooled [CLS]: a loss term over the rows, and its accuracy.
@@ -178,11 +163,7 @@ std::vector<std::pair<std::string, int64_t>> BertImpl::loss_targets(const Batch&
 }
 
 double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
-  const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
-  double flops = layer_flops_per_token(layers, seq_len);
-  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those).
-  if (mlm_dense) flops += 0.15 * (2 * d * v + 2 * d * d);
-  return flops;
+  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(mlm_dense));
 }
 
 Output BertImpl::forward(const Batch& batch) {
@@ -221,17 +202,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
   t.push_back({b + "embeddings.position_embeddings.weight", position_embeddings->weight});
   t.push_back({b + "embeddings.token_type_embeddings.weight", token_type_embeddings->weight});
   add_norm(t, b + "embeddings.LayerNorm", embeddings_norm);
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
-    const std::string p = b + "encoder.layer." + std::to_string(i) + ".";
-    add_fused_linear(t, {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
-                     layer->self_attn->qkv);
-    add_linear(t, p + "attention.output.dense", layer->self_attn->out);
-    add_norm(t, p + "attention.output.LayerNorm", layer->self_attn_norm);
-    add_linear(t, p + "intermediate.dense", layer->ffn->in);
-    add_linear(t, p + "output.dense", layer->ffn->out);
-    add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
-  }
+  add_bert_encoder_tensors(t, b, layers);
   if (pooler) add_linear(t, b + "pooler.dense", pooler);
   if (mlm_dense) {
     t.push_back({"cls.predictions.bias", mlm_bias});
@@ -247,6 +218,55 @@ bool BertImpl::hf_ignorable(const std::string& name) const {
   // Tied duplicates HF drops on save, and the position_ids buffer of old .bin checkpoints.
   return name == "cls.predictions.decoder.weight" || name == "cls.predictions.decoder.bias" ||
          name == "bert.embeddings.position_ids" || name == "embeddings.position_ids";
+}
+
+torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
+  torch::nn::ModuleList layers;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(c.hidden_size, c.num_attention_heads, c.intermediate_size)
+                                               .activation(nn::parse_activation(c.hidden_act))
+                                               .norm_eps(c.layer_norm_eps)
+                                               .pre_norm(false)
+                                               .dropout(c.hidden_dropout_prob)
+                                               .attention_dropout(c.attention_probs_dropout_prob)));
+  }
+  return layers;
+}
+
+void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefix, torch::nn::ModuleList& layers) {
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    const std::string p = prefix + "encoder.layer." + std::to_string(i) + ".";
+    add_fused_linear(t, {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
+                     layer->self_attn->qkv);
+    add_linear(t, p + "attention.output.dense", layer->self_attn->out);
+    add_norm(t, p + "attention.output.LayerNorm", layer->self_attn_norm);
+    add_linear(t, p + "intermediate.dense", layer->ffn->in);
+    add_linear(t, p + "output.dense", layer->ffn->out);
+    add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
+  }
+}
+
+void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
+                        const at::Tensor& weight, const at::Tensor& bias) {
+  at::Tensor mlm;
+  if (out.logits.defined()) {
+    mlm = cross_entropy(out.logits, labels);
+  } else {
+    auto [rows, targets] = select_targets(out.last_hidden_state, labels);  // (N, D), (N)
+    mlm = linear_cross_entropy(transform(rows), weight, bias, targets);
+  }
+  out.terms.push_back({"mlm", mlm, labels.ne(-100).sum()});
+  out.loss = mlm;
+}
+
+double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
+                                    bool mlm_head) {
+  const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
+  double flops = layer_flops_per_token(layers, seq_len);
+  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those).
+  if (mlm_head) flops += 0.15 * (2 * d * v + 2 * d * d);
+  return flops;
 }
 
 Family bert_family() {

@@ -2,6 +2,8 @@
 // word + learned position + token-type embeddings, exact GELU, LayerNorm eps 1e-12.
 #pragma once
 
+#include <functional>
+
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
@@ -90,6 +92,19 @@ class BertImpl : public Model {
   torch::nn::Linear classifier{nullptr};                ///< (num_labels, D)
 };
 TORCH_MODULE(Bert);
+
+/// What BERT and RoBERTa share (RoBERTa is BERT's encoder with other embeddings and heads):
+/// the post-norm layer stack a config describes,
+torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
+/// its HF tensors (`prefix` + "encoder.layer.N....", HF's BertLayer names),
+void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
+/// the masked-LM term "mlm" (full `logits` when defined, else projected only at the labelled
+/// positions through `transform` and the tied `weight`, `bias`), set as out.terms/out.loss,
+void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
+                        const at::Tensor& weight, const at::Tensor& bias);
+/// and forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
+double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
+                                    bool mlm_head);
 
 struct Family;
 /// The bert family (family.h): its architectures, objectives and how to build it.

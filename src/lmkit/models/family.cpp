@@ -58,7 +58,7 @@ const Objective& Family::objective(const std::string& name) const {
 
 int64_t Family::max_length(const Json& config) const {
   if (positions_key.empty() || !config.is_object() || !config.contains(positions_key)) return 0;
-  return config[positions_key].get<int64_t>() - positions_reserved;
+  return max_length_of ? max_length_of(config) : config[positions_key].get<int64_t>();
 }
 
 bool Family::builds(const std::string& architecture) const {

@@ -29,7 +29,8 @@ struct Family {
   std::string classifier;                  ///< its sequence-classification architecture ("" for none)
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
-  int64_t positions_reserved = 0;          ///< positions the model never gives a token (RoBERTa's first pad_token_id + 1)
+  /// The longest input for a config when it is not config[positions_key] (RoBERTa: less padding_idx + 1).
+  std::function<int64_t(const Json& config)> max_length_of;
   std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints
   bool encoder_decoder = false;            ///< inputs go to an encoder, labels to a decoder
   bool shifted_labels = false;             ///< labels are the inputs, predicted one position on (causal LM)
@@ -41,7 +42,7 @@ struct Family {
 
   /// The objective called `name` ("" for the default); InputError naming those that apply.
   const Objective& objective(const std::string& name) const;
-  /// The longest input a model of `config` takes (0: no limit): its positions less the reserved ones.
+  /// The longest input a model of `config` takes (0: no limit): max_length_of, else config[positions_key].
   int64_t max_length(const Json& config) const;
   /// Whether `architecture` is one this family builds.
   bool builds(const std::string& architecture) const;

@@ -35,15 +35,7 @@ RobertaImpl::RobertaImpl(BertConfig config_, RobertaHead head_) : config(std::mo
   position_embeddings = register_module("position_embeddings", embedding(c.max_position_embeddings));
   token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, d));
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(d, c.num_attention_heads, c.intermediate_size)
-                                               .activation(nn::parse_activation(c.hidden_act))
-                                               .norm_eps(c.layer_norm_eps)
-                                               .pre_norm(false)
-                                               .dropout(c.hidden_dropout_prob)
-                                               .attention_dropout(c.attention_probs_dropout_prob)));
-  }
+  layers = register_module("layers", bert_encoder_layers(c));
   if (head == RobertaHead::kNone) pooler = register_module("pooler", torch::nn::Linear(d, d));
   if (head == RobertaHead::kMaskedLm) {
     lm_dense = register_module("lm_dense", torch::nn::Linear(d, d));
@@ -119,15 +111,8 @@ Output RobertaImpl::forward(const Batch& batch) {
       out.logits = at::linear(lm_transform(out.last_hidden_state), word_embeddings->weight, lm_bias);  // (B, T, V)
     }
     if (labels.defined()) {
-      at::Tensor mlm;
-      if (out.logits.defined()) {
-        mlm = cross_entropy(out.logits, labels);
-      } else {
-        auto [rows, targets] = select_targets(out.last_hidden_state, labels);  // only where a loss is taken
-        mlm = linear_cross_entropy(lm_transform(rows), word_embeddings->weight, lm_bias, targets);
-      }
-      out.terms.push_back({"mlm", mlm, labels.ne(-100).sum()});
-      out.loss = mlm;
+      add_masked_lm_term(out, labels, [this](const at::Tensor& h) { return lm_transform(h); }, word_embeddings->weight,
+                         lm_bias);
     }
   }
   if (head == RobertaHead::kSequenceClassification) {
@@ -146,10 +131,7 @@ std::vector<std::pair<std::string, int64_t>> RobertaImpl::loss_targets(const Bat
 }
 
 double RobertaImpl::flops_per_token(int64_t seq_len, int64_t) const {
-  const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
-  double flops = layer_flops_per_token(layers, seq_len);
-  if (lm_dense) flops += 0.15 * (2 * d * v + 2 * d * d);  // the LM head on the ~15% labelled positions
-  return flops;
+  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(lm_dense));
 }
 
 void RobertaImpl::check_batch(const Batch& b) const {
@@ -175,17 +157,7 @@ std::vector<HfTensor> RobertaImpl::hf_tensors() {
   t.push_back({b + "embeddings.position_embeddings.weight", position_embeddings->weight});
   t.push_back({b + "embeddings.token_type_embeddings.weight", token_type_embeddings->weight});
   add_norm(t, b + "embeddings.LayerNorm", embeddings_norm);
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
-    const std::string p = b + "encoder.layer." + std::to_string(i) + ".";
-    add_fused_linear(t, {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
-                     layer->self_attn->qkv);
-    add_linear(t, p + "attention.output.dense", layer->self_attn->out);
-    add_norm(t, p + "attention.output.LayerNorm", layer->self_attn_norm);
-    add_linear(t, p + "intermediate.dense", layer->ffn->in);
-    add_linear(t, p + "output.dense", layer->ffn->out);
-    add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
-  }
+  add_bert_encoder_tensors(t, b, layers);
   if (pooler) add_linear(t, "pooler.dense", pooler);
   if (lm_dense) {
     t.push_back({"lm_head.bias", lm_bias});
@@ -213,7 +185,10 @@ Family roberta_family() {
   f.classifier = "RobertaForSequenceClassification";
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
-  f.positions_reserved = 2;  // padding_idx 1 and the position before the first token (roberta-base: 514 → 512)
+  f.max_length_of = [](const Json& config) {  // as RobertaImpl::max_length (roberta-base: 514 -> 512)
+    const BertConfig c = BertConfig::from_json(config, "config.json", roberta_defaults());
+    return c.max_position_embeddings - c.pad_token_id - 1;
+  };
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
     BertConfig c = BertConfig::from_json(config, file, roberta_defaults());

@@ -52,19 +52,29 @@ uint64_t fnv1a64(std::string_view bytes) {
 
 Family parse_family(const std::string& name) { return family_spec(name).name; }
 
-int32_t* SpecialTokens::slot(const std::string& key) {
-  if (key == "pad_token") return &pad;
-  if (key == "unk_token") return &unk;
-  if (key == "cls_token") return &cls;
-  if (key == "sep_token") return &sep;
-  if (key == "mask_token") return &mask;
-  if (key == "eos_token") return &eos;
+namespace {
+
+// The member of SpecialTokens HF's key names; nullptr for other keys.
+int32_t SpecialTokens::*special_member(const std::string& key) {
+  static const std::pair<const char*, int32_t SpecialTokens::*> kKeys[] = {
+      {"pad_token", &SpecialTokens::pad}, {"unk_token", &SpecialTokens::unk},   {"cls_token", &SpecialTokens::cls},
+      {"sep_token", &SpecialTokens::sep}, {"mask_token", &SpecialTokens::mask}, {"eos_token", &SpecialTokens::eos}};
+  for (const auto& [name, member] : kKeys) {
+    if (key == name) return member;
+  }
   return nullptr;
 }
 
+}  // namespace
+
+int32_t* SpecialTokens::slot(const std::string& key) {
+  const auto member = special_member(key);
+  return member ? &(this->*member) : nullptr;
+}
+
 int32_t SpecialTokens::id(const std::string& key) const {
-  const int32_t* p = const_cast<SpecialTokens*>(this)->slot(key);
-  return p ? *p : -1;
+  const auto member = special_member(key);
+  return member ? this->*member : -1;
 }
 
 const FamilySpec& Tokenizer::family_spec() const { return tokenizer::family_spec(family_); }
