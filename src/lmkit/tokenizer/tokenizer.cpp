@@ -127,10 +127,10 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
       {"bos_id", "-1"},
   };
   // The family's arguments place its special pieces; they replace the defaults above (bos_id).
-  for (const auto& [key, value] : spec.training_arguments) {
-    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& kv) { return kv.first == key; });
-    if (it != kw.end()) it->second = value;
-    else kw.emplace_back(key, value);
+  for (const auto& argument : spec.training_arguments) {
+    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& kv) { return kv.first == argument.first; });
+    if (it != kw.end()) it->second = argument.second;
+    else kw.push_back(argument);
   }
   std::error_code ec;
   try {
