@@ -44,6 +44,10 @@ std::vector<std::pair<std::string, at::Tensor>> named_outputs(lmkit::models::Mod
     if (t.defined()) tensors.emplace_back(name, t.detach().to(at::kCPU));
   };
   add("loss", out.loss);
+  // A loss of several terms (BERT's mlm + nsp, SpanBERT's mlm + sbo) also gives each: loss.mlm, loss.sbo.
+  if (out.terms.size() > 1) {
+    for (const auto& term : out.terms) add("loss." + term.name, term.mean);
+  }
   add("logits", out.logits);
   add("last_hidden_state", out.last_hidden_state);
   add("pooler_output", out.pooler_output);

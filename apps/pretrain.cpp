@@ -31,8 +31,9 @@ struct Args {
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
-  double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6;
-  bool resume = false, overwrite = false, whole_word = false, allow_changes = false, new_head = false;
+  double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6, span_p = 0.2;
+  int64_t max_span = 10;
+  bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
 };
 
 std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
@@ -95,6 +96,7 @@ std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretra
   data::check_objective_tokenizer(objective, tok);
   data::ObjectiveInputs in;
   in.tokenizer = &tok, in.seq_len = a.seq_len, in.masking.whole_word = a.whole_word;
+  in.masking.spans = a.span_masking, in.masking.span_p = a.span_p, in.masking.max_span = a.max_span;
   // A fixed seed for validation: the same masks at every evaluation and in every run.
   auto make = [&](const std::string& path, std::shared_ptr<const data::Corpus> corpus, uint64_t seed) {
     data::ObjectiveInputs i = in;
@@ -202,7 +204,8 @@ void run(const Args& a, const Json& resolved) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("lmkit-pretrain: pretrain BERT (mlm, mlm+nsp), GPT (clm) or T5 (span) on a text file or token corpus");
+  CLI::App app("lmkit-pretrain: pretrain BERT (mlm, mlm+nsp), RoBERTa (mlm), SpanBERT (mlm+sbo), GPT (clm), T5 (span) or "
+               "a Transformer (seq2seq) on a text file or token corpus");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
   app.add_option("--model", a.model, "model preset JSON (models/bert-mini.json)");
@@ -210,7 +213,7 @@ int main(int argc, char** argv) {
   app.add_option("--train", a.train, "training text file or token corpus directory")->required();
   app.add_option("--valid", a.valid, "validation text file or token corpus directory");
   app.add_option("--output", a.output, "run directory")->required();
-  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), clm (GPT), span (T5), seq2seq (Transformer); default by model type");
+  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), mlm+sbo (SpanBERT; BERT or RoBERTa), clm (GPT), span (T5), seq2seq (Transformer); default by model type");
   app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
   app.add_flag("--new-head", a.new_head, "with --init: start the pretraining head at random when the checkpoint has none (a finetuned classifier)");
   app.add_option("--source-lang", a.source_lang, "seq2seq: source suffix (--train PREFIX reads PREFIX.SRC)");
@@ -233,6 +236,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(positive());
   app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(non_negative());
   app.add_flag("--whole-word", a.whole_word, "whole-word masking (BERT)");
+  app.add_flag("--span-masking", a.span_masking, "SpanBERT's span masking of whole words (mlm+sbo always uses it)");
+  app.add_option("--span-p", a.span_p, "span masking: the geometric p of span lengths in words")->check(in_range(1e-6, 1.0));
+  app.add_option("--max-span", a.max_span, "span masking: longest span in words")->check(in_range(1, 1000));
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");

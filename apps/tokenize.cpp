@@ -227,7 +227,7 @@ struct InspectCommand {
   std::string tokenizer_path, corpus_path, objective, dump;
   int64_t seq_len = 128, batch_size = 4, batches = 2;
   uint64_t seed = 0;
-  bool whole_word = false, overwrite = false;
+  bool whole_word = false, span_masking = false, overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
     i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
@@ -239,6 +239,7 @@ struct InspectCommand {
     i->add_option("--batches", batches, "batches to show")->check(positive());
     i->add_option("--seed", seed, "shuffling and masking seed");
     i->add_flag("--whole-word", whole_word, "whole-word masking");
+    i->add_flag("--span-masking", span_masking, "SpanBERT's span masking (mlm+sbo always uses it)");
     i->add_option("--dump", dump, "write the batches to a safetensors file");
     i->add_flag("--overwrite", overwrite, "replace the --dump file if it exists");
     return i;
@@ -250,7 +251,7 @@ struct InspectCommand {
     auto corpus = std::make_shared<const data::Corpus>(corpus_path);
     corpus->check_tokenizer(tok);
     data::MaskingOptions masking;
-    masking.whole_word = whole_word;
+    masking.whole_word = whole_word, masking.spans = span_masking;
     const data::ObjectiveSpec& obj = data::objective(objective);
     check_input(!obj.parallel_text, "objective " + objective + " reads parallel text, not a corpus");
     data::check_objective_tokenizer(obj, tok);

@@ -12,7 +12,9 @@
 
 FAMILY: bert (BertForPreTraining), bert_seqcls (BertForSequenceClassification),
 gpt2 (GPT2LMHeadModel), t5 (v1.0: ReLU, tied), t5_v1_1 (gated GELU, untied),
-roberta (RobertaForMaskedLM), roberta_seqcls (RobertaForSequenceClassification).
+roberta (RobertaForMaskedLM), roberta_seqcls (RobertaForSequenceClassification);
+lmkit-to-hf spanbert: lmkit's BertForSpanPreTraining read by HF's BertForMaskedLM (its
+MLM loss and logits equal; the span boundary head's tensors are the only ones HF leaves).
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -50,6 +52,7 @@ FAMILIES = {
     "t5_v1_1": ("t5_gated_gelu", transformers.T5ForConditionalGeneration, "labels"),
     "roberta": (None, transformers.RobertaForMaskedLM, "labels"),
     "roberta_seqcls": (None, transformers.RobertaForSequenceClassification, "labels"),
+    "spanbert": (None, transformers.BertForMaskedLM, "labels"),  # lmkit-to-hf only: BertForSpanPreTraining's encoder + MLM
 }
 ROBERTA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                   "intermediate_size": 128, "max_position_embeddings": 130, "type_vocab_size": 1,
@@ -179,7 +182,7 @@ def hf_to_lmkit(family, bin_dir, work):
 
 def small_config(family):
     """A model preset small enough to pretrain for two steps in seconds."""
-    if family in ("bert", "bert_seqcls"):
+    if family in ("bert", "bert_seqcls", "spanbert"):
         return {"model_type": "bert", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 128}
     if family in ("roberta", "roberta_seqcls"):
@@ -205,7 +208,7 @@ def lmkit_to_hf(family, bin_dir, work):
     with open(preset, "w") as f:
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
-                 "roberta_seqcls": "mlm"}.get(family, "span")
+                 "roberta_seqcls": "mlm", "spanbert": "mlm+sbo"}.get(family, "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -222,7 +225,13 @@ def lmkit_to_hf(family, bin_dir, work):
         ckpt = os.path.join(work, "finetune", "best")
     _, cls, _ = FAMILIES[family]
     model, info = cls.from_pretrained(ckpt, output_loading_info=True)
+    sbo_head = []
+    if family == "spanbert":  # HF has no span-boundary head: BertForMaskedLM leaves SpanBERT's 10 tensors aside
+        sbo_head = [k for k in info["unexpected_keys"] if k.startswith("cls.pair_target_predictions.")]
+        info["unexpected_keys"] = [k for k in info["unexpected_keys"] if k not in sbo_head]
     failures = [f"{k}: {v}" for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")]
+    if family == "spanbert" and len(sbo_head) != 10:
+        failures.append(f"expected the span boundary head's 10 tensors beside BertForMaskedLM's, got {sbo_head}")
     # Inputs within the trained vocabulary, the second row right-padded.
     g = torch.Generator().manual_seed(11)
     vocab = model.config.vocab_size
@@ -239,9 +248,9 @@ def lmkit_to_hf(family, bin_dir, work):
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
     elif family in ("bert_seqcls", "roberta_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
-    elif family == "roberta":
+    elif family in ("roberta", "spanbert"):
         labels = torch.full_like(ids, -100)
-        labels[:, 3] = ids[:, 3]
+        labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels
     elif family == "gpt2":
         batch["labels"] = ids.masked_fill(mask == 0, -100)
@@ -252,11 +261,18 @@ def lmkit_to_hf(family, bin_dir, work):
     save_file(batch, inputs_path)
     hf_out = hf_forward(model, batch, gradients=False)
     lmkit_out = lmkit_forward(bin_dir, ckpt, inputs_path, os.path.join(work, "lmkit.safetensors"), gradients=False)
+    if family == "spanbert":  # HF's loss is the MLM term; lmkit's adds the span boundary term
+        total, mlm, sbo = lmkit_out["loss"], lmkit_out["loss.mlm"], lmkit_out["loss.sbo"]
+        if not (torch.isfinite(sbo) and sbo > 0 and torch.allclose(total, mlm + sbo)):
+            failures.append(f"loss {total} is not loss.mlm {mlm} + loss.sbo {sbo}")
+        lmkit_out["loss"] = mlm
     more, worst, outputs, _ = check_outputs(hf_out, lmkit_out)
     failures += more
     if outputs == 0:
         failures.append("no outputs compared")
-    return failures, f"{type(model).__name__} loaded with no missing/unexpected keys; {outputs} outputs; worst |diff|/scale {worst:.2e}"
+    aside = f" (beside the span boundary head's {len(sbo_head)} tensors)" if sbo_head else ""
+    return failures, (f"{type(model).__name__} loaded with no missing/unexpected keys{aside}; {outputs} outputs; "
+                      f"worst |diff|/scale {worst:.2e}")
 
 
 def main():

@@ -162,8 +162,10 @@ TEST_CASE("registry: pretraining objectives per model type, one source for pretr
   CHECK(models::pretraining_architecture("bert", "mlm") == "BertForMaskedLM");
   CHECK(models::pretraining_architecture("bert", "mlm+nsp") == "BertForPreTraining");
   CHECK(models::pretraining_architecture("gpt2", "clm") == "GPT2LMHeadModel");
+  CHECK(models::pretraining_architecture("bert", "mlm+sbo") == "BertForSpanPreTraining");
+  CHECK(models::pretraining_architecture("roberta", "mlm+sbo") == "RobertaForSpanPreTraining");
   // lmkit-bench train --objective clm on BERT used to run.
   CHECK_THROWS_WITH(models::pretraining_objective("bert", "clm"),
-                    Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp or mlm)"));
+                    Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp, mlm or mlm+sbo)"));
   CHECK_THROWS_WITH(models::pretraining_objective("llama"), Catch::Contains("unknown model_type 'llama'"));
 }

@@ -23,6 +23,14 @@ at::Tensor random_mlm_labels(int64_t b, int64_t t, int64_t vocab) {
   return at::where(chosen, at::randint(5, vocab, {b, t}, at::kLong), at::full({b, t}, -100, at::kLong));
 }
 
+// 15% of positions labelled in spans of 3 with unlabelled tokens between them, as span masking leaves them.
+at::Tensor random_span_labels(int64_t b, int64_t t, int64_t vocab) {
+  const at::Tensor pos = at::arange(t, at::kLong).unsqueeze(0) + at::randint(0, 20, {b, 1}, at::kLong);  // (B, T)
+  const at::Tensor inner = at::arange(t, at::kLong).gt(0).logical_and(at::arange(t, at::kLong).lt(t - 1));
+  const at::Tensor chosen = pos.remainder(20).lt(3).logical_and(inner);
+  return at::where(chosen, at::randint(5, vocab, {b, t}, at::kLong), at::full({b, t}, -100, at::kLong));
+}
+
 Batch synthetic_targets(int64_t b, int64_t t, int64_t target_len, int64_t vocab) {
   Batch batch = random_inputs(b, t, vocab);
   batch.labels = at::randint(5, vocab, {b, target_len}, at::kLong);
@@ -67,6 +75,20 @@ std::vector<ObjectiveSpec> make_objectives() {
     return batch;
   };
   all.push_back(nsp);
+
+  ObjectiveSpec sbo = spec("mlm+sbo", "SpanBERT: span masking + the span boundary objective on packed blocks (Joshi et al. 2020)");
+  sbo.needs = {"mask"};
+  sbo.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    MaskingOptions masking = in.masking;
+    masking.spans = true;  // the span boundary objective reads the spans from the labels
+    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, masking, in.seed);
+  };
+  sbo.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
+    Batch batch = random_inputs(b, t, vocab);
+    batch.labels = random_span_labels(b, t, vocab);
+    return batch;
+  };
+  all.push_back(sbo);
 
   ObjectiveSpec span = spec("span", "T5 span corruption: sentinels in the input, the spans as the target");
   span.needs = {"eos", "sentinels"};

@@ -32,6 +32,8 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
   r.get("layer_norm_eps", c.layer_norm_eps, 0.0);
   r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0});
   r.get_nullable("classifier_dropout", c.classifier_dropout, -1.0, 0.0, 1.0);
+  r.get("span_boundary_max_targets", c.span_boundary_max_targets, int64_t{1});
+  r.get("span_boundary_position_size", c.span_boundary_position_size, int64_t{1});
   std::string position_type = "absolute";
   r.get_choice("position_embedding_type", position_type, {"absolute"});
   c.num_labels = read_num_labels(r, c.num_labels);
@@ -61,6 +63,7 @@ Json BertConfig::to_json() const {
             {"position_embedding_type", "absolute"}};
   j["classifier_dropout"] = classifier_dropout < 0 ? Json(nullptr) : Json(classifier_dropout);
   if (head == BertHead::kSequenceClassification) write_num_labels(j, num_labels);
+  if (head == BertHead::kSpanPreTraining) write_span_boundary_keys(j, *this);
   return j;
 }
 
@@ -73,13 +76,15 @@ BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
   token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, d));
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
   layers = register_module("layers", bert_encoder_layers(c));
-  if (c.head != BertHead::kMaskedLm) pooler = register_module("pooler", torch::nn::Linear(d, d));
-  if (c.head == BertHead::kPreTraining || c.head == BertHead::kMaskedLm) {
+  const bool span = c.head == BertHead::kSpanPreTraining;
+  if (c.head != BertHead::kMaskedLm && !span) pooler = register_module("pooler", torch::nn::Linear(d, d));
+  if (c.head == BertHead::kPreTraining || c.head == BertHead::kMaskedLm || span) {
     mlm_dense = register_module("mlm_dense", torch::nn::Linear(d, d));
     mlm_norm = register_module("mlm_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
     mlm_bias = register_parameter("mlm_bias", at::zeros({c.vocab_size}));
   }
   if (c.head == BertHead::kPreTraining) nsp = register_module("nsp", torch::nn::Linear(d, 2));
+  if (span) span_boundary = register_module("span_boundary", SpanBoundaryHead(span_boundary_options(c)));
   if (c.head == BertHead::kSequenceClassification) {
     classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
   }
@@ -105,6 +110,7 @@ std::string BertImpl::architecture() const {
     case BertHead::kPreTraining: return "BertForPreTraining";
     case BertHead::kMaskedLm: return "BertForMaskedLM";
     case BertHead::kSequenceClassification: return "BertForSequenceClassification";
+    case BertHead::kSpanPreTraining: return "BertForSpanPreTraining";
   }
   return "";
 }
@@ -137,6 +143,7 @@ void BertImpl::masked_lm(const Batch& batch, Output& out) {
   // Devlin et al.: the loss is on the ~15% chosen positions only; training projects just those.
   add_masked_lm_term(out, batch.labels, [this](const at::Tensor& h) { return mlm_transform(h); },
                      word_embeddings->weight, mlm_bias);
+  if (span_boundary) span_boundary->add_term(out, out.last_hidden_state, batch.labels, word_embeddings->weight);
 }
 
 // Next-sentence prediction on the pooled [CLS]: a loss term over the rows, and its accuracy.
@@ -154,16 +161,17 @@ void BertImpl::next_sentence(const Batch& batch, Output& out) {
 }
 
 std::vector<std::pair<std::string, int64_t>> BertImpl::loss_targets(const Batch& b) const {
-  if (config.head != BertHead::kPreTraining && config.head != BertHead::kMaskedLm) return Model::loss_targets(b);
+  if (!mlm_dense) return Model::loss_targets(b);
   std::vector<std::pair<std::string, int64_t>> t = {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
   if (config.head == BertHead::kPreTraining) {
     t.emplace_back("nsp", b.next_sentence_label.defined() ? b.next_sentence_label.size(0) : 0);
   }
+  if (span_boundary) t.emplace_back("sbo", count_span_targets(b.labels, config.span_boundary_max_targets));
   return t;
 }
 
 double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
-  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(mlm_dense));
+  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(mlm_dense), span_boundary);
 }
 
 Output BertImpl::forward(const Batch& batch) {
@@ -172,7 +180,7 @@ Output BertImpl::forward(const Batch& batch) {
   out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, D)
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
 
-  if (config.head == BertHead::kPreTraining || config.head == BertHead::kMaskedLm) masked_lm(batch, out);
+  if (mlm_dense) masked_lm(batch, out);
   if (config.head == BertHead::kPreTraining) next_sentence(batch, out);
   if (config.head == BertHead::kSequenceClassification) {
     const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
@@ -210,6 +218,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
     add_norm(t, "cls.predictions.transform.LayerNorm", mlm_norm);
   }
   if (nsp) add_linear(t, "cls.seq_relationship", nsp);
+  if (span_boundary) span_boundary->add_hf_tensors(t, "cls.pair_target_predictions.");
   if (classifier) add_linear(t, "classifier", classifier);
   return t;
 }
@@ -261,19 +270,35 @@ void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::functi
 }
 
 double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
-                                    bool mlm_head) {
+                                    bool mlm_head, const SpanBoundaryHead& span_boundary) {
   const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
   double flops = layer_flops_per_token(layers, seq_len);
-  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those).
+  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those),
+  // and the span boundary head on (nearly) the same positions.
   if (mlm_head) flops += 0.15 * (2 * d * v + 2 * d * d);
+  if (span_boundary) flops += 0.15 * span_boundary->flops_per_target();
   return flops;
+}
+
+SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
+  SpanBoundaryOptions o;
+  o.hidden_size = c.hidden_size, o.vocab_size = c.vocab_size;
+  o.max_targets = c.span_boundary_max_targets, o.position_size = c.span_boundary_position_size;
+  o.activation = nn::parse_activation(c.hidden_act), o.norm_eps = c.layer_norm_eps;
+  return o;
+}
+
+void write_span_boundary_keys(Json& j, const BertConfig& c) {
+  j["span_boundary_max_targets"] = c.span_boundary_max_targets;
+  j["span_boundary_position_size"] = c.span_boundary_position_size;
 }
 
 Family bert_family() {
   Family f;
   f.model_type = "bert";
-  f.architectures = {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification"};
-  f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}};
+  f.architectures = {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
+                     "BertForSpanPreTraining"};
+  f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}, {"mlm+sbo", "BertForSpanPreTraining"}};
   f.classifier = "BertForSequenceClassification";
   f.tokenizer_family = "bert";
   f.positions_key = "max_position_embeddings";
@@ -283,6 +308,7 @@ Family bert_family() {
     c.head = arch == "BertModel"                       ? BertHead::kNone
              : arch == "BertForMaskedLM"               ? BertHead::kMaskedLm
              : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
+             : arch == "BertForSpanPreTraining"        ? BertHead::kSpanPreTraining
                                                        : BertHead::kPreTraining;
     return std::make_shared<BertImpl>(c);
   };

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/model.h"
+#include "lmkit/models/span_boundary.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/position.h"
 
@@ -18,6 +19,7 @@ enum class BertHead {
   kPreTraining,             ///< BertForPreTraining: MLM + NSP
   kMaskedLm,                ///< BertForMaskedLM: MLM only, no pooler
   kSequenceClassification,  ///< BertForSequenceClassification: pooled [CLS] -> dropout -> linear
+  kSpanPreTraining,         ///< BertForSpanPreTraining: MLM + SpanBERT's span boundary objective, no pooler
 };
 
 /// HF's BertConfig keys.
@@ -37,6 +39,8 @@ struct BertConfig {
   int64_t pad_token_id = 0;
   double classifier_dropout = -1;  ///< < 0: use hidden_dropout_prob (HF: null)
   int64_t num_labels = 2;
+  int64_t span_boundary_max_targets = 20;     ///< SpanBERT's head: relative positions (tokens of a span it predicts)
+  int64_t span_boundary_position_size = 200;  ///< and the width of their embedding
   BertHead head = BertHead::kPreTraining;
 
   /// The keys `j` holds over `defaults` (RoBERTa reads BERT's keys over its own defaults).
@@ -90,6 +94,7 @@ class BertImpl : public Model {
   at::Tensor mlm_bias;                                  ///< (V) decoder bias
   torch::nn::Linear nsp{nullptr};                       ///< (2, D) on the pooled output
   torch::nn::Linear classifier{nullptr};                ///< (num_labels, D)
+  SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
 };
 TORCH_MODULE(Bert);
 
@@ -102,9 +107,13 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& pre
 /// positions through `transform` and the tied `weight`, `bias`), set as out.terms/out.loss,
 void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
                         const at::Tensor& weight, const at::Tensor& bias);
+/// SpanBERT's span boundary head over this encoder (span_boundary.h),
+SpanBoundaryOptions span_boundary_options(const BertConfig& config);
+/// the config keys of span pretraining (written only by span heads),
+void write_span_boundary_keys(Json& j, const BertConfig& config);
 /// and forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
 double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
-                                    bool mlm_head);
+                                    bool mlm_head, const SpanBoundaryHead& span_boundary = nullptr);
 
 struct Family;
 /// The bert family (family.h): its architectures, objectives and how to build it.

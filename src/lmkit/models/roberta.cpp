@@ -37,7 +37,7 @@ RobertaImpl::RobertaImpl(BertConfig config_, RobertaHead head_) : config(std::mo
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
   layers = register_module("layers", bert_encoder_layers(c));
   if (head == RobertaHead::kNone) pooler = register_module("pooler", torch::nn::Linear(d, d));
-  if (head == RobertaHead::kMaskedLm) {
+  if (head == RobertaHead::kMaskedLm || head == RobertaHead::kSpanPreTraining) {
     lm_dense = register_module("lm_dense", torch::nn::Linear(d, d));
     lm_norm = register_module("lm_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
     lm_bias = register_parameter("lm_bias", at::zeros({c.vocab_size}));
@@ -45,6 +45,9 @@ RobertaImpl::RobertaImpl(BertConfig config_, RobertaHead head_) : config(std::mo
   if (head == RobertaHead::kSequenceClassification) {
     classifier_dense = register_module("classifier_dense", torch::nn::Linear(d, d));
     classifier_out = register_module("classifier_out", torch::nn::Linear(d, c.num_labels));
+  }
+  if (head == RobertaHead::kSpanPreTraining) {
+    span_boundary = register_module("span_boundary", SpanBoundaryHead(span_boundary_options(c)));
   }
   reset_parameters();
 }
@@ -67,6 +70,7 @@ std::string RobertaImpl::architecture() const {
     case RobertaHead::kNone: return "RobertaModel";
     case RobertaHead::kMaskedLm: return "RobertaForMaskedLM";
     case RobertaHead::kSequenceClassification: return "RobertaForSequenceClassification";
+    case RobertaHead::kSpanPreTraining: return "RobertaForSpanPreTraining";
   }
   return "";
 }
@@ -75,6 +79,7 @@ Json RobertaImpl::config_json() const {
   Json j = config.to_json();
   j["model_type"] = "roberta";
   if (head == RobertaHead::kSequenceClassification) write_num_labels(j, config.num_labels);
+  if (head == RobertaHead::kSpanPreTraining) write_span_boundary_keys(j, config);
   return j;
 }
 
@@ -105,7 +110,7 @@ Output RobertaImpl::forward(const Batch& batch) {
   out.last_hidden_state = encode(batch, output_hidden_states ? &out.hidden_states : nullptr);  // (B, T, D)
   const at::Tensor first = out.last_hidden_state.select(1, 0);                                  // (B, D): <s>
   if (pooler) out.pooler_output = at::tanh(pooler(first));
-  if (head == RobertaHead::kMaskedLm) {
+  if (lm_dense) {
     const at::Tensor& labels = batch.labels;
     if (full_logits || !labels.defined()) {
       out.logits = at::linear(lm_transform(out.last_hidden_state), word_embeddings->weight, lm_bias);  // (B, T, V)
@@ -113,6 +118,7 @@ Output RobertaImpl::forward(const Batch& batch) {
     if (labels.defined()) {
       add_masked_lm_term(out, labels, [this](const at::Tensor& h) { return lm_transform(h); }, word_embeddings->weight,
                          lm_bias);
+      if (span_boundary) span_boundary->add_term(out, out.last_hidden_state, labels, word_embeddings->weight);
     }
   }
   if (head == RobertaHead::kSequenceClassification) {
@@ -126,12 +132,14 @@ Output RobertaImpl::forward(const Batch& batch) {
 }
 
 std::vector<std::pair<std::string, int64_t>> RobertaImpl::loss_targets(const Batch& b) const {
-  if (head != RobertaHead::kMaskedLm) return Model::loss_targets(b);
-  return {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
+  if (!lm_dense) return Model::loss_targets(b);
+  std::vector<std::pair<std::string, int64_t>> t = {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
+  if (span_boundary) t.emplace_back("sbo", count_span_targets(b.labels, config.span_boundary_max_targets));
+  return t;
 }
 
 double RobertaImpl::flops_per_token(int64_t seq_len, int64_t) const {
-  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(lm_dense));
+  return bert_encoder_flops_per_token(layers, seq_len, config, static_cast<bool>(lm_dense), span_boundary);
 }
 
 void RobertaImpl::check_batch(const Batch& b) const {
@@ -164,6 +172,7 @@ std::vector<HfTensor> RobertaImpl::hf_tensors() {
     add_linear(t, "lm_head.dense", lm_dense);
     add_norm(t, "lm_head.layer_norm", lm_norm);
   }
+  if (span_boundary) span_boundary->add_hf_tensors(t, "pair_target_predictions.");
   if (classifier_dense) {
     add_linear(t, "classifier.dense", classifier_dense);
     add_linear(t, "classifier.out_proj", classifier_out);
@@ -180,8 +189,9 @@ bool RobertaImpl::hf_ignorable(const std::string& name) const {
 Family roberta_family() {
   Family f;
   f.model_type = "roberta";
-  f.architectures = {"RobertaForMaskedLM", "RobertaModel", "RobertaForSequenceClassification"};
-  f.objectives = {{"mlm", "RobertaForMaskedLM"}};
+  f.architectures = {"RobertaForMaskedLM", "RobertaModel", "RobertaForSequenceClassification",
+                     "RobertaForSpanPreTraining"};
+  f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   f.classifier = "RobertaForSequenceClassification";
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
@@ -194,6 +204,7 @@ Family roberta_family() {
     BertConfig c = BertConfig::from_json(config, file, roberta_defaults());
     const RobertaHead head = arch == "RobertaModel"                       ? RobertaHead::kNone
                              : arch == "RobertaForSequenceClassification" ? RobertaHead::kSequenceClassification
+                             : arch == "RobertaForSpanPreTraining"        ? RobertaHead::kSpanPreTraining
                                                                           : RobertaHead::kMaskedLm;
     return std::make_shared<RobertaImpl>(c, head);
   };

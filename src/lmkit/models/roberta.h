@@ -18,6 +18,7 @@ enum class RobertaHead {
   kNone,                    ///< RobertaModel: last_hidden_state and pooler_output
   kMaskedLm,                ///< RobertaForMaskedLM: MLM (no pooler)
   kSequenceClassification,  ///< RobertaForSequenceClassification: <s> -> dense -> tanh -> out_proj (no pooler)
+  kSpanPreTraining,         ///< RobertaForSpanPreTraining: MLM + SpanBERT's span boundary objective (no pooler)
 };
 
 /// RobertaConfig's defaults (roberta-base): BertConfig's keys.
@@ -61,6 +62,7 @@ class RobertaImpl : public Model {
   nn::Norm lm_norm{nullptr};
   at::Tensor lm_bias;                                   ///< (V)
   torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};
+  SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
 };
 TORCH_MODULE(Roberta);
 

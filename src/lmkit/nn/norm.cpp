@@ -10,7 +10,8 @@ NormImpl::NormImpl(NormOptions options_) : options(std::move(options_)) {
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& x) {
-  at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
+  // In float32 at least (bf16 inputs are upcast; float64, as gradient checks run, stays).
+  at::Tensor xf = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);
   if (options.type() == NormType::kLayerNorm) {
     return at::layer_norm(xf, {options.dim()}, weight, bias, options.eps());
   }
