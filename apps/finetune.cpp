@@ -128,8 +128,9 @@ void run(const Args& a, const Json& resolved) {
 
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = pad, lo.drop_last = false;
-  if (started.group) lo.rank = started.group->rank(), lo.world_size = started.group->size();  // --batch-size per rank
-  const int64_t per_epoch = data::Loader(train_set, lo).batches_per_epoch(0);
+  // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
+  const int64_t per_epoch = data::batches_per_epoch(*train_set, data::sharded(lo, started.group.get()), 0);
+  check_input(per_epoch > 0, a.train + ": no examples to train on");
   train::TrainerOptions o = trainer_options(a, per_epoch, started.group);
   o.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, a.batch_size, pad, device); };
   auto save_extra = [&](const std::string& dir) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lmkit/core/error.h"
+#include "lmkit/dist/group.h"
 
 namespace lmkit::data {
 
@@ -124,10 +125,20 @@ std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) c
   return order_;
 }
 
+int64_t batches_per_epoch(const Dataset& dataset, const LoaderOptions& o, int64_t epoch) {
+  const int64_t n = dataset.size(epoch);
+  const int64_t global = o.batch_size * o.world_size;
+  return o.drop_last ? n / global : (n + global - 1) / global;
+}
+
+LoaderOptions sharded(LoaderOptions options, const dist::Group* group) {
+  options.rank = group ? group->rank() : 0;
+  options.world_size = group ? group->size() : 1;
+  return options;
+}
+
 int64_t Loader::batches_per_epoch(int64_t epoch) const {
-  const int64_t n = static_cast<int64_t>(epoch_order(epoch)->size());
-  const int64_t global = options_.batch_size * options_.world_size;
-  return options_.drop_last ? n / global : (n + global - 1) / global;
+  return data::batches_per_epoch(*dataset_, options_, epoch);
 }
 
 std::vector<int64_t> Loader::batch_indices(LoaderPosition p) const {

@@ -14,6 +14,10 @@
 #include "lmkit/core/batch.h"
 #include "lmkit/data/dataset.h"
 
+namespace lmkit::dist {
+class Group;
+}
+
 namespace lmkit::data {
 
 struct LoaderOptions {
@@ -27,6 +31,14 @@ struct LoaderOptions {
   int prefetch = 2;          ///< batches prepared ahead (0: none, batches are made on demand)
   int32_t pad_id = 0;
 };
+
+/// `options` for this process of a data-parallel `group` (nullptr: one process): each
+/// rank takes its share of every batch of batch_size × world_size (the one place
+/// ranks are applied to a loader).
+LoaderOptions sharded(LoaderOptions options, const dist::Group* group);
+
+/// Batches per epoch of `dataset` under `options`, without a Loader (no prefetch thread).
+int64_t batches_per_epoch(const Dataset& dataset, const LoaderOptions& options, int64_t epoch);
 
 /// Where a loader is: the next batch to produce.
 struct LoaderPosition {

@@ -33,13 +33,6 @@ namespace lmkit::train {
 
 namespace {
 
-bool complete_checkpoint(const std::string& dir) {
-  for (const char* f : {"config.json", "model.safetensors", "trainer_state.json", "optimizer.pt"}) {
-    if (!fs::exists(dir + "/" + f)) return false;
-  }
-  return true;
-}
-
 // Keeps metrics.jsonl lines up to `step`: a resumed run rewrites what the killed one logged after its checkpoint.
 void truncate_metrics(const std::string& path, int64_t step) {
   if (!fs::exists(path)) return;
@@ -166,18 +159,43 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   std::fprintf(stderr, "resuming with changed flags (--allow-changes): %s\n", changed.c_str());
 }
 
-std::string latest_checkpoint(const std::string& run_dir) {
-  const std::string latest = run_dir + "/checkpoints/latest";
+bool CheckpointDir::complete(const std::string& dir) {
+  for (const char* f : {"config.json", "model.safetensors", "trainer_state.json", "optimizer.pt"}) {
+    if (!fs::exists(dir + "/" + f)) return false;
+  }
+  return true;
+}
+
+std::string CheckpointDir::latest() const {
+  const std::string latest = dir_ + "/latest";
   if (!fs::exists(latest)) return "";
   std::string name = read_file(latest);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
   if (!std::regex_match(name, std::regex("step-[0-9]+"))) {
     throw InputError(latest + ": corrupt (expected a checkpoint name like step-100, got '" + name.substr(0, 40) + "')");
   }
-  const std::string dir = run_dir + "/checkpoints/" + name;
-  if (!complete_checkpoint(dir)) throw InputError(latest + ": names " + name + ", which is missing or incomplete");
+  const std::string dir = dir_ + "/" + name;
+  if (!complete(dir)) throw InputError(latest + ": names " + name + ", which is missing or incomplete");
   return dir;
 }
+
+void CheckpointDir::save(int64_t step, const std::function<void(const std::string&)>& write) const {
+  write(step_path(step));
+  write_file_atomic(dir_ + "/latest", "step-" + std::to_string(step) + "\n");
+}
+
+void CheckpointDir::rotate(int64_t keep) const {
+  std::vector<std::pair<int64_t, fs::path>> steps;
+  for (auto& e : fs::directory_iterator(dir_)) {
+    std::smatch m;
+    const std::string f = e.path().filename().string();
+    if (std::regex_match(f, m, std::regex("step-([0-9]+)"))) steps.emplace_back(std::stoll(m[1]), e.path());
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + static_cast<size_t>(std::max<int64_t>(keep, 1)) < steps.size(); ++i) fs::remove_all(steps[i].second);
+}
+
+std::string latest_checkpoint(const std::string& run_dir) { return CheckpointDir(run_dir).latest(); }
 
 int64_t checkpoint_step(const std::string& dir) {
   const std::string file = dir + "/trainer_state.json";
@@ -205,8 +223,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
     for (const auto& b : model_->buffers()) state.push_back(b);
     dist::broadcast_module(*o_.group, state);
     reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters());
-    train_loader_.rank = o_.group->rank(), train_loader_.world_size = o_.group->size();
   }
+  train_loader_ = data::sharded(train_loader_, o_.group.get());
 }
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir) {
@@ -288,17 +306,57 @@ Json Trainer::validate(int64_t step) {
   return r;
 }
 
+struct Trainer::Loop {
+  Loop(const Trainer& t, data::LoaderPosition position)
+      : loader(t.train_, t.train_loader_, position),
+        bar(t.o_.steps, "train", t.writer() ? nullptr : &quiet, t.writer() ? -1 : 0),
+        checkpoints(t.o_.output),
+        step(t.start_step_) {}
+
+  std::ostringstream quiet;  // ranks other than 0 draw no progress bar
+  data::Loader loader;
+  ProgressBar bar;
+  CheckpointDir checkpoints;
+  std::optional<MetricsWriter> metrics;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), window_start = start;
+  int64_t step, window_tokens = 0, bad_in_row = 0;
+  double last_loss = NAN;
+  Json last_valid;
+  bool interrupted = false;
+};
+
 Json Trainer::run() {
-  const bool writer = !o_.group || o_.group->leader();
-  const std::string ckpt_dir = o_.output + "/checkpoints";
-  if (writer) fs::create_directories(ckpt_dir);
-  data::LoaderPosition position;
-  if (o_.resume) {
-    const std::string latest = latest_checkpoint(o_.output);
-    if (!latest.empty()) {
-      position = restore(latest);
-      if (writer) std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
+  if (writer()) fs::create_directories(CheckpointDir(o_.output).path());
+  const data::LoaderPosition position = resume();
+  if (auto summary = finished_summary()) return *summary;
+  if (writer()) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
+  Loop loop(*this, position);
+  if (writer()) loop.metrics.emplace(o_.output + "/metrics.jsonl");
+  model_->to(device_);
+  model_->train();
+  loop.bar.update(start_step_);
+  const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
+  StopSignals signals;
+  while (loop.step < stop && !loop.interrupted) {
+    if (!train_one(loop)) continue;
+    const bool stop_early = validate_and_keep_best(loop);
+    save_step(loop);
+    if (stop_early) {
+      early_stopped_ = true;
+      break;
     }
+  }
+  loop.bar.finish();
+  if (loop.step < o_.steps && !early_stopped_) return stop_interrupted(loop);
+  return finish(loop);
+}
+
+data::LoaderPosition Trainer::resume() {
+  data::LoaderPosition position;
+  const std::string latest = o_.resume ? latest_checkpoint(o_.output) : "";
+  if (!latest.empty()) {
+    position = restore(latest);
+    if (writer()) std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
   }
   if (o_.group) {
     // Every rank must continue from rank 0's checkpoint: the run directory has to be one all ranks see.
@@ -317,139 +375,120 @@ Json Trainer::run() {
     throw InputError("--steps " + std::to_string(o_.steps) + " is below the step the run has reached (" +
                      std::to_string(start_step_) + ")");
   }
-  if (start_step_ == o_.steps && fs::exists(o_.output + "/result.json") && fs::exists(o_.output + "/final")) {
-    // Resuming a finished run changes nothing (it used to rewrite result.json without its figures).
-    Json summary = load_json_file(o_.output + "/result.json");
-    summary["already_finished"] = true;
-    if (o_.group) o_.group->barrier();
-    return summary;
+  return position;
+}
+
+std::optional<Json> Trainer::finished_summary() const {
+  if (start_step_ != o_.steps || !fs::exists(o_.output + "/result.json") || !fs::exists(o_.output + "/final")) return {};
+  // Resuming a finished run changes nothing (it used to rewrite result.json without its figures).
+  Json summary = load_json_file(o_.output + "/result.json");
+  summary["already_finished"] = true;
+  if (o_.group) o_.group->barrier();
+  return summary;
+}
+
+bool Trainer::train_one(Loop& loop) {
+  const double lr = learning_rate(o_.schedule, loop.step + 1);
+  set_learning_rate(*optimizer_, lr);
+  std::vector<Batch> batches;
+  for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loop.loader.next().to(device_));
+  const StepResult result =
+      train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get(), false, StopSignals::received() != 0);
+  loop.window_tokens += result.tokens;
+  ++loop.step;
+  loop.interrupted = result.stop;  // the same on every rank: they all stop after this step
+  if (!result.finite) {
+    // Skip the update; the data moves on. Too many in a row means training has diverged.
+    ++skipped_steps_;
+    if (++loop.bad_in_row >= o_.max_bad_steps) {
+      const std::string latest = loop.checkpoints.latest();
+      throw RuntimeError("stopping at step " + std::to_string(loop.step) + ": " + std::to_string(loop.bad_in_row) +
+                         " consecutive steps had a non-finite loss or gradient" +
+                         (latest.empty() ? "" : "; the last good checkpoint is " + latest));
+    }
+    return false;
   }
-  if (writer) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
-  std::optional<MetricsWriter> metrics;
-  if (writer) metrics.emplace(o_.output + "/metrics.jsonl");
-  data::Loader loader(train_, train_loader_, position);
-  model_->to(device_);
-  model_->train();
-  std::ostringstream quiet;  // ranks other than 0 draw no progress bar
-  ProgressBar bar(o_.steps, "train", writer ? nullptr : &quiet, writer ? -1 : 0);
-  bar.update(start_step_);
-  const auto start = std::chrono::steady_clock::now();
-  auto window_start = start;
-  int64_t window_tokens = 0, bad_in_row = 0, step = start_step_;
-  double last_loss = NAN;
-  Json last_valid;
-  const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
-  StopSignals signals;
-  bool interrupted = false;
-  while (step < stop && !interrupted) {
-    const double lr = learning_rate(o_.schedule, step + 1);
-    set_learning_rate(*optimizer_, lr);
-    std::vector<Batch> batches;
-    for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loader.next().to(device_));
-    const StepResult result =
-        train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get(), false, StopSignals::received() != 0);
-    window_tokens += result.tokens;
-    const double loss_sum = result.loss, grad_norm = result.grad_norm;
-    ++step;
-    interrupted = result.stop;  // the same on every rank: they all stop after this step
-    if (!result.finite) {
-      // Skip the update; the data moves on. Too many in a row means training has diverged.
-      ++skipped_steps_;
-      if (++bad_in_row >= o_.max_bad_steps) {
-        const std::string latest = latest_checkpoint(o_.output);
-        throw RuntimeError("stopping at step " + std::to_string(step) + ": " + std::to_string(bad_in_row) +
-                           " consecutive steps had a non-finite loss or gradient" +
-                           (latest.empty() ? "" : "; the last good checkpoint is " + latest));
-      }
-      continue;
-    }
-    bad_in_row = 0;
-    last_loss = loss_sum;
-    const auto now = std::chrono::steady_clock::now();
-    const double window_s = std::chrono::duration<double>(now - window_start).count();
-    const double tokens_per_sec = window_s > 0 ? window_tokens / window_s : 0;
-    bar.update(step, {{"loss", fmt(loss_sum)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
-    if (writer && (step % o_.log_every == 0 || step == o_.steps)) {
-      Json line = {{"step", step},
-                   {"split", "train"},
-                   {"loss", loss_sum},
-                   {"lr", lr},
-                   {"grad_norm", grad_norm},
-                   {"tokens_per_sec", tokens_per_sec},
-                   {"epoch", loader.position().epoch},
-                   {"elapsed_s", std::chrono::duration<double>(now - start).count()}};
-      // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
-      if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
-      metrics->write(line);
-      window_start = now, window_tokens = 0;
-    }
-    const bool last = step == o_.steps;
-    bool stop_early = false;
-    if ((valid_ || o_.evaluator) && ((o_.eval_every > 0 && step % o_.eval_every == 0) || last)) {
-      last_valid = validate(step);
-      last_valid["epoch"] = loader.position().epoch;
-      if (writer) metrics->write(last_valid);
-      if (!last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
-      const double v = last_valid[o_.best_metric].get<double>();
-      const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);
-      if (better) {
-        best_valid_ = v;
-        best_step_ = step;
-        evals_since_best_ = 0;
-        if (writer) save_checkpoint(step, loader.position(), o_.best_dir.empty() ? ckpt_dir + "/best" : o_.best_dir);
-      } else if (o_.patience > 0 && ++evals_since_best_ >= o_.patience) {
-        stop_early = true;  // early stopping: no improvement in `patience` validations
-      }
-    }
-    if (writer && ((o_.save_every > 0 && step % o_.save_every == 0) || last)) {
-      const std::string name = "step-" + std::to_string(step);
-      save_checkpoint(step, loader.position(), ckpt_dir + "/" + name);
-      write_file_atomic(ckpt_dir + "/latest", name + "\n");
-      // Keep the newest keep_last step checkpoints.
-      std::vector<std::pair<int64_t, fs::path>> steps;
-      for (auto& e : fs::directory_iterator(ckpt_dir)) {
-        std::smatch m;
-        const std::string f = e.path().filename().string();
-        if (std::regex_match(f, m, std::regex("step-([0-9]+)"))) steps.emplace_back(std::stoll(m[1]), e.path());
-      }
-      std::sort(steps.begin(), steps.end());
-      for (size_t i = 0; i + static_cast<size_t>(std::max<int64_t>(o_.keep_last, 1)) < steps.size(); ++i) fs::remove_all(steps[i].second);
-    }
-    if (stop_early) {
-      early_stopped_ = true;
-      break;
-    }
+  loop.bad_in_row = 0;
+  loop.last_loss = result.loss;
+  log(loop, result, lr);
+  return true;
+}
+
+void Trainer::log(Loop& loop, const StepResult& result, double lr) {
+  const auto now = std::chrono::steady_clock::now();
+  const double window_s = std::chrono::duration<double>(now - loop.window_start).count();
+  const double tokens_per_sec = window_s > 0 ? loop.window_tokens / window_s : 0;
+  loop.bar.update(loop.step, {{"loss", fmt(result.loss)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
+  if (!writer() || (loop.step % o_.log_every != 0 && loop.step != o_.steps)) return;
+  Json line = {{"step", loop.step},
+               {"split", "train"},
+               {"loss", result.loss},
+               {"lr", lr},
+               {"grad_norm", result.grad_norm},
+               {"tokens_per_sec", tokens_per_sec},
+               {"epoch", loop.loader.position().epoch},
+               {"elapsed_s", std::chrono::duration<double>(now - loop.start).count()}};
+  // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
+  if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
+  loop.metrics->write(line);
+  loop.window_start = now, loop.window_tokens = 0;
+}
+
+bool Trainer::validate_and_keep_best(Loop& loop) {
+  const int64_t step = loop.step;
+  if (!(valid_ || o_.evaluator) || !((o_.eval_every > 0 && step % o_.eval_every == 0) || step == o_.steps)) return false;
+  loop.last_valid = validate(step);
+  loop.last_valid["epoch"] = loop.loader.position().epoch;
+  if (writer()) loop.metrics->write(loop.last_valid);
+  if (!loop.last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
+  const double v = loop.last_valid[o_.best_metric].get<double>();
+  const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);
+  if (better) {
+    best_valid_ = v, best_step_ = step, evals_since_best_ = 0;
+    const std::string best = o_.best_dir.empty() ? loop.checkpoints.path() + "/best" : o_.best_dir;
+    if (writer()) save_checkpoint(step, loop.loader.position(), best);
+    return false;
   }
-  bar.finish();
-  if (step < o_.steps && !early_stopped_) {
-    // Interrupted on purpose (--stop-at) or by a signal: checkpoints as they are, no final/.
-    if (writer) {
-      const std::string name = "step-" + std::to_string(step);
-      if (!fs::exists(ckpt_dir + "/" + name)) {
-        save_checkpoint(step, loader.position(), ckpt_dir + "/" + name);
-        write_file_atomic(ckpt_dir + "/latest", name + "\n");
-      }
-    }
-    if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
-    if (interrupted) {
-      const int sig = StopSignals::received();
-      throw Error(ExitCode::kInterrupted, std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal on another rank") +
-                                              " after step " + std::to_string(step) + ": checkpoint " + ckpt_dir + "/step-" +
-                                              std::to_string(step) + " written; continue with the same command and --resume");
-    }
-    return {{"steps", step}, {"stopped_at", step}, {"train_loss", last_loss}};
+  return o_.patience > 0 && ++evals_since_best_ >= o_.patience;  // early stopping: no improvement in `patience`
+}
+
+void Trainer::save_step(Loop& loop) {
+  if (!writer() || !((o_.save_every > 0 && loop.step % o_.save_every == 0) || loop.step == o_.steps)) return;
+  const data::LoaderPosition position = loop.loader.position();
+  loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir); });
+  loop.checkpoints.rotate(o_.keep_last);
+}
+
+Json Trainer::stop_interrupted(Loop& loop) {
+  // Interrupted on purpose (--stop-at) or by a signal: checkpoints as they are, no final/.
+  const int64_t step = loop.step;
+  if (writer() && !fs::exists(loop.checkpoints.step_path(step))) {
+    const data::LoaderPosition position = loop.loader.position();
+    loop.checkpoints.save(step, [&](const std::string& dir) { save_checkpoint(step, position, dir); });
   }
-  Json summary = {{"steps", step},
+  if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
+  if (loop.interrupted) {
+    const int sig = StopSignals::received();
+    const std::string by = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal on another rank";
+    throw Error(ExitCode::kInterrupted, "interrupted by " + by + " after step " + std::to_string(step) + ": checkpoint " +
+                                            loop.checkpoints.step_path(step) +
+                                            " written; continue with the same command and --resume");
+  }
+  return {{"steps", step}, {"stopped_at", step}, {"train_loss", loop.last_loss}};
+}
+
+Json Trainer::finish(Loop& loop) {
+  Json summary = {{"steps", loop.step},
                   {"early_stopped", early_stopped_},
                   {"best_step", best_step_},
                   {"best_" + o_.best_metric, std::isnan(best_valid_) ? Json(nullptr) : Json(best_valid_)},
                   {"resumed_from", start_step_},
                   {"skipped_steps", skipped_steps_},
-                  {"train_loss", last_loss},
-                  {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
-  if (!last_valid.is_null()) summary["valid"] = last_valid;
-  if (writer) {
-    save_checkpoint(step, loader.position(), o_.output + "/final");
+                  {"train_loss", loop.last_loss},
+                  {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.start).count()}};
+  if (!loop.last_valid.is_null()) summary["valid"] = loop.last_valid;
+  if (writer()) {
+    save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final");
     save_json_file(o_.output + "/result.json", summary);
   }
   if (o_.group) o_.group->barrier();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,26 @@ struct TrainerOptions {
   std::string best_dir;              ///< where the best checkpoint goes (default OUTPUT/checkpoints/best)
 };
 
+/// A run's checkpoints/ folder: the step-N checkpoints, the `latest` pointer and rotation.
+class CheckpointDir {
+ public:
+  explicit CheckpointDir(const std::string& run_dir) : dir_(run_dir + "/checkpoints") {}
+  const std::string& path() const { return dir_; }
+  std::string step_path(int64_t step) const { return dir_ + "/step-" + std::to_string(step); }
+  /// Whether `dir` holds every file of a checkpoint.
+  static bool complete(const std::string& dir);
+  /// The checkpoint `latest` names, or "" when there is none; a `latest` that is damaged or
+  /// names a missing or incomplete checkpoint is an InputError.
+  std::string latest() const;
+  /// Writes step-N through `write(dir)` (save_pretrained's atomic directory), then points `latest` at it.
+  void save(int64_t step, const std::function<void(const std::string&)>& write) const;
+  /// Removes all but the newest `keep` step checkpoints (at least one).
+  void rotate(int64_t keep) const;
+
+ private:
+  std::string dir_;
+};
+
 class Trainer {
  public:
   /// `save_extra(dir)` adds files to every checkpoint (the tokenizer).
@@ -67,9 +88,22 @@ class Trainer {
   int64_t start_step() const { return start_step_; }
 
  private:
+  struct Loop;  // the state of one run(): loader, metrics file, progress, timing (trainer.cpp)
+
+  // run()'s steps, in order.
+  data::LoaderPosition resume();                 ///< restores checkpoints/latest; every rank must agree on the step
+  std::optional<Json> finished_summary() const;  ///< a finished run's result.json (resuming it changes nothing)
+  bool train_one(Loop& loop);                    ///< one optimizer step; false when it was skipped (non-finite)
+  void log(Loop& loop, const StepResult& result, double lr);
+  bool validate_and_keep_best(Loop& loop);       ///< true when early stopping ends the run
+  void save_step(Loop& loop);                    ///< checkpoints/step-N, latest, rotation
+  Json stop_interrupted(Loop& loop);             ///< --stop-at or a signal: checkpoint, no final/
+  Json finish(Loop& loop);                       ///< final/ and result.json
+
   void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir);
   data::LoaderPosition restore(const std::string& dir);
   Json validate(int64_t step);
+  bool writer() const { return !o_.group || o_.group->leader(); }
 
   std::shared_ptr<models::Model> model_;
   TrainerOptions o_;
