@@ -153,6 +153,16 @@ TEST_CASE("apps: lmkit-info reports the reference parameter counts", "[apps]") {
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["model_type"] == "bert");
   CHECK(j["parameters"] == 109482240);
+  // The text summary lists each family's sizes under its own names, and no token ids.
+  for (const auto& [preset, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"bert-base", {"hidden_size", "num_hidden_layers", "intermediate_size"}},
+           {"gpt2-small", {"n_embd", "n_layer", "n_positions"}},
+           {"t5-small", {"d_model", "d_kv", "num_heads"}}}) {
+    Run text = run("lmkit-info " + test::source_dir() + "/models/" + preset + ".json");
+    REQUIRE(text.code == 0);
+    for (const auto& key : keys) CHECK_THAT(text.out, Catch::Contains("  " + key + " "));
+    CHECK_THAT(text.out, !Catch::Contains("token_id"));
+  }
   Run bad = run("lmkit-info " + test::source_dir() + "/models/nope.json");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::StartsWith("error: "));

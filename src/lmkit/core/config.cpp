@@ -4,6 +4,7 @@
 #include "lmkit/core/names.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -40,12 +41,13 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
   return hint;
 }
 
-Json parse_json(std::string_view text, const std::string& what, bool with_line) {
-  // Nesting depth first, outside strings, without recursion.
+namespace {
+
+// Nesting depth, outside strings, without recursion (nlohmann's parser recurses).
+void check_json_depth(std::string_view text, const std::function<std::string(size_t)>& at) {
   int depth = 0;
   bool in_string = false, escaped = false;
   size_t line = 1;
-  auto at = [&](size_t n) { return with_line ? what + ":" + std::to_string(n) : what; };
   for (char c : text) {
     if (c == '\n') ++line;
     if (in_string) {
@@ -56,13 +58,35 @@ Json parse_json(std::string_view text, const std::string& what, bool with_line) 
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
-        throw InputError(at(line) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                         " levels");
+        throw InputError(at(line) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
       }
     } else if (c == ']' || c == '}') {
       --depth;
     }
   }
+}
+
+// A number beyond double's range (1e400): nlohmann names the literal but not
+// where it is; its first occurrence gives the line.
+Error out_of_range_error(std::string_view text, const nlohmann::json::out_of_range& e,
+                         const std::function<std::string(size_t)>& at) {
+  std::string message = e.what();
+  message = message.substr(message.find(']') + 2);
+  const auto quote = message.find('\''), end = message.rfind('\'');
+  size_t error_line = 1;
+  if (quote != std::string::npos && end > quote) {
+    const auto hit = text.find(message.substr(quote + 1, end - quote - 1));
+    if (hit != std::string_view::npos) error_line += std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(hit), '\n');
+  }
+  if (message.size() > 200) message = message.substr(0, 200) + "...";
+  return InputError(at(error_line) + ": " + message + " (beyond a double's range)");
+}
+
+}  // namespace
+
+Json parse_json(std::string_view text, const std::string& what, bool with_line) {
+  const std::function<std::string(size_t)> at = [&](size_t n) { return with_line ? what + ":" + std::to_string(n) : what; };
+  check_json_depth(text, at);
   // A key twice in one object: nlohmann keeps the last silently (a safetensors header
   // with a tensor twice loaded the second copy). Refused, naming the key.
   std::vector<std::unordered_set<std::string>> keys;
@@ -92,18 +116,7 @@ Json parse_json(std::string_view text, const std::string& what, bool with_line) 
     if (message.size() > 200) message = message.substr(0, 200) + "...";
     throw InputError(at(error_line) + ": malformed JSON (" + message + ")");
   } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond double's range (1e400): nlohmann names the literal but not
-    // where it is; its first occurrence gives the line.
-    std::string message = e.what();
-    message = message.substr(message.find(']') + 2);
-    const auto quote = message.find('\''), end = message.rfind('\'');
-    size_t error_line = 1;
-    if (quote != std::string::npos && end > quote) {
-      const auto hit = text.find(message.substr(quote + 1, end - quote - 1));
-      if (hit != std::string_view::npos) error_line += std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(hit), '\n');
-    }
-    if (message.size() > 200) message = message.substr(0, 200) + "...";
-    throw InputError(at(error_line) + ": " + message + " (beyond a double's range)");
+    throw out_of_range_error(text, e, at);
   }
 }
 

@@ -25,14 +25,9 @@ void write_array(const std::string& path, const std::vector<T>& values) {
   f.commit();
 }
 
-}  // namespace
-
-Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, ProgressBar* progress) {
-  check_input(!o.inputs.empty(), "encode: no input files");
-  check_input(!o.output.empty(), "encode: no output corpus");
-  // Every sentence, in order, and where each document starts.
+// Every sentence of the inputs, in order, and where each document starts (with the end).
+std::vector<std::string> collect_sentences(const EncodeOptions& o, std::vector<uint64_t>& doc_starts) {
   std::vector<std::string> sentences;
-  std::vector<uint64_t> doc_starts;
   for (const auto& path : o.inputs) {
     auto docs = read_documents(path, o.format, o.text_field);
     for (auto& d : docs) {
@@ -40,14 +35,15 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
       for (auto& s : d.sentences) sentences.push_back(std::move(s));
     }
   }
-  if (sentences.empty()) {
-    throw InputError(join_names(o.inputs) + ": no text to encode (empty corpus)");
-  }
+  if (sentences.empty()) throw InputError(join_names(o.inputs) + ": no text to encode (empty corpus)");
   doc_starts.push_back(sentences.size());
+  return sentences;
+}
 
-  // Encode in parallel: each thread takes whole chunks, results are joined in
-  // order, so the output is the same whatever the thread count.
-  const int threads = resolve_threads(o.threads);
+// Encodes in parallel: each thread takes whole chunks, results are joined in
+// order, so the output is the same whatever the thread count.
+std::vector<std::vector<int32_t>> encode_all(const tokenizer::Tokenizer& tok, const std::vector<std::string>& sentences,
+                                             int threads, ProgressBar* progress) {
   const size_t chunk = 1024, num_chunks = (sentences.size() + chunk - 1) / chunk;
   std::vector<std::vector<int32_t>> encoded(sentences.size());
   std::atomic<size_t> next{0}, done{0};
@@ -78,7 +74,34 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
     progress->update(static_cast<int64_t>(sentences.size()));
     progress->finish();
   }
+  return encoded;
+}
 
+// tokens.bin in the header's dtype: uint16 while the vocabulary fits, else uint32.
+void write_tokens(const std::string& path, const std::vector<std::vector<int32_t>>& encoded, bool wide) {
+  AtomicFile f(path);
+  std::vector<uint16_t> narrow;
+  std::vector<uint32_t> full;
+  for (const auto& e : encoded) {
+    if (wide) {
+      full.assign(e.begin(), e.end());
+      f.write(full.data(), full.size() * sizeof(uint32_t));
+    } else {
+      narrow.assign(e.begin(), e.end());
+      f.write(narrow.data(), narrow.size() * sizeof(uint16_t));
+    }
+  }
+  f.commit();
+}
+
+}  // namespace
+
+Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, ProgressBar* progress) {
+  check_input(!o.inputs.empty(), "encode: no input files");
+  check_input(!o.output.empty(), "encode: no output corpus");
+  std::vector<uint64_t> doc_starts;
+  const std::vector<std::string> sentences = collect_sentences(o, doc_starts);
+  const auto encoded = encode_all(tok, sentences, resolve_threads(o.threads), progress);
   std::vector<uint64_t> sentence_starts{0};
   uint64_t total = 0;
   for (const auto& e : encoded) sentence_starts.push_back(total += e.size());
@@ -93,19 +116,7 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, Prog
                  {"documents", doc_starts.size() - 1},
                  {"sources", o.inputs}};
   io::write_directory_atomic(o.output, [&](const std::string& tmp) {
-    AtomicFile f(tmp + "/tokens.bin");
-    std::vector<uint16_t> narrow;
-    std::vector<uint32_t> full;
-    for (const auto& e : encoded) {
-      if (wide) {
-        full.assign(e.begin(), e.end());
-        f.write(full.data(), full.size() * sizeof(uint32_t));
-      } else {
-        narrow.assign(e.begin(), e.end());
-        f.write(narrow.data(), narrow.size() * sizeof(uint16_t));
-      }
-    }
-    f.commit();
+    write_tokens(tmp + "/tokens.bin", encoded, wide);
     write_array(tmp + "/sentences.bin", sentence_starts);
     write_array(tmp + "/documents.bin", doc_starts);
     save_json_file(tmp + "/header.json", header);

@@ -10,60 +10,29 @@
 
 namespace lmkit::data {
 
-Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to) {
-  check_input(!examples.empty(), "collate: no examples");
-  const int64_t b = static_cast<int64_t>(examples.size());
-  int64_t t = 0, lt = 0, dt = 0;
-  for (const auto& e : examples) {
-    t = std::max<int64_t>(t, static_cast<int64_t>(e.input_ids.size()));
-    lt = std::max<int64_t>(lt, static_cast<int64_t>(e.labels.size()));
-    dt = std::max<int64_t>(dt, static_cast<int64_t>(e.decoder_input_ids.size()));
+namespace {
+
+// One row per example of the sequence `field` picks, right-padded with `fill` to `width`.
+at::Tensor padded_rows(const std::vector<Example>& examples, std::vector<int32_t> Example::*field, int64_t width, int64_t fill) {
+  at::Tensor out = at::full({static_cast<int64_t>(examples.size()), width}, fill, at::kLong);
+  auto a = out.accessor<int64_t, 2>();
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const auto& row = examples[i].*field;
+    for (size_t j = 0; j < row.size(); ++j) a[static_cast<int64_t>(i)][static_cast<int64_t>(j)] = row[j];
   }
-  if (pad_to > 0) {
-    check_input(t <= pad_to, "an example of " + std::to_string(t) + " tokens exceeds the fixed length " + std::to_string(pad_to));
-    t = pad_to;
-  }
+  return out;
+}
+
+// The longest sequence `field` picks.
+int64_t longest(const std::vector<Example>& examples, std::vector<int32_t> Example::*field) {
+  size_t n = 0;
+  for (const auto& e : examples) n = std::max(n, (e.*field).size());
+  return static_cast<int64_t>(n);
+}
+
+// Sequence-level labels: a class each, or a regression target each.
+void set_example_labels(const std::vector<Example>& examples, Batch& batch) {
   const Example& first = examples.front();
-  const bool token_labels = !first.labels.empty();
-  // Labels aligned with the inputs (MLM, causal LM) pad with them; targets of
-  // their own length (seq2seq, span corruption) pad to their own maximum.
-  const bool aligned = token_labels && std::all_of(examples.begin(), examples.end(), [](const Example& e) {
-                         return e.labels.size() == e.input_ids.size();
-                       });
-  if (aligned) lt = t;
-  auto ids = at::full({b, t}, pad_id, at::kLong), mask = at::zeros({b, t}, at::kLong);
-  Batch batch;
-  auto ia = ids.accessor<int64_t, 2>();
-  auto ma = mask.accessor<int64_t, 2>();
-  at::Tensor types, labels, decoder;
-  if (!first.token_type_ids.empty()) types = at::zeros({b, t}, at::kLong);
-  if (token_labels) labels = at::full({b, lt}, -100, at::kLong);
-  if (dt > 0) decoder = at::full({b, dt}, pad_id, at::kLong);
-  for (int64_t i = 0; i < b; ++i) {
-    const Example& e = examples[static_cast<size_t>(i)];
-    for (size_t j = 0; j < e.input_ids.size(); ++j) ia[i][static_cast<int64_t>(j)] = e.input_ids[j], ma[i][static_cast<int64_t>(j)] = 1;
-    if (types.defined()) {
-      auto ta = types.accessor<int64_t, 2>();
-      for (size_t j = 0; j < e.token_type_ids.size(); ++j) ta[i][static_cast<int64_t>(j)] = e.token_type_ids[j];
-    }
-    if (labels.defined()) {
-      auto la = labels.accessor<int64_t, 2>();
-      for (size_t j = 0; j < e.labels.size(); ++j) la[i][static_cast<int64_t>(j)] = e.labels[j];
-    }
-    if (decoder.defined()) {
-      auto da = decoder.accessor<int64_t, 2>();
-      for (size_t j = 0; j < e.decoder_input_ids.size(); ++j) da[i][static_cast<int64_t>(j)] = e.decoder_input_ids[j];
-    }
-  }
-  batch.input_ids = ids;
-  // No padding: no mask, as in HF (every position is real). Models then skip the
-  // padding bias, which lets causal attention run as the flash kernel on a GPU.
-  const bool padded = std::any_of(examples.begin(), examples.end(),
-                                  [&](const Example& e) { return static_cast<int64_t>(e.input_ids.size()) < t; });
-  if (padded) batch.attention_mask = mask;
-  batch.token_type_ids = types;
-  batch.labels = labels;
-  batch.decoder_input_ids = decoder;
   if (first.next_sentence_label >= 0) {
     std::vector<int64_t> v;
     for (const auto& e : examples) v.push_back(e.next_sentence_label);
@@ -78,6 +47,41 @@ Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_
     for (const auto& e : examples) v.push_back(static_cast<float>(e.target));
     batch.labels = at::tensor(v, at::kFloat);
   }
+}
+
+}  // namespace
+
+Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to) {
+  check_input(!examples.empty(), "collate: no examples");
+  int64_t t = longest(examples, &Example::input_ids);
+  if (pad_to > 0) {
+    check_input(t <= pad_to, "an example of " + std::to_string(t) + " tokens exceeds the fixed length " + std::to_string(pad_to));
+    t = pad_to;
+  }
+  const Example& first = examples.front();
+  Batch batch;
+  batch.input_ids = padded_rows(examples, &Example::input_ids, t, pad_id);
+  // No padding: no mask, as in HF (every position is real). Models then skip the
+  // padding bias, which lets causal attention run as the flash kernel on a GPU.
+  const bool padded = std::any_of(examples.begin(), examples.end(),
+                                  [&](const Example& e) { return static_cast<int64_t>(e.input_ids.size()) < t; });
+  if (padded) {
+    batch.attention_mask = at::zeros({static_cast<int64_t>(examples.size()), t}, at::kLong);
+    auto m = batch.attention_mask.accessor<int64_t, 2>();
+    for (size_t i = 0; i < examples.size(); ++i) {
+      for (size_t j = 0; j < examples[i].input_ids.size(); ++j) m[static_cast<int64_t>(i)][static_cast<int64_t>(j)] = 1;
+    }
+  }
+  if (!first.token_type_ids.empty()) batch.token_type_ids = padded_rows(examples, &Example::token_type_ids, t, 0);
+  if (!first.labels.empty()) {
+    // Labels aligned with the inputs (MLM, causal LM) pad with them; targets of
+    // their own length (seq2seq, span corruption) pad to their own maximum.
+    const bool aligned = std::all_of(examples.begin(), examples.end(), [](const Example& e) { return e.labels.size() == e.input_ids.size(); });
+    batch.labels = padded_rows(examples, &Example::labels, aligned ? t : longest(examples, &Example::labels), -100);
+  }
+  const int64_t dt = longest(examples, &Example::decoder_input_ids);
+  if (dt > 0) batch.decoder_input_ids = padded_rows(examples, &Example::decoder_input_ids, dt, pad_id);
+  set_example_labels(examples, batch);
   return batch;
 }
 

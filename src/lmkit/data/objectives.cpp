@@ -67,6 +67,25 @@ NextSentenceDataset::NextSentenceDataset(std::shared_ptr<const Corpus> corpus, c
               corpus_->path() + ": next-sentence prediction needs at least 2 documents (random B comes from another one)");
 }
 
+namespace {
+
+// A random B: from a different document, chosen uniformly among the others, at a random
+// sentence; at least one sentence, then up to `budget` tokens.
+std::pair<int64_t, int64_t> random_next_sentences(const Corpus& c, int64_t doc, int64_t budget, std::mt19937_64& rng) {
+  int64_t other = uniform_int(rng, 0, c.num_documents() - 2);
+  if (other >= doc) ++other;
+  const int64_t o_first = c.document_first_sentence(other), o_end = c.document_end_sentence(other);
+  const int64_t b_begin = uniform_int(rng, o_first, o_end - 1);
+  int64_t b_end = b_begin, b_len = 0;
+  do {
+    b_len += c.sentence_end(b_end) - c.sentence_begin(b_end);
+    ++b_end;
+  } while (b_end < o_end && b_len < budget);
+  return {b_begin, b_end};
+}
+
+}  // namespace
+
 std::shared_ptr<const std::vector<NextSentenceDataset::Pair>> NextSentenceDataset::plan(int64_t epoch) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (plan_epoch_ == epoch) return plan_;
@@ -105,15 +124,7 @@ std::shared_ptr<const std::vector<NextSentenceDataset::Pair>> NextSentenceDatase
       int64_t a_len = 0;
       for (int64_t s = chunk_begin; s < a_end; ++s) a_len += len(s);
       if (random_next) {
-        // B from a different document, chosen uniformly among the others.
-        int64_t other = uniform_int(rng, 0, c.num_documents() - 2);
-        if (other >= doc) ++other;
-        const int64_t o_first = c.document_first_sentence(other), o_end = c.document_end_sentence(other);
-        const int64_t b_begin = uniform_int(rng, o_first, o_end - 1);
-        int64_t b_end = b_begin, b_len = 0;
-        do {
-          b_len += len(b_end++);  // at least one sentence, then up to the remaining target
-        } while (b_end < o_end && b_len < target - a_len);
+        const auto [b_begin, b_end] = random_next_sentences(c, doc, target - a_len, rng);
         pairs.push_back({chunk_begin, a_end, b_begin, b_end, true});
         i = a_end - 1;  // the unused sentences of this chunk go back
       } else {

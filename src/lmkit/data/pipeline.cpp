@@ -48,8 +48,7 @@ ObjectiveSpec spec(const std::string& name, const std::string& summary) {
   return o;
 }
 
-std::vector<ObjectiveSpec> make_objectives() {
-  std::vector<ObjectiveSpec> all;
+ObjectiveSpec mlm_objective() {
   ObjectiveSpec mlm = spec("mlm", "masked LM on packed full-sentence blocks (no NSP; Liu et al. 2019)");
   mlm.needs = {"mask"};
   mlm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -60,8 +59,10 @@ std::vector<ObjectiveSpec> make_objectives() {
     batch.labels = random_mlm_labels(b, t, vocab);
     return batch;
   };
-  all.push_back(mlm);
+  return mlm;
+}
 
+ObjectiveSpec nsp_objective() {
   ObjectiveSpec nsp = spec("mlm+nsp", "masked LM + next-sentence prediction on sentence pairs (BERT)");
   nsp.needs = {"mask", "cls", "sep"};
   nsp.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -74,8 +75,10 @@ std::vector<ObjectiveSpec> make_objectives() {
     batch.next_sentence_label = at::randint(0, 2, {b}, at::kLong);
     return batch;
   };
-  all.push_back(nsp);
+  return nsp;
+}
 
+ObjectiveSpec sbo_objective() {
   ObjectiveSpec sbo = spec("mlm+sbo", "SpanBERT: span masking + the span boundary objective on packed blocks (Joshi et al. 2020)");
   sbo.needs = {"mask"};
   sbo.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -88,8 +91,10 @@ std::vector<ObjectiveSpec> make_objectives() {
     batch.labels = random_span_labels(b, t, vocab);
     return batch;
   };
-  all.push_back(sbo);
+  return sbo;
+}
 
+ObjectiveSpec span_objective() {
   ObjectiveSpec span = spec("span", "T5 span corruption: sentinels in the input, the spans as the target");
   span.needs = {"eos", "sentinels"};
   span.separate_targets = true;
@@ -98,8 +103,10 @@ std::vector<ObjectiveSpec> make_objectives() {
   };
   span.target_length = [](int64_t seq_len) { return span_corruption_lengths(seq_len, 0.15, 3.0).second; };
   span.synthetic_batch = synthetic_targets;
-  all.push_back(span);
+  return span;
+}
 
+ObjectiveSpec clm_objective() {
   ObjectiveSpec clm = spec("clm", "causal LM on packed blocks (GPT)");
   clm.needs = {"eos"};
   clm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -110,8 +117,10 @@ std::vector<ObjectiveSpec> make_objectives() {
     batch.labels = batch.input_ids;
     return batch;
   };
-  all.push_back(clm);
+  return clm;
+}
 
+ObjectiveSpec seq2seq_objective() {
   ObjectiveSpec seq2seq = spec("seq2seq", "translation on line-aligned parallel text (the Transformer)");
   seq2seq.parallel_text = true, seq2seq.separate_targets = true;
   seq2seq.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -119,14 +128,14 @@ std::vector<ObjectiveSpec> make_objectives() {
   };
   seq2seq.target_length = [](int64_t seq_len) { return seq_len; };
   seq2seq.synthetic_batch = synthetic_targets;
-  all.push_back(seq2seq);
-  return all;
+  return seq2seq;
 }
 
 }  // namespace
 
 const std::vector<ObjectiveSpec>& objectives() {
-  static const std::vector<ObjectiveSpec> all = make_objectives();
+  static const std::vector<ObjectiveSpec> all = {mlm_objective(),  nsp_objective(), sbo_objective(),
+                                                 span_objective(), clm_objective(), seq2seq_objective()};
   return all;
 }
 

@@ -112,6 +112,82 @@ Example Seq2SeqDataset::get(int64_t index, int64_t) const {
   return e;
 }
 
+namespace {
+
+std::vector<LabelledRow> read_jsonl_rows(const std::string& path, const ColumnSpec& c) {
+  std::vector<LabelledRow> rows;
+  const bool want_pair = !c.text_pair.empty();
+  const auto lines = read_lines(path);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(i + 1);
+    const nlohmann::json j = parse_json(lines[i], where, /*with_line=*/false);
+    auto field = [&](const std::string& name, bool label) -> std::string {
+      if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");
+      const auto& v = j[name];
+      if (v.is_string()) return v.get<std::string>();
+      // A label may be a number; null, a boolean, a list or an object became a class of its own.
+      if (label && v.is_number()) return v.dump();
+      throw InputError(where + ": field '" + name + "' must be a string" + (label ? " or a number" : "") + ", got " + brief_json(v));
+    };
+    rows.push_back({field(c.text, false), want_pair ? field(c.text_pair, false) : "", field(c.label, true), static_cast<int64_t>(i + 1)});
+  }
+  return rows;
+}
+
+// The column a name (or a 0-based index) picks in a header row.
+size_t header_column(const std::vector<std::string>& header, const std::string& name, const std::string& path) {
+  if (is_index(name)) return column_index(name, path);
+  auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) {
+    std::string cols;
+    for (const auto& h : header) cols += (cols.empty() ? "" : ", ") + h;
+    throw InputError(path + ":1: no column '" + name + "' (columns: " + cols + ")");
+  }
+  return static_cast<size_t>(it - header.begin());
+}
+
+void check_header(const std::vector<std::string>& header, const std::string& path) {
+  for (size_t k = 0; k < header.size(); ++k) {
+    const auto end = header.begin() + static_cast<std::ptrdiff_t>(k);
+    if (std::find(header.begin(), end, header[k]) != end) {
+      throw InputError(path + ":1: the header names column '" + header[k].substr(0, 40) + "' twice");
+    }
+  }
+}
+
+std::vector<LabelledRow> read_delimited_rows(const std::string& path, const ColumnSpec& c, const std::string& format) {
+  const bool want_pair = !c.text_pair.empty();
+  const auto records = read_records(path, format == "csv" ? ',' : '\t');
+  check_input(!records.empty(), path + ": empty file");
+  // Columns by index when every column is given as one; else by the header's names.
+  const bool by_index = is_index(c.text) && is_index(c.label) && (!want_pair || is_index(c.text_pair));
+  const size_t first = by_index ? 0 : 1;
+  if (!by_index) check_header(records[0].fields, path);
+  auto column = [&](const std::string& name) { return by_index ? column_index(name, path) : header_column(records[0].fields, name, path); };
+  const size_t text_col = column(c.text), label_col = column(c.label), pair_col = want_pair ? column(c.text_pair) : 0;
+  const size_t needed = std::max({text_col, label_col, pair_col}) + 1;
+  // Every row as wide as the header (or the first row): an extra separator in a row
+  // shifted its columns, and another column became its label.
+  const size_t width = records[0].fields.size();
+  std::vector<LabelledRow> rows;
+  for (size_t i = first; i < records.size(); ++i) {
+    const auto& f = records[i].fields;
+    const std::string where = path + ":" + std::to_string(records[i].line);
+    if (f.size() != width) {
+      throw InputError(where + ": " + std::to_string(f.size()) + " columns, but " + (first ? "the header has " : "the first row has ") +
+                       std::to_string(width) + (format == "tsv" ? " (a tab inside a text?)" : ""));
+    }
+    if (f.size() < needed) {
+      throw InputError(where + ": " + std::to_string(f.size()) + " columns, expected at least " + std::to_string(needed));
+    }
+    rows.push_back({f[text_col], want_pair ? f[pair_col] : "", f[label_col], records[i].line});
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& c) {
   std::string format = c.format;
   auto ends = [&](const char* ext) {
@@ -120,71 +196,7 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
   };
   if (format == "auto") format = ends(".jsonl") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
   check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");
-  std::vector<LabelledRow> rows;
-  const bool want_pair = !c.text_pair.empty();
-  if (format == "jsonl") {
-    const auto lines = read_lines(path);
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
-      const std::string where = path + ":" + std::to_string(i + 1);
-      const nlohmann::json j = parse_json(lines[i], where, /*with_line=*/false);
-      auto field = [&](const std::string& name, bool label) -> std::string {
-        if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");
-        const auto& v = j[name];
-        if (v.is_string()) return v.get<std::string>();
-        // A label may be a number; null, a boolean, a list or an object became a class of its own.
-        if (label && v.is_number()) return v.dump();
-        throw InputError(where + ": field '" + name + "' must be a string" + (label ? " or a number" : "") + ", got " + brief_json(v));
-      };
-      rows.push_back({field(c.text, false), want_pair ? field(c.text_pair, false) : "", field(c.label, true), static_cast<int64_t>(i + 1)});
-    }
-  } else {
-    const char sep = format == "csv" ? ',' : '\t';
-    const auto records = read_records(path, sep);
-    const bool by_index = is_index(c.text) && is_index(c.label) && (!want_pair || is_index(c.text_pair));
-    size_t text_col = 0, pair_col = 0, label_col = 0, first = 0;
-    check_input(!records.empty(), path + ": empty file");
-    if (by_index) {
-      text_col = column_index(c.text, path), label_col = column_index(c.label, path);
-      if (want_pair) pair_col = column_index(c.text_pair, path);
-    } else {
-      const auto& header = records[0].fields;
-      for (size_t k = 0; k < header.size(); ++k) {
-        if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(k), header[k]) != header.begin() + static_cast<std::ptrdiff_t>(k)) {
-          throw InputError(path + ":1: the header names column '" + header[k].substr(0, 40) + "' twice");
-        }
-      }
-      auto find = [&](const std::string& name) -> size_t {
-        if (is_index(name)) return column_index(name, path);
-        auto it = std::find(header.begin(), header.end(), name);
-        if (it == header.end()) {
-          std::string cols;
-          for (const auto& h : header) cols += (cols.empty() ? "" : ", ") + h;
-          throw InputError(path + ":1: no column '" + name + "' (columns: " + cols + ")");
-        }
-        return static_cast<size_t>(it - header.begin());
-      };
-      text_col = find(c.text), label_col = find(c.label);
-      if (want_pair) pair_col = find(c.text_pair);
-      first = 1;
-    }
-    const size_t needed = std::max({text_col, label_col, want_pair ? pair_col : 0}) + 1;
-    // Every row as wide as the header (or the first row): an extra separator in a row
-    // shifted its columns, and another column became its label.
-    const size_t width = records[0].fields.size();
-    for (size_t i = first; i < records.size(); ++i) {
-      const auto& f = records[i].fields;
-      const std::string where = path + ":" + std::to_string(records[i].line);
-      if (f.size() != width) {
-        throw InputError(where + ": " + std::to_string(f.size()) + " columns, but " + (first ? "the header has " : "the first row has ") +
-                         std::to_string(width) + (format == "tsv" ? " (a tab inside a text?)" : ""));
-      }
-      if (f.size() < needed) {
-        throw InputError(where + ": " + std::to_string(f.size()) + " columns, expected at least " + std::to_string(needed));
-      }
-      rows.push_back({f[text_col], want_pair ? f[pair_col] : "", f[label_col], records[i].line});
-    }
-  }
+  std::vector<LabelledRow> rows = format == "jsonl" ? read_jsonl_rows(path, c) : read_delimited_rows(path, c, format);
   check_input(!rows.empty(), path + ": no labelled rows");
   return rows;
 }

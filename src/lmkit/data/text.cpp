@@ -66,54 +66,43 @@ std::vector<std::string> split_sentences(std::string_view p) {
   return out;
 }
 
-std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
-  check_readable_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  if (format == TextFormat::kAuto) {
-    format = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl" ? TextFormat::kJsonl : TextFormat::kBlankLine;
-  }
+namespace {
+
+// One document per line's string field; paragraphs inside it are separated by newlines.
+std::vector<Document> read_jsonl_documents(std::istream& in, const std::string& path, const std::string& text_field) {
   std::vector<Document> docs;
   std::string line;
   int64_t line_no = 0;
-  if (format == TextFormat::kJsonl) {
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (trim(line).empty()) continue;
-      const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no), /*with_line=*/false);
-      if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
-        throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
-      }
-      Document doc;
-      // Paragraphs inside a JSONL document are separated by newlines.
-      const std::string text = j[text_field].get<std::string>();
-      size_t pos = 0;
-      while (pos <= text.size()) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        add_paragraph(doc, std::string_view(text).substr(pos, end - pos));
-        pos = end + 1;
-      }
-      if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no), /*with_line=*/false);
+    if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
+      throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
     }
-    return docs;
-  }
-  if (format == TextFormat::kLines) {
-    while (std::getline(in, line)) {
-      Document doc;
-      add_paragraph(doc, line);
-      if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    Document doc;
+    const std::string text = j[text_field].get<std::string>();
+    for (size_t pos = 0; pos <= text.size();) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      add_paragraph(doc, std::string_view(text).substr(pos, end - pos));
+      pos = end + 1;
     }
-    return docs;
+    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
   }
-  // blank-line; WikiText articles when the file has WikiText titles.
+  return docs;
+}
+
+// Blank lines separate documents; WikiText articles (its = Title = lines) when the file has them.
+std::vector<Document> read_blank_line_documents(std::istream& in) {
   std::vector<std::string> lines;
   bool wikitext = false;
-  while (std::getline(in, line)) {
+  for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     wikitext = wikitext || is_wikitext_title(line);
     lines.push_back(std::move(line));
   }
+  std::vector<Document> docs;
   Document doc;
   auto close = [&] {
     if (!doc.sentences.empty()) docs.push_back(std::move(doc));
@@ -128,6 +117,26 @@ std::vector<Document> read_documents(const std::string& path, TextFormat format,
     add_paragraph(doc, l);
   }
   close();
+  return docs;
+}
+
+}  // namespace
+
+std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
+  check_readable_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  if (format == TextFormat::kAuto) {
+    format = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl" ? TextFormat::kJsonl : TextFormat::kBlankLine;
+  }
+  if (format == TextFormat::kJsonl) return read_jsonl_documents(in, path, text_field);
+  if (format == TextFormat::kBlankLine) return read_blank_line_documents(in);
+  std::vector<Document> docs;
+  for (std::string line; std::getline(in, line);) {
+    Document doc;
+    add_paragraph(doc, line);
+    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+  }
   return docs;
 }
 

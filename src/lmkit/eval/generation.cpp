@@ -76,73 +76,94 @@ struct Hypothesis {
   double score;
 };
 
-std::vector<std::vector<int64_t>> beam_search(models::Model& model, const at::Tensor& input_ids,
-                                              const at::Tensor& attention_mask, const GenerationOptions& o) {
-  const auto spec = model.generation_spec();
-  const int64_t b = input_ids.size(0), k = o.num_beams;
-  auto score_of = [&](double logprob, size_t length) {
-    return logprob / std::pow(static_cast<double>(std::max<size_t>(length, 1)), o.length_penalty);
-  };
-  auto session = model.start_decoding(input_ids, attention_mask, o.use_cache);
-  // Every row becomes k beams: rows [i·k, (i+1)·k) belong to prompt i.
-  at::Tensor expand = at::arange(b, input_ids.options()).repeat_interleave(k);
-  session->select(expand);
-  at::Tensor tokens = first_tokens(spec, input_ids).index_select(0, expand);
-  std::vector<double> beam_logprob(b * k, 0.0);
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 1; j < k; ++j) beam_logprob[i * k + j] = -1e9;  // start from one live beam per prompt
-  }
-  std::vector<std::vector<int64_t>> beams(b * k);
-  std::vector<std::vector<Hypothesis>> finished(b);
-  std::vector<bool> done(b, false);
+// k beams for each of b prompts: rows [i·k, (i+1)·k) belong to prompt i.
+struct BeamState {
+  int64_t b, k;
+  double length_penalty;
+  std::vector<double> logprob;
+  std::vector<std::vector<int64_t>> seqs;
+  std::vector<std::vector<Hypothesis>> finished;
+  std::vector<bool> done;
+  std::vector<int64_t> source, next_token;  // the last step's: the beam each row continues, and its token
 
-  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
-    at::Tensor logprobs = session->step(tokens).to(at::kFloat).log_softmax(-1).cpu();  // (B·k, V)
-    const int64_t v = logprobs.size(1);
-    at::Tensor total = logprobs + at::tensor(beam_logprob, at::kDouble).to(at::kFloat).unsqueeze(1);
-    auto [top_scores, top_index] = total.view({b, k * v}).topk(2 * k, -1);  // (B, 2k)
+  BeamState(int64_t b_, int64_t k_, double penalty)
+      : b(b_), k(k_), length_penalty(penalty), logprob(b_ * k_, 0.0), seqs(b_ * k_), finished(b_), done(b_, false) {
+    for (int64_t i = 0; i < b; ++i) {
+      for (int64_t j = 1; j < k; ++j) logprob[i * k + j] = -1e9;  // start from one live beam per prompt
+    }
+  }
+  double score(double lp, size_t length) const {
+    return lp / std::pow(static_cast<double>(std::max<size_t>(length, 1)), length_penalty);
+  }
+
+  // One step from the 2k best continuations of each prompt: EOS ends a hypothesis, the
+  // first k others live on. A prompt is done once it has k hypotheses and no live beam
+  // can beat the worst of them.
+  void advance(const at::Tensor& top_scores, const at::Tensor& top_index, int64_t v, bool stop_at_eos, int64_t eos) {
     auto sc = top_scores.accessor<float, 2>();
     auto ix = top_index.accessor<int64_t, 2>();
-    std::vector<int64_t> source(b * k), next_token(b * k);
+    source.assign(b * k, 0), next_token.assign(b * k, 0);
     std::vector<double> next_logprob(b * k);
-    std::vector<std::vector<int64_t>> next_beams(b * k);
+    std::vector<std::vector<int64_t>> next_seqs(b * k);
     for (int64_t i = 0; i < b; ++i) {
       int64_t kept = 0;
       for (int64_t c = 0; c < 2 * k && kept < k; ++c) {
         const int64_t beam = i * k + ix[i][c] / v, token = ix[i][c] % v;
-        std::vector<int64_t> seq = beams[beam];
+        std::vector<int64_t> seq = seqs[beam];
         seq.push_back(token);
-        if (!done[i] && o.stop_at_eos && token == spec.eos_token_id) {
-          finished[i].push_back({seq, score_of(sc[i][c], seq.size())});
+        if (!done[i] && stop_at_eos && token == eos) {
+          finished[i].push_back({seq, score(sc[i][c], seq.size())});
           continue;
         }
         const int64_t slot = i * k + kept++;
         source[slot] = beam, next_token[slot] = token, next_logprob[slot] = sc[i][c];
-        next_beams[slot] = std::move(seq);
+        next_seqs[slot] = std::move(seq);
       }
-      // A prompt is done once it has k hypotheses and no live beam can beat the worst of them.
       if (!done[i] && static_cast<int64_t>(finished[i].size()) >= k) {
         double worst = std::numeric_limits<double>::infinity();
         for (const auto& h : finished[i]) worst = std::min(worst, h.score);
-        done[i] = score_of(next_logprob[i * k], next_beams[i * k].size()) <= worst;
+        done[i] = score(next_logprob[i * k], next_seqs[i * k].size()) <= worst;
       }
     }
-    beams = std::move(next_beams);
-    beam_logprob = next_logprob;
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    session->select(at::tensor(source, at::kLong).to(input_ids.device()));
-    tokens = at::tensor(next_token, at::kLong).to(input_ids.device()).unsqueeze(1);  // (B·k, 1)
+    seqs = std::move(next_seqs);
+    logprob = std::move(next_logprob);
   }
-  std::vector<std::vector<int64_t>> out(b);
-  for (int64_t i = 0; i < b; ++i) {
-    if (!done[i]) {
-      for (int64_t j = 0; j < k; ++j) finished[i].push_back({beams[i * k + j], score_of(beam_logprob[i * k + j], beams[i * k + j].size())});
+
+  // Each prompt's best hypothesis; live beams count where the prompt is not done.
+  std::vector<std::vector<int64_t>> best() {
+    std::vector<std::vector<int64_t>> out(b);
+    for (int64_t i = 0; i < b; ++i) {
+      if (!done[i]) {
+        for (int64_t j = 0; j < k; ++j) finished[i].push_back({seqs[i * k + j], score(logprob[i * k + j], seqs[i * k + j].size())});
+      }
+      auto top = std::max_element(finished[i].begin(), finished[i].end(),
+                                  [](const Hypothesis& a, const Hypothesis& c) { return a.score < c.score; });
+      out[i] = top->tokens;
     }
-    auto best = std::max_element(finished[i].begin(), finished[i].end(),
-                                 [](const Hypothesis& a, const Hypothesis& c) { return a.score < c.score; });
-    out[i] = best->tokens;
+    return out;
   }
-  return out;
+};
+
+std::vector<std::vector<int64_t>> beam_search(models::Model& model, const at::Tensor& input_ids,
+                                              const at::Tensor& attention_mask, const GenerationOptions& o) {
+  const auto spec = model.generation_spec();
+  const int64_t b = input_ids.size(0), k = o.num_beams;
+  auto session = model.start_decoding(input_ids, attention_mask, o.use_cache);
+  at::Tensor expand = at::arange(b, input_ids.options()).repeat_interleave(k);
+  session->select(expand);
+  at::Tensor tokens = first_tokens(spec, input_ids).index_select(0, expand);
+  BeamState beams(b, k, o.length_penalty);
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    at::Tensor logprobs = session->step(tokens).to(at::kFloat).log_softmax(-1).cpu();  // (B·k, V)
+    const int64_t v = logprobs.size(1);
+    at::Tensor total = logprobs + at::tensor(beams.logprob, at::kDouble).to(at::kFloat).unsqueeze(1);
+    auto [top_scores, top_index] = total.view({b, k * v}).topk(2 * k, -1);  // (B, 2k)
+    beams.advance(top_scores, top_index, v, o.stop_at_eos, spec.eos_token_id);
+    if (std::all_of(beams.done.begin(), beams.done.end(), [](bool d) { return d; })) break;
+    session->select(at::tensor(beams.source, at::kLong).to(input_ids.device()));
+    tokens = at::tensor(beams.next_token, at::kLong).to(input_ids.device()).unsqueeze(1);  // (B·k, 1)
+  }
+  return beams.best();
 }
 
 }  // namespace

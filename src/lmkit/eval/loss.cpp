@@ -45,30 +45,22 @@ struct Sums {
   }
 };
 
-}  // namespace
-
-Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
-                   c10::Device device, int64_t max_batches, dist::Group* group) {
-  lo.shuffle = false, lo.drop_last = false;
-  lo = data::sharded(lo, group);
-  data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
-  const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
-  nn::EvalMode eval_mode(model);
-  at::NoGradGuard no_grad;
-  // Sums by name: each loss term's (mean × targets, targets), each metric's (sum, count).
-  // Every name is registered before the first batch, so that ranks reduce the same
-  // figures whatever their shares hold; names that saw no targets are dropped after.
+// What an evaluation adds up. Sums by name: each loss term's (mean × targets, targets),
+// each metric's (sum, count); a model with a single loss adds (loss × targets, targets).
+struct Tally {
   Sums terms, metrics;
-  for (const auto& [name, count] : model.loss_targets(Batch{})) {
-    if (name != "loss") terms.add(name, 0, 0);
-  }
-  for (const auto& name : model.metric_names()) metrics.add(name, 0, 0);
   double loss_sum = 0;
   int64_t targets = 0, tokens = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    Batch b = loader.next().to(device);
-    if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
-    Output out = model.forward(b);
+
+  // Every name is registered before the first batch, so that ranks reduce the same
+  // figures whatever their shares hold; names that saw no targets are dropped after.
+  explicit Tally(models::Model& model) {
+    for (const auto& [name, count] : model.loss_targets(Batch{})) {
+      if (name != "loss") terms.add(name, 0, 0);
+    }
+    for (const auto& name : model.metric_names()) metrics.add(name, 0, 0);
+  }
+  void add(models::Model& model, const Batch& b, const Output& out) {
     tokens += b.num_tokens();
     if (out.terms.empty()) {
       const int64_t t = models::count_targets(model, b);
@@ -81,36 +73,59 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
     }
     for (const auto& m : out.metrics) metrics.add(m.name, m.sum.item<double>(), m.count);
   }
-  if (group) {
+  void reduce(dist::Group& group, c10::Device device) {
     std::vector<double> all = {loss_sum, static_cast<double>(targets), static_cast<double>(tokens)};
     terms.append_to(all), metrics.append_to(all);
-    all = group->sum(all, device);
+    all = group.sum(all, device);
     loss_sum = all[0], targets = static_cast<int64_t>(all[1]), tokens = static_cast<int64_t>(all[2]);
     size_t at = 3;
     terms.read_from(all, at), metrics.read_from(all, at);
   }
-  terms.drop_empty(), metrics.drop_empty();
-  Json r;
-  if (terms.names.empty()) {
-    r["loss"] = loss_sum / static_cast<double>(std::max<int64_t>(targets, 1));
-    r["perplexity"] = std::exp(r["loss"].get<double>());
-  } else {
-    // The terms apart (NAME_loss), their sum as the loss; the first (language-modelling)
-    // term's perplexity is the model's.
-    double loss = 0;
-    for (size_t k = 0; k < terms.names.size(); ++k) {
-      const double mean = terms.ratio(k);
-      r[terms.names[k] + "_loss"] = mean;
-      if (k == 0) r[terms.names[k] + "_perplexity"] = std::exp(mean);
-      loss += mean;
+  // The terms apart (NAME_loss), their sum as the loss; the first (language-modelling)
+  // term's perplexity is the model's.
+  Json result() {
+    terms.drop_empty(), metrics.drop_empty();
+    Json r;
+    if (terms.names.empty()) {
+      r["loss"] = loss_sum / static_cast<double>(std::max<int64_t>(targets, 1));
+      r["perplexity"] = std::exp(r["loss"].get<double>());
+    } else {
+      double loss = 0;
+      for (size_t k = 0; k < terms.names.size(); ++k) {
+        const double mean = terms.ratio(k);
+        r[terms.names[k] + "_loss"] = mean;
+        if (k == 0) r[terms.names[k] + "_perplexity"] = std::exp(mean);
+        loss += mean;
+      }
+      r["loss"] = loss;
+      r["perplexity"] = std::exp(terms.ratio(0));
+      targets = static_cast<int64_t>(terms.counts[0]);
     }
-    r["loss"] = loss;
-    r["perplexity"] = std::exp(terms.ratio(0));
-    targets = static_cast<int64_t>(terms.counts[0]);
+    for (size_t k = 0; k < metrics.names.size(); ++k) r[metrics.names[k]] = metrics.ratio(k);
+    r["targets"] = targets;
+    r["tokens"] = tokens;
+    return r;
   }
-  for (size_t k = 0; k < metrics.names.size(); ++k) r[metrics.names[k]] = metrics.ratio(k);
-  r["targets"] = targets;
-  r["tokens"] = tokens;
+};
+
+}  // namespace
+
+Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
+                   c10::Device device, int64_t max_batches, dist::Group* group) {
+  lo.shuffle = false, lo.drop_last = false;
+  lo = data::sharded(lo, group);
+  data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
+  const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
+  nn::EvalMode eval_mode(model);
+  at::NoGradGuard no_grad;
+  Tally tally(model);
+  for (int64_t i = 0; i < n; ++i) {
+    Batch b = loader.next().to(device);
+    if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
+    tally.add(model, b, model.forward(b));
+  }
+  if (group) tally.reduce(*group, device);
+  Json r = tally.result();
   r["batches"] = n;
   return r;
 }

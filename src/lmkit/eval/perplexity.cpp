@@ -32,6 +32,45 @@ TextStats text_stats(const std::string& path) {
   return s;
 }
 
+namespace {
+
+// A sliding window: [begin, end) scoring its last `scored` tokens (end − the previous end).
+struct Window {
+  int64_t begin, end, scored;
+};
+
+std::vector<Window> sliding_windows(int64_t n, int64_t context, int64_t stride) {
+  std::vector<Window> windows;
+  for (int64_t begin = 0, prev_end = 0; prev_end < n; begin += stride) {
+    const int64_t end = std::min(begin + context, n);
+    windows.push_back({begin, end, end - prev_end});
+    prev_end = end;
+  }
+  return windows;
+}
+
+// From window i on, a batch of up to `rows` equally long windows (only the last window
+// can be shorter); i moves past them. Unscored positions are labelled -100.
+Batch window_batch(const data::PackedStream& stream, const std::vector<Window>& windows, size_t& i, int64_t max_rows) {
+  const int64_t len = windows[i].end - windows[i].begin;
+  std::vector<int64_t> ids, labels;
+  int64_t rows = 0;
+  for (; i < windows.size() && rows < max_rows && windows[i].end - windows[i].begin == len; ++i, ++rows) {
+    std::vector<int32_t> tokens;
+    stream.read(windows[i].begin, windows[i].end, tokens);
+    for (int64_t t = 0; t < len; ++t) {
+      ids.push_back(tokens[static_cast<size_t>(t)]);
+      labels.push_back(t >= len - windows[i].scored ? tokens[static_cast<size_t>(t)] : -100);
+    }
+  }
+  Batch b;
+  b.input_ids = at::tensor(ids, at::kLong).view({rows, len});
+  b.labels = at::tensor(labels, at::kLong).view({rows, len});
+  return b;
+}
+
+}  // namespace
+
 Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t separator, const SlidingWindow& w,
                        c10::Device device, const TextStats* stats) {
   check_input(w.context >= 2, "--context must be at least 2");
@@ -39,37 +78,14 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
   check_input(stride <= w.context, "--stride must not exceed --context");
   data::PackedStream stream(std::shared_ptr<const data::Corpus>(&corpus, [](const data::Corpus*) {}), separator);
   const int64_t n = stream.size();
-  // Windows: [begin, end) scoring its last (end − prev_end) tokens.
-  struct Window {
-    int64_t begin, end, scored;
-  };
-  std::vector<Window> windows;
-  for (int64_t begin = 0, prev_end = 0; prev_end < n; begin += stride) {
-    const int64_t end = std::min(begin + w.context, n);
-    windows.push_back({begin, end, end - prev_end});
-    prev_end = end;
-  }
+  const std::vector<Window> windows = sliding_windows(n, w.context, stride);
   nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
   double nll = 0;
   int64_t scored = 0;
   ProgressBar bar(static_cast<int64_t>(windows.size()), "perplexity");
   for (size_t i = 0; i < windows.size();) {
-    // A batch of equally long windows (only the last window can be shorter).
-    const int64_t len = windows[i].end - windows[i].begin;
-    std::vector<int64_t> ids, labels;
-    int64_t rows = 0;
-    for (; i < windows.size() && rows < w.batch_size && windows[i].end - windows[i].begin == len; ++i, ++rows) {
-      std::vector<int32_t> tokens;
-      stream.read(windows[i].begin, windows[i].end, tokens);
-      for (int64_t t = 0; t < len; ++t) {
-        ids.push_back(tokens[static_cast<size_t>(t)]);
-        labels.push_back(t >= len - windows[i].scored ? tokens[static_cast<size_t>(t)] : -100);
-      }
-    }
-    Batch b;
-    b.input_ids = at::tensor(ids, at::kLong).view({rows, len}).to(device);
-    b.labels = at::tensor(labels, at::kLong).view({rows, len}).to(device);
+    const Batch b = window_batch(stream, windows, i, w.batch_size).to(device);
     const int64_t targets = models::count_targets(model, b);
     if (targets > 0) {
       nll += model.forward(b).loss.item<double>() * static_cast<double>(targets);

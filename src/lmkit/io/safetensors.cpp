@@ -51,6 +51,70 @@ at::Tensor TensorFile::at(const std::string& name, const std::string& what) cons
 
 std::map<std::string, at::Tensor> TensorFile::as_map() const { return {tensors.begin(), tensors.end()}; }
 
+namespace {
+
+// One tensor's header entry, checked against the data area.
+struct Entry {
+  std::string name;
+  at::ScalarType type;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;  // in the data area
+};
+
+// A shape, with its element count; the product of the nonzero sizes stays far from 2^63,
+// since LibTorch computes strides from every size (2^60 elements is 8 EiB at 8 bytes).
+template <class Bad>
+std::vector<int64_t> parse_shape(const nlohmann::json& shape, const std::string& where, uint64_t& numel, const Bad& bad) {
+  if (!shape.is_array()) throw bad(where + ": shape is not an array");
+  std::vector<int64_t> out;
+  uint64_t extent = 1;
+  numel = 1;
+  constexpr uint64_t kMaxExtent = uint64_t{1} << 60;
+  for (const auto& dim : shape) {
+    if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + brief_json(dim));
+    const uint64_t d = dim.get<uint64_t>();
+    if (d > 0 && extent > kMaxExtent / d) throw bad(where + ": shape " + brief_json(shape) + " is too large");
+    extent *= std::max<uint64_t>(d, 1);
+    numel *= d;
+    out.push_back(static_cast<int64_t>(d));
+  }
+  return out;
+}
+
+template <class Bad>
+Entry parse_entry(const std::string& key, const nlohmann::json& entry, uint64_t data_size, const Bad& bad) {
+  const std::string where = "tensor '" + key + "'";
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
+    throw bad(where + " lacks dtype, shape or data_offsets");
+  }
+  if (!entry["dtype"].is_string()) throw bad(where + ": dtype is not a string");
+  const std::string dtype = entry["dtype"].get<std::string>();
+  const DtypeInfo* info = nullptr;
+  for (const auto& d : kDtypes) {
+    if (dtype == d.name) info = &d;
+  }
+  if (!info) throw bad(where + " has unknown dtype '" + dtype + "'");
+  uint64_t numel = 0;
+  Entry e{key, info->type, parse_shape(entry["shape"], where, numel, bad), 0, 0};
+  const auto& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    throw bad(where + ": data_offsets must be two non-negative integers");
+  }
+  e.begin = offsets[0].get<uint64_t>(), e.end = offsets[1].get<uint64_t>();
+  if (e.begin > e.end) throw bad(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ") is reversed");
+  const uint64_t bytes = numel * c10::elementSize(info->type);
+  if (bytes != e.end - e.begin) {
+    throw bad(where + ": shape × itemsize = " + std::to_string(bytes) + " bytes but data_offsets span " + std::to_string(e.end - e.begin));
+  }
+  if (e.end > data_size) {
+    throw bad(where + ": data_offsets end " + std::to_string(e.end) + " lies past the data area (" +
+              std::to_string(data_size) + " bytes; truncated file?)");
+  }
+  return e;
+}
+
+}  // namespace
+
 TensorFile parse_safetensors(const std::string& bytes, const std::string& name) {
   auto bad = [&](const std::string& what) { return InputError(name + ": not a valid safetensors file: " + what); };
   if (bytes.size() < 8) throw bad("shorter than the 8-byte header length");
@@ -67,79 +131,29 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
   const uint64_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
-
   TensorFile file;
-  struct Span {
-    uint64_t begin, end;
-    std::string name;
-  };
-  std::vector<Span> spans;
-  std::vector<std::pair<std::string, at::Tensor>> loaded;
+  std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& key = it.key();
-    const auto& entry = it.value();
-    if (key == "__metadata__") {
-      if (!entry.is_object()) throw bad("__metadata__ is not an object");
-      for (auto m = entry.begin(); m != entry.end(); ++m) {
-        if (!m.value().is_string()) throw bad("__metadata__ value '" + m.key() + "' is not a string");
-        file.metadata[m.key()] = m.value().get<std::string>();
-      }
+    if (it.key() != "__metadata__") {
+      entries.push_back(parse_entry(it.key(), it.value(), data_size, bad));
       continue;
     }
-    const std::string where = "tensor '" + key + "'";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
-      throw bad(where + " lacks dtype, shape or data_offsets");
+    if (!it.value().is_object()) throw bad("__metadata__ is not an object");
+    for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+      if (!m.value().is_string()) throw bad("__metadata__ value '" + m.key() + "' is not a string");
+      file.metadata[m.key()] = m.value().get<std::string>();
     }
-    if (!entry["dtype"].is_string()) throw bad(where + ": dtype is not a string");
-    const std::string dtype = entry["dtype"].get<std::string>();
-    const DtypeInfo* info = nullptr;
-    for (const auto& d : kDtypes) {
-      if (dtype == d.name) info = &d;
-    }
-    if (!info) throw bad(where + " has unknown dtype '" + dtype + "'");
-    if (!entry["shape"].is_array()) throw bad(where + ": shape is not an array");
-    std::vector<int64_t> shape;
-    // LibTorch computes strides from every size, zeros included: the product of
-    // the nonzero sizes must stay far from 2^63 (2^60 elements is 8 EiB at 8 bytes).
-    uint64_t numel = 1, extent = 1;
-    constexpr uint64_t kMaxExtent = uint64_t{1} << 60;
-    for (const auto& dim : entry["shape"]) {
-      if (!dim.is_number_unsigned()) throw bad(where + ": shape holds " + brief_json(dim));
-      const uint64_t d = dim.get<uint64_t>();
-      if (d > 0 && extent > kMaxExtent / d) throw bad(where + ": shape " + brief_json(entry["shape"]) + " is too large");
-      extent *= std::max<uint64_t>(d, 1);
-      numel *= d;
-      shape.push_back(static_cast<int64_t>(d));
-    }
-    const auto& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-      throw bad(where + ": data_offsets must be two non-negative integers");
-    }
-    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (begin > end) throw bad(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") is reversed");
-    const uint64_t itemsize = c10::elementSize(info->type);
-    if (numel * itemsize != end - begin) {
-      throw bad(where + ": shape × itemsize = " + std::to_string(numel * itemsize) + " bytes but data_offsets span " +
-                std::to_string(end - begin));
-    }
-    if (end > data_size) {
-      throw bad(where + ": data_offsets end " + std::to_string(end) + " lies past the data area (" +
-                std::to_string(data_size) + " bytes; truncated file?)");
-    }
-    spans.push_back({begin, end, key});
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(info->type));
-    if (end > begin) std::memcpy(t.data_ptr(), bytes.data() + data_start + begin, end - begin);
-    loaded.emplace_back(key, t);
   }
-  std::vector<size_t> order(spans.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a].begin < spans[b].begin; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const Span &prev = spans[order[i - 1]], &cur = spans[order[i]];
-    if (cur.begin < prev.end) throw bad("tensors '" + prev.name + "' and '" + cur.name + "' overlap");
+  // In file order; no two tensors may share bytes.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < entries.size(); ++i) {
+    if (entries[i].begin < entries[i - 1].end) throw bad("tensors '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
   }
-  for (size_t i : order) file.tensors.push_back(std::move(loaded[i]));
+  for (const Entry& e : entries) {
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.type));
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), bytes.data() + data_start + e.begin, e.end - e.begin);
+    file.tensors.emplace_back(e.name, t);
+  }
   return file;
 }
 

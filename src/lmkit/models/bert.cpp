@@ -96,12 +96,8 @@ void BertImpl::reset_parameters() {
   init_normal(*this, config.initializer_range);
   position_embeddings->weight.normal_(0, config.initializer_range);
   word_embeddings->weight[config.pad_token_id].zero_();
-  for (auto& p : named_parameters()) {
-    // Norm weights are ones and biases zeros; the MLM bias starts at zero.
-    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
-    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
-  }
-  if (mlm_bias.defined()) mlm_bias.zero_();
+  reset_norms(*this);
+  if (mlm_bias.defined()) mlm_bias.zero_();  // the MLM bias starts at zero
 }
 
 std::string BertImpl::architecture() const {
@@ -286,6 +282,14 @@ SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
   o.max_targets = c.span_boundary_max_targets, o.position_size = c.span_boundary_position_size;
   o.activation = nn::parse_activation(c.hidden_act), o.norm_eps = c.layer_norm_eps;
   return o;
+}
+
+void reset_norms(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters()) {
+    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
+    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
+  }
 }
 
 void write_span_boundary_keys(Json& j, const BertConfig& c) {

@@ -111,6 +111,8 @@ void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::functi
 SpanBoundaryOptions span_boundary_options(const BertConfig& config);
 /// the config keys of span pretraining (written only by span heads),
 void write_span_boundary_keys(Json& j, const BertConfig& config);
+/// HF's initialisation of the norms (LayerNorm weights one, biases zero, by parameter name),
+void reset_norms(torch::nn::Module& module);
 /// and forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
 double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
                                     bool mlm_head, const SpanBoundaryHead& span_boundary = nullptr);

@@ -58,10 +58,7 @@ void RobertaImpl::reset_parameters() {
   init_normal(*this, config.initializer_range);
   word_embeddings->weight[config.pad_token_id].zero_();
   position_embeddings->weight[config.pad_token_id].zero_();
-  for (auto& p : named_parameters()) {
-    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
-    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
-  }
+  reset_norms(*this);
   if (lm_bias.defined()) lm_bias.zero_();
 }
 

@@ -49,12 +49,13 @@ std::string format_summary(const Json& s) {
   };
   add("%-28s %s (%s)\n", "architecture", s["architecture"].get<std::string>().c_str(),
       s["model_type"].get<std::string>().c_str());
+  // The config's sizes: every integer key but token ids, whatever the family calls them
+  // (hidden_size, n_embd, d_model, ...).
   const auto& c = s["config"];
-  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                          "n_embd", "n_layer", "n_head", "d_model", "d_kv", "d_ff", "num_layers", "num_heads",
-                          "encoder_layers", "decoder_layers", "src_vocab_size", "tgt_vocab_size",
-                          "max_position_embeddings", "n_positions"}) {
-    if (c.contains(key)) add("  %-26s %s\n", key, c[key].dump().c_str());
+  for (auto it = c.begin(); it != c.end(); ++it) {
+    const std::string& key = it.key();
+    const bool id = key.size() >= 3 && key.compare(key.size() - 3, 3, "_id") == 0;
+    if (it.value().is_number_integer() && !id) add("  %-26s %s\n", key.c_str(), it.value().dump().c_str());
   }
   add("%-28s %15s\n", "parameters", "count");
   for (auto it = s["components"].begin(); it != s["components"].end(); ++it) {

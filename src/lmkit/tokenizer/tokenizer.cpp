@@ -85,7 +85,40 @@ int64_t Template::added(bool is_pair) const {
   return n;
 }
 
-Tokenizer Tokenizer::train(const TrainOptions& o) {
+namespace {
+
+// SentencePiece trainer arguments: exact round trips (no normalisation, whitespace
+// kept), then the family's own, which place its special pieces and replace these.
+std::vector<std::pair<std::string, std::string>> training_arguments(const TrainOptions& o, const FamilySpec& spec,
+                                                                      const std::string& prefix) {
+  std::string inputs;
+  for (const auto& in : o.inputs) inputs += (inputs.empty() ? "" : ",") + in;
+  std::vector<std::pair<std::string, std::string>> kw = {
+      {"input", inputs},
+      {"model_prefix", prefix},
+      {"vocab_size", std::to_string(o.vocab_size - spec.sentinels)},
+      {"model_type", o.model_type},
+      {"character_coverage", std::to_string(o.character_coverage)},
+      {"byte_fallback", o.byte_fallback ? "true" : "false"},
+      {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"},
+      {"input_sentence_size", std::to_string(o.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"max_sentence_length", "65536"},
+      {"hard_vocab_limit", "false"},
+      {"num_threads", std::to_string(resolve_threads(o.threads))},
+      {"minloglevel", "2"},
+      {"bos_id", "-1"},
+  };
+  for (const auto& argument : spec.training_arguments) {
+    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& kv) { return kv.first == argument.first; });
+    if (it != kw.end()) it->second = argument.second;
+    else kw.push_back(argument);
+  }
+  return kw;
+}
+
+void check_training_options(const TrainOptions& o, const FamilySpec& spec) {
   check_input(!o.inputs.empty(), "tokenizer training: no input files");
   int64_t total_bytes = 0;
   for (const auto& in : o.inputs) {
@@ -94,72 +127,74 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   }
   check_input(total_bytes > 0, "tokenizer training: the input files are empty");
   check_input(!o.output.empty(), "--output must name a directory or a .model file");
-  const bool model_file = ends_with(o.output, ".model");
-  check_input(model_file || !fs::exists(o.output) || fs::is_directory(o.output),
+  check_input(ends_with(o.output, ".model") || !fs::exists(o.output) || fs::is_directory(o.output),
               "--output '" + o.output + "' is a file: name a directory or a .model file");
   check_input(o.model_type == "unigram" || o.model_type == "bpe", "--model-type must be unigram or bpe");
-  const FamilySpec& spec = tokenizer::family_spec(o.family);
-  const int64_t reserved = spec.sentinels;
-  check_input(o.vocab_size > reserved + 16, "--vocab-size " + std::to_string(o.vocab_size) + " is too small");
+  check_input(o.vocab_size > spec.sentinels + 16, "--vocab-size " + std::to_string(o.vocab_size) + " is too small");
+}
 
-  const fs::path model_path = model_file ? fs::path(o.output) : fs::path(o.output) / "tokenizer.model";
+}  // namespace
+
+Tokenizer Tokenizer::train(const TrainOptions& o) {
+  const FamilySpec& spec = tokenizer::family_spec(o.family);
+  check_training_options(o, spec);
+  const fs::path model_path = ends_with(o.output, ".model") ? fs::path(o.output) : fs::path(o.output) / "tokenizer.model";
   fs::create_directories(model_path.parent_path().empty() ? fs::path(".") : model_path.parent_path());
-  std::string inputs;
-  for (const auto& in : o.inputs) inputs += (inputs.empty() ? "" : ",") + in;
   const std::string prefix = model_path.string() + ".tmp" + std::to_string(::getpid());
-  const int threads = resolve_threads(o.threads);
-  std::vector<std::pair<std::string, std::string>> kw = {
-      {"input", inputs},
-      {"model_prefix", prefix},
-      {"vocab_size", std::to_string(o.vocab_size - reserved)},
-      {"model_type", o.model_type},
-      {"character_coverage", std::to_string(o.character_coverage)},
-      {"byte_fallback", o.byte_fallback ? "true" : "false"},
-      // Exact round trips: no normalisation, whitespace kept as written.
-      {"normalization_rule_name", "identity"},
-      {"remove_extra_whitespaces", "false"},
-      {"input_sentence_size", std::to_string(o.max_sentences)},
-      {"shuffle_input_sentence", "true"},
-      {"max_sentence_length", "65536"},
-      {"hard_vocab_limit", "false"},
-      {"num_threads", std::to_string(threads)},
-      {"minloglevel", "2"},
-      {"bos_id", "-1"},
-  };
-  // The family's arguments place its special pieces; they replace the defaults above (bos_id).
-  for (const auto& argument : spec.training_arguments) {
-    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& kv) { return kv.first == argument.first; });
-    if (it != kw.end()) it->second = argument.second;
-    else kw.push_back(argument);
-  }
   std::error_code ec;
   try {
-    train_sentencepiece(kw);
+    train_sentencepiece(training_arguments(o, spec, prefix));
   } catch (...) {
     fs::remove(prefix + ".model", ec), fs::remove(prefix + ".vocab", ec);
     throw;
   }
   fs::remove(prefix + ".vocab", ec);
-  Tokenizer t;
-  t.model_bytes_ = read_file(prefix + ".model");
+  TokenizerParts parts;
+  parts.model_bytes = read_file(prefix + ".model");
   fs::remove(prefix + ".model", ec);
-  t.backend_ = load_sentencepiece(t.model_bytes_, model_path.string());
-  t.checksum_ = fnv1a64(t.model_bytes_);
-  t.source_ = model_path.string();
-  t.finish(spec.name, model_path.string());
+  parts.backend = load_sentencepiece(parts.model_bytes, model_path.string());
+  parts.checksum = fnv1a64(parts.model_bytes);
+  parts.source = model_path.string();
+  Tokenizer t = assemble(std::move(parts), spec.name, model_path.string());
   t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
   return t;
 }
 
+namespace {
+
+// A directory: lmkit's SentencePiece files, HF's tokenizer.json, HF's older layouts, or a bare .model.
+TokenizerParts read_directory(const fs::path& dir) {
+  if (fs::exists(dir / "tokenizer.lmkit.json")) {
+    const Json m = load_json_file((dir / "tokenizer.lmkit.json").string());
+    const std::string model = m.is_object() ? m.value("model_file", "tokenizer.model") : "tokenizer.model";
+    check_input(fs::is_regular_file(dir / model), dir.string() + "/tokenizer.lmkit.json names " + model + ", which is missing");
+    return read_sentencepiece_file(dir / model);
+  }
+  if (fs::exists(dir / "tokenizer.json")) return read_tokenizer_json(dir / "tokenizer.json");
+  if (auto parts = read_vocabulary_directory(dir)) return std::move(*parts);
+  for (const char* name : {"spiece.model", "tokenizer.model"}) {
+    if (fs::is_regular_file(dir / name)) return read_sentencepiece_file(dir / name);
+  }
+  throw InputError(dir.string() + ": no tokenizer here (looked for tokenizer.json, vocab.txt, vocab.json + merges.txt, "
+                   "spiece.model, tokenizer.model)");
+}
+
+TokenizerParts read_path(const fs::path& p) {
+  if (fs::is_directory(p)) return read_directory(p);
+  if (!fs::is_regular_file(p)) throw InputError(p.string() + ": no such tokenizer (a directory, a .model file or a tokenizer.json)");
+  const std::string name = p.filename().string();
+  if (ends_with(name, ".json") && !ends_with(name, ".lmkit.json")) return read_tokenizer_json(p);
+  if (name == "vocab.txt" || name == "merges.txt") return read_directory(p.parent_path().empty() ? fs::path(".") : p.parent_path());
+  return read_sentencepiece_file(p);
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::load(const std::string& path, std::optional<Family> family) {
-  const fs::path p(path);
   try {
-    if (fs::is_directory(p)) return HfLoader::load_directory(p, family);
-    if (!fs::is_regular_file(p)) throw InputError(path + ": no such tokenizer (a directory, a .model file or a tokenizer.json)");
-    const std::string name = p.filename().string();
-    if (ends_with(name, ".json") && !ends_with(name, ".lmkit.json")) return HfLoader::load_tokenizer_json(p, family);
-    if (name == "vocab.txt" || name == "merges.txt") return HfLoader::load_directory(p.parent_path(), family);
-    return HfLoader::load_sentencepiece_file(p, family);
+    TokenizerParts parts = read_path(fs::path(path));
+    const std::string what = parts.source;
+    return assemble(std::move(parts), family, what);
   } catch (const nlohmann::json::exception& e) {
     // A value of the wrong type where the readers take HF's files on trust (an id
     // that is a string, a vocabulary that is a list): one error naming the tokenizer.
@@ -176,39 +211,52 @@ bool Tokenizer::present(const std::string& dir) {
   return false;
 }
 
-void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
-  const int64_t pieces = backend_->size();
-  // The family: given, else written down beside the model, else from the special pieces.
-  auto id_of = [&](const std::string& piece) -> int32_t {
-    for (const auto& a : added_) {
-      if (a.content == piece) return a.id;
-    }
-    return backend_->id_of(piece);
-  };
-  if (!family && special_names_.contains("lmkit_family")) family = parse_family(special_names_["lmkit_family"].get<std::string>());
+Tokenizer Tokenizer::assemble(TokenizerParts parts, std::optional<Family> family, const std::string& what) {
+  Tokenizer t;
+  t.parts_ = std::move(parts);
+  const FamilySpec& spec = tokenizer::family_spec(t.resolve_family(family, what));
+  t.family_ = spec.name;
+  t.resolve_specials(spec, what);
+  t.resolve_sentinels(spec, what);
+  t.register_added_tokens();
+  // The template: the files', else the family's.
+  t.template_ = t.parts_.post_processor ? *t.parts_.post_processor : spec.make_template(t.specials_);
+  t.classify_ids();
+  return t;
+}
+
+int32_t Tokenizer::id_of(const std::string& piece) const {
+  for (const auto& a : parts_.added) {
+    if (a.content == piece) return a.id;
+  }
+  return parts_.backend->id_of(piece);
+}
+
+// The family: given, else written down beside the model, else from the special pieces.
+Family Tokenizer::resolve_family(std::optional<Family> family, const std::string& what) const {
+  const Json& names = parts_.special_names;
+  if (!family && names.contains("lmkit_family")) family = parse_family(names["lmkit_family"].get<std::string>());
   for (const auto& f : family_specs()) {
     if (!family && !f.detect_piece.empty() && id_of(f.detect_piece) >= 0) family = f.name;
   }
   if (!family) {
     throw InputError(what + ": no file names the model family and no special piece tells it ([CLS], <|endoftext|>, </s>, ...)");
   }
-  const FamilySpec& spec = tokenizer::family_spec(*family);
-  family_ = spec.name;
+  return *family;
+}
 
-  // Special token names: HF's files, else the family's own.
-  auto name = [&](const std::string& key, const std::string& fallback) -> std::string {
-    if (special_names_.contains(key) && special_names_[key].is_string()) return special_names_[key].get<std::string>();
-    if (special_names_.contains(key)) return "";  // explicitly null
-    return fallback;
-  };
-  auto lookup = [&](const std::string& key, const std::string& fallback) {
-    const std::string n = name(key, fallback);
+// Special token ids: HF's names for them, else the family's own pieces.
+void Tokenizer::resolve_specials(const FamilySpec& spec, const std::string& what) {
+  const Json& names = parts_.special_names;
+  auto lookup = [&](const std::string& key, const std::string& fallback) -> int32_t {
+    if (names.contains(key) && !names[key].is_string()) return -1;  // explicitly null
+    const std::string n = names.contains(key) ? names[key].get<std::string>() : fallback;
     return n.empty() ? -1 : id_of(n);
   };
   SpecialTokens& s = specials_;
   for (const auto& [key, piece] : spec.specials) *s.slot(key) = lookup(key, piece);
   for (const auto& key : spec.optional) {
-    if (special_names_.contains(key)) *s.slot(key) = lookup(key, "");
+    if (names.contains(key)) *s.slot(key) = lookup(key, "");
   }
   std::string needed;
   bool missing = false;
@@ -219,80 +267,89 @@ void Tokenizer::finish(std::optional<Family> family, const std::string& what) {
     missing = missing || s.id(key) < 0;
   }
   if (missing) throw InputError(what + ": not a " + spec.name + " tokenizer (needs " + needed + ")");
+}
+
+// Sentinels (T5): SentencePiece models leave them to lmkit (the top ids); HF files list
+// them, and they must count down from the top. Sets the vocabulary size.
+void Tokenizer::resolve_sentinels(const FamilySpec& spec, const std::string& what) {
+  const Json& names = parts_.special_names;
+  const int64_t pieces = parts_.backend->size();
+  SpecialTokens& s = specials_;
   if (spec.sentinels > 0) {
-    // Sentinels: SentencePiece models leave them to lmkit (the top ids); HF files list them.
-    s.num_sentinels = special_names_.contains("extra_ids") && special_names_["extra_ids"].is_number_integer()
-                          ? special_names_["extra_ids"].get<int32_t>() : spec.sentinels;
-    for (const auto& a : added_) {
+    s.num_sentinels = names.contains("extra_ids") && names["extra_ids"].is_number_integer()
+                          ? names["extra_ids"].get<int32_t>() : spec.sentinels;
+    for (const auto& a : parts_.added) {
       if (a.content.rfind("<extra_id_", 0) == 0 && a.id >= pieces) s.num_sentinels = 0;
     }
   }
   vocab_size_ = pieces + s.num_sentinels;
-  for (const auto& a : added_) vocab_size_ = std::max<int64_t>(vocab_size_, a.id + 1);
-  if (spec.sentinels > 0 && s.num_sentinels == 0) {
-    // HF's T5: <extra_id_i> = vocab_size - 1 - i, for every i it lists.
-    for (const auto& a : added_) {
-      if (a.content.rfind("<extra_id_", 0) != 0) continue;
-      const int32_t i = std::atoi(a.content.c_str() + 10);
-      if (a.id != vocab_size_ - 1 - i) {
-        throw InputError(what + ": " + a.content + " has id " + std::to_string(a.id) + ", expected " +
-                         std::to_string(vocab_size_ - 1 - i) + " (T5's sentinels count down from the top)");
-      }
-      s.num_sentinels = std::max(s.num_sentinels, i + 1);
+  for (const auto& a : parts_.added) vocab_size_ = std::max<int64_t>(vocab_size_, a.id + 1);
+  if (spec.sentinels == 0 || s.num_sentinels != 0) return;
+  // HF's T5: <extra_id_i> = vocab_size - 1 - i, for every i it lists.
+  for (const auto& a : parts_.added) {
+    if (a.content.rfind("<extra_id_", 0) != 0) continue;
+    const int32_t i = std::atoi(a.content.c_str() + 10);
+    if (a.id != vocab_size_ - 1 - i) {
+      throw InputError(what + ": " + a.content + " has id " + std::to_string(a.id) + ", expected " +
+                       std::to_string(vocab_size_ - 1 - i) + " (T5's sentinels count down from the top)");
     }
+    s.num_sentinels = std::max(s.num_sentinels, i + 1);
   }
+}
 
-  // Added tokens: matched in the raw text, longest first. SentencePiece models get
-  // the ones HF would register: control pieces, [UNK], padding and T5's sentinels.
-  if (added_.empty()) {
-    for (int32_t id = 0; id < pieces; ++id) {
-      if (backend_->is_control(id) || id == s.unk || id == s.pad) added_.push_back({backend_->piece(id), id});
+// Added tokens: matched in the raw text, longest first. SentencePiece models get
+// the ones HF would register: control pieces, [UNK], padding and T5's sentinels.
+void Tokenizer::register_added_tokens() {
+  auto& added = parts_.added;
+  const Backend& backend = *parts_.backend;
+  if (added.empty()) {
+    for (int32_t id = 0; id < backend.size(); ++id) {
+      if (backend.is_control(id) || id == specials_.unk || id == specials_.pad) added.push_back({backend.piece(id), id});
     }
-    for (int32_t i = s.num_sentinels - 1; i >= 0; --i) {
-      added_.push_back({"<extra_id_" + std::to_string(i) + ">", static_cast<int32_t>(vocab_size_ - 1 - i)});
+    for (int32_t i = specials_.num_sentinels - 1; i >= 0; --i) {
+      added.push_back({"<extra_id_" + std::to_string(i) + ">", static_cast<int32_t>(vocab_size_ - 1 - i)});
     }
   }
-  std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  std::stable_sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   added_first_byte_.assign(256, false);
-  for (const auto& a : added_) added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
+  for (const auto& a : added) added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
+}
 
-  // The template: the files', else the family's.
-  if (!has_template_) {
-    template_ = spec.make_template(s);
-    has_template_ = true;
-  }
-
+// Which ids are special (never masked, never a random replacement) and which start a word.
+void Tokenizer::classify_ids() {
+  const Backend& backend = *parts_.backend;
+  const int64_t pieces = backend.size();
   kind_.assign(static_cast<size_t>(vocab_size_), 0);
   word_start_.assign(static_cast<size_t>(vocab_size_), 1);
   for (int64_t id = pieces; id < vocab_size_; ++id) kind_[static_cast<size_t>(id)] = 1;
-  for (const auto& a : added_) {
-    if (a.special && a.id != s.unk) kind_[static_cast<size_t>(a.id)] = 1;
+  for (const auto& a : parts_.added) {
+    if (a.special && a.id != specials_.unk) kind_[static_cast<size_t>(a.id)] = 1;
   }
   regular_.clear();
   for (int32_t id = 0; id < vocab_size_; ++id) {
     const auto i = static_cast<size_t>(id);
     if (id < pieces) {
       // Unknown, byte and regular pieces are text; control pieces and padding are special.
-      if (backend_->is_control(id) || id == s.pad) kind_[i] = 1;
-      word_start_[i] = kind_[i] || backend_->starts_word(id);
+      if (backend.is_control(id) || id == specials_.pad) kind_[i] = 1;
+      word_start_[i] = kind_[i] || backend.starts_word(id);
       // Holes in a HF vocabulary are no token at all.
-      if (!kind_[i] && backend_->piece(id).empty()) kind_[i] = 1;
+      if (!kind_[i] && backend.piece(id).empty()) kind_[i] = 1;
     }
     if (!kind_[i]) regular_.push_back(id);
   }
 }
 
-std::string Tokenizer::format() const { return backend_->format(); }
+std::string Tokenizer::format() const { return parts_.backend->format(); }
 
 std::string Tokenizer::piece(int32_t id) const {
   if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-  if (id >= backend_->size()) {
-    for (const auto& a : added_) {
+  if (id >= parts_.backend->size()) {
+    for (const auto& a : parts_.added) {
       if (a.id == id) return a.content;
     }
     return "<extra_id_" + std::to_string(vocab_size_ - 1 - id) + ">";
   }
-  return backend_->piece(id);
+  return parts_.backend->piece(id);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
@@ -305,7 +362,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
       ++pos;
       continue;
     }
-    for (const auto& a : added_) {
+    for (const auto& a : parts_.added) {
       if (text.compare(pos, a.content.size(), a.content) != 0) continue;
       if (a.single_word) {
         const bool left_ok = pos == 0 || !std::isalnum(static_cast<unsigned char>(text[pos - 1]));
@@ -324,7 +381,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     if (hit->lstrip) {
       while (seg_end > start && is_space(text[seg_end - 1])) --seg_end;
     }
-    if (seg_end > start) backend_->encode(text.substr(start, seg_end - start), ids);
+    if (seg_end > start) parts_.backend->encode(text.substr(start, seg_end - start), ids);
     ids.push_back(hit->id);
     pos += hit->content.size();
     if (hit->rstrip) {
@@ -332,7 +389,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     }
     start = pos;
   }
-  if (start < text.size()) backend_->encode(text.substr(start), ids);
+  if (start < text.size()) parts_.backend->encode(text.substr(start), ids);
   return ids;
 }
 
@@ -363,10 +420,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
   size_t decoded = 0;        // pieces decoded so far
   auto flush = [&] {
     if (run.empty()) return;
-    if (metaspace_decoder_) {
+    if (parts_.metaspace_decoder) {
       // HF's Metaspace decoder: ▁ is a space, except in the first token, where it is dropped.
       for (int32_t id : run) {
-        const std::string p = backend_->piece(id);
+        const std::string p = parts_.backend->piece(id);
         for (size_t k = 0; k < p.size();) {
           if (p.compare(k, 3, "\xE2\x96\x81") == 0) {
             if (decoded != 0) out += ' ';
@@ -378,12 +435,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
         ++decoded;
       }
     } else {
-      out += backend_->decode(run);
+      out += parts_.backend->decode(run);
       decoded += run.size();
     }
     run.clear();
   };
-  const int64_t pieces = backend_->size();
+  const int64_t pieces = parts_.backend->size();
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
     const bool sentinel = specials_.num_sentinels > 0 && id >= vocab_size_ - specials_.num_sentinels;
@@ -397,7 +454,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
     }
   }
   flush();
-  if (clean_up_spaces_ && backend_->format() == "wordpiece") out = clean_up_tokenization(std::move(out));
+  if (parts_.clean_up_spaces && parts_.backend->format() == "wordpiece") out = clean_up_tokenization(std::move(out));
   return out;
 }
 
@@ -424,16 +481,16 @@ Json Tokenizer::config_json() const {
   return {{"family", family_},
           {"format", format()},
           {"vocab_size", vocab_size_},
-          {"pieces", backend_->size()},
+          {"pieces", parts_.backend->size()},
           {"num_sentinels", s.num_sentinels},
           {"special_tokens", special},
-          {"checksum", checksum_}};
+          {"checksum", parts_.checksum}};
 }
 
 void Tokenizer::save(const std::string& dir) const {
   fs::create_directories(dir);
-  if (!hf_files_.empty()) {
-    for (const auto& [name, bytes] : hf_files_) write_file_atomic(dir + "/" + name, bytes);
+  if (!parts_.hf_files.empty()) {
+    for (const auto& [name, bytes] : parts_.hf_files) write_file_atomic(dir + "/" + name, bytes);
     return;
   }
   write_sentencepiece(dir + "/tokenizer.model", dir);
@@ -442,11 +499,11 @@ void Tokenizer::save(const std::string& dir) const {
 void Tokenizer::write_sentencepiece(const std::string& model_path, const std::string& hf_dir) const {
   const fs::path model(model_path);
   const std::string stem = (model.parent_path() / model.stem()).string();
-  write_file_atomic(model_path, model_bytes_);
+  write_file_atomic(model_path, parts_.model_bytes);
   Json meta = config_json();
   meta["model_file"] = model.filename().string();
   save_json_file(stem + ".lmkit.json", meta);
-  const HfFiles hf = HfLoader::export_sentencepiece(*this, model.filename().string());
+  const HfFiles hf = export_sentencepiece(*this, model.filename().string());
   const std::string dir = hf_dir.empty() ? "." : hf_dir;
   if (model.filename() != "tokenizer.model") {
     // PATH.model: its own single-file tokenizer.json, so that several tokenizers can share a folder.

@@ -81,6 +81,24 @@ struct Encoding {
   std::vector<int32_t> ids, type_ids;
 };
 
+/// What a reader of tokenizer files (hf.h) hands to Tokenizer::assemble(): the
+/// algorithm and what the files say about special tokens, template and decoding.
+struct TokenizerParts {
+  std::shared_ptr<const Backend> backend;
+  std::string model_bytes;  ///< SentencePiece: the .model file ("" otherwise)
+  /// HuggingFace: the files it came from, verbatim (save() writes them back).
+  std::vector<std::pair<std::string, std::string>> hf_files;
+  std::string source;  ///< the files it was read from, for messages
+  uint64_t checksum = 0;
+  std::vector<AddedToken> added;  ///< HF's added vocabulary; empty: the family's specials
+  std::optional<Template> post_processor;  ///< the files' template; none: the family's
+  bool clean_up_spaces = false;  ///< transformers' clean_up_tokenization_spaces
+  bool metaspace_decoder = false;  ///< HF's Metaspace decoder (T5's tokenizer.json) instead of SentencePiece's
+  /// HF's names of the special tokens (cls_token: "[CLS]", ...) and the keys
+  /// tokenizer_class, lmkit_family, extra_ids.
+  Json special_names = Json::object();
+};
+
 class Tokenizer {
  public:
   /// Trains a SentencePiece model and writes it where TrainOptions::output says.
@@ -94,6 +112,10 @@ class Tokenizer {
   static Tokenizer load(const std::string& path, std::optional<Family> family = std::nullopt);
   /// Whether `dir` holds a tokenizer load() would find.
   static bool present(const std::string& dir);
+  /// A tokenizer from what a reader found: the family (given, else named in the files,
+  /// else told by a special piece), its special ids, sentinels, added tokens and template.
+  /// `what` names the files in errors.
+  static Tokenizer assemble(TokenizerParts parts, std::optional<Family> family, const std::string& what);
 
   /// Token ids of `text`, no special tokens added (special tokens written in it are those tokens).
   std::vector<int32_t> encode(std::string_view text) const;
@@ -115,7 +137,7 @@ class Tokenizer {
   /// "sentencepiece-unigram", "sentencepiece-bpe", "wordpiece" or "byte-level-bpe".
   std::string format() const;
   /// The files it was loaded from.
-  const std::string& source() const { return source_; }
+  const std::string& source() const { return parts_.source; }
   const SpecialTokens& specials() const { return specials_; }
   /// Control tokens, padding and sentinels: never masked, never a random replacement.
   bool is_special(int32_t id) const { return id < 0 || id >= vocab_size_ || kind_[static_cast<size_t>(id)] == 1; }
@@ -128,36 +150,34 @@ class Tokenizer {
   /// T5 sentinel i (0-based): vocab_size - 1 - i.
   int32_t sentinel(int32_t i) const;
   /// 64-bit FNV-1a of the model files: a corpus records it, and a model refuses other tokenizers' corpora.
-  uint64_t checksum() const { return checksum_; }
+  uint64_t checksum() const { return parts_.checksum; }
+  /// The added vocabulary: the files' own, or the special pieces HF would register; longest first.
+  const std::vector<AddedToken>& added_tokens() const { return parts_.added; }
+  /// The SentencePiece .model bytes ("" for WordPiece and byte-level BPE).
+  const std::string& sentencepiece_model() const { return parts_.model_bytes; }
   /// Writes the tokenizer into `dir` so that lmkit and HuggingFace's AutoTokenizer both load it.
   void save(const std::string& dir) const;
   /// lmkit's description of it (what PATH.lmkit.json holds).
   Json config_json() const;
 
  private:
-  void finish(std::optional<Family> family, const std::string& what);
+  Family resolve_family(std::optional<Family> family, const std::string& what) const;
+  void resolve_specials(const FamilySpec& spec, const std::string& what);
+  void resolve_sentinels(const FamilySpec& spec, const std::string& what);
+  void register_added_tokens();
+  void classify_ids();
+  int32_t id_of(const std::string& piece) const;
   void write_sentencepiece(const std::string& model_path, const std::string& hf_dir) const;
 
-  std::shared_ptr<const Backend> backend_;
-  std::string model_bytes_;  // SentencePiece: the .model file
-  std::vector<std::pair<std::string, std::string>> hf_files_;  // HuggingFace: the files it came from, verbatim
-  std::string source_;
-  std::vector<AddedToken> added_;  // longest first
+  TokenizerParts parts_;
   std::vector<bool> added_first_byte_;  // 256 flags: a byte some added token starts with
   Template template_;
-  bool has_template_ = false;
-  bool clean_up_spaces_ = false;  // transformers' clean_up_tokenization_spaces
-  bool metaspace_decoder_ = false;  // HF's Metaspace decoder (T5's tokenizer.json) instead of SentencePiece's
-  Json special_names_;            // HF's names of the special tokens (cls_token: "[CLS]", ...)
   Family family_ = "bert";
   SpecialTokens specials_;
   int64_t vocab_size_ = 0;
-  uint64_t checksum_ = 0;
   std::vector<uint8_t> kind_;        // 0 regular, 1 special
   std::vector<uint8_t> word_start_;  // 1 if the piece starts a word
   std::vector<int32_t> regular_;
-
-  friend struct HfLoader;
 };
 
 /// FNV-1a 64-bit hash.

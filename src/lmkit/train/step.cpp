@@ -144,108 +144,139 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
 }
 
-StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts, bool stop) {
-  StepResult r;
-  r.stop = stop;
+namespace {
+
+using Targets = std::vector<std::pair<std::string, int64_t>>;
+
+// What train_step's parts share: the step's settings and where its time goes.
+struct StepContext {
+  models::Model& model;
+  dist::GradientReducer* reducer;
+  bool bf16, time_parts;
+  StepResult& r;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   // With time_parts, each part ends when the device has finished it (a CUDA sync), not when
   // its kernels were queued; otherwise the host never waits before the gradient norm.
-  auto part_done = [&](const at::Tensor& on) {
+  void part_done(const at::Tensor& on) const {
     if (time_parts && on.defined() && on.is_cuda()) torch::cuda::synchronize(on.device().index());
-  };
-  auto t0 = std::chrono::steady_clock::now();
-  model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
-  // Each loss term's targets per micro-batch and over the step (all ranks): a term is
-  // weighted by its share, so accumulation and data parallelism train as one batch.
-  // One batch in one process: every share is 1, so skip counting (a device sync per step).
-  const bool alone = !reducer && batches.size() == 1;
-  std::vector<std::vector<std::pair<std::string, int64_t>>> targets;
-  std::vector<double> totals;
-  if (!alone) {
-    for (const Batch& b : batches) {
-      targets.push_back(model.loss_targets(b));
-      totals.resize(targets.back().size(), 0.0);
-      for (size_t k = 0; k < totals.size(); ++k) totals[k] += static_cast<double>(targets.back()[k].second);
-    }
-    if (reducer) totals = reducer->sum(totals);
   }
-  int64_t tokens = 0;
-  bool finite = true;
-  at::Tensor loss_sum;  // on the device: read once, with the gradient norm (one process)
+  double lap() {
+    const double ms = elapsed_ms(t0);
+    t0 = std::chrono::steady_clock::now();
+    return ms;
+  }
+};
+
+// Each loss term's targets per micro-batch, and their totals over the step (all ranks):
+// a term is weighted by its share, so accumulation and data parallelism train as one batch.
+std::vector<double> count_targets(StepContext& c, const std::vector<Batch>& batches, std::vector<Targets>& targets) {
+  std::vector<double> totals;
+  for (const Batch& b : batches) {
+    targets.push_back(c.model.loss_targets(b));
+    totals.resize(targets.back().size(), 0.0);
+    for (size_t k = 0; k < totals.size(); ++k) totals[k] += static_cast<double>(targets.back()[k].second);
+  }
+  return c.reducer ? c.reducer->sum(totals) : totals;
+}
+
+// Forward and backward over the micro-batches. Returns the summed loss on the device
+// (one process; read later with the gradient norm) or adds it to r.loss (data-parallel).
+at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batches, bool& finite) {
+  // One batch in one process: every share is 1, so skip counting (a device sync per step).
+  const bool alone = !c.reducer && batches.size() == 1;
+  std::vector<Targets> targets;
+  const std::vector<double> totals = alone ? std::vector<double>() : count_targets(c, batches, targets);
+  at::Tensor loss_sum;
   for (size_t i = 0; i < batches.size(); ++i) {
     const Batch& b = batches[i];
-    if (reducer) reducer->before_backward(i + 1 == batches.size());
+    if (c.reducer) c.reducer->before_backward(i + 1 == batches.size());
     if (!b.input_ids.defined()) continue;  // nothing of this step's data on this rank
-    tokens += b.num_tokens();
+    c.r.tokens += b.num_tokens();
     at::Tensor loss;
     {
-      AutocastGuard autocast(b.input_ids.device(), bf16);
-      loss = weighted_loss(model.forward(b), alone ? nullptr : &targets[i], totals);
+      AutocastGuard autocast(b.input_ids.device(), c.bf16);
+      loss = weighted_loss(c.model.forward(b), alone ? nullptr : &targets[i], totals);
     }
     if (!loss.defined()) continue;
-    part_done(loss);
-    r.forward_ms += elapsed_ms(t0);
-    if (reducer) {
+    c.part_done(loss);
+    c.r.forward_ms += c.lap();
+    if (c.reducer) {
       // Data-parallel: every rank must still join the all-reduce after a non-finite loss;
       // the flag it carries makes every rank skip this update together.
       const double value = loss.item<double>();
       if (!std::isfinite(value)) finite = false;
-      r.loss += value;
+      c.r.loss += value;
     } else {
       // Alone, a non-finite loss makes the norm non-finite too, which skips the update below.
       at::Tensor value = loss.detach().to(at::kFloat);
       loss_sum = loss_sum.defined() ? loss_sum + value : value;
     }
-    t0 = std::chrono::steady_clock::now();
+    c.lap();
     loss.backward();
-    part_done(loss);
-    r.backward_ms += elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
+    c.part_done(loss);
+    c.r.backward_ms += c.lap();
   }
-  r.tokens = tokens;
+  return loss_sum;
+}
+
+// The global gradient norm in one multi-tensor pass, read with the loss in one device sync.
+void read_loss_and_norm(const std::vector<at::Tensor>& grads, const at::Tensor& loss_sum, StepResult& r) {
+  at::Tensor norm = grads.empty() ? at::Tensor() : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).norm();
+  std::vector<at::Tensor> read;
+  if (loss_sum.defined()) read.push_back(loss_sum);
+  if (norm.defined()) read.push_back(loss_sum.defined() ? norm.to(loss_sum.device()) : norm);
+  if (read.empty()) return;
+  const at::Tensor host = at::stack(read).cpu();  // the one wait for the device
+  if (loss_sum.defined()) r.loss = host[0].item<double>();
+  if (norm.defined()) r.grad_norm = host[static_cast<int64_t>(read.size()) - 1].item<double>();
+}
+
+// Clipping as torch::nn::utils::clip_grad_norm_; the fused AdamW folds the multiply into its update.
+void clip_gradients(models::Model& model, torch::optim::Optimizer& optimizer, double clip, double grad_norm) {
+  const double coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;
+  if (coef >= 1.0) return;
+  if (auto* fused = dynamic_cast<FusedAdamW*>(&optimizer)) {
+    fused->set_grad_scale(coef);
+    return;
+  }
+  at::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    if (p.grad().defined()) p.grad().mul_(coef);
+  }
+}
+
+}  // namespace
+
+StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
+                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts, bool stop) {
+  StepResult r;
+  r.stop = stop;
+  StepContext c{model, reducer, bf16, time_parts, r};
+  model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
+  bool finite = true;
+  const at::Tensor loss_sum = accumulate_gradients(c, batches, finite);
   if (reducer) {
-    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(tokens), stop ? 1.0 : 0.0});
+    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(r.tokens), stop ? 1.0 : 0.0});
     r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]), r.stop = summed[3] > 0;
-    r.reduce_ms = elapsed_ms(t0);
-    t0 = std::chrono::steady_clock::now();
+    r.reduce_ms = c.lap();
   }
   if (!finite) {
     r.finite = false;
     return r;
   }
-  // Global gradient norm: one multi-tensor pass, read with the loss in one device sync;
-  // the clipping multiply goes into the update.
   std::vector<at::Tensor> grads;
   for (const auto& p : model.parameters()) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  at::Tensor norm = grads.empty() ? at::Tensor() : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).norm();
-  std::vector<at::Tensor> read;
-  if (loss_sum.defined()) read.push_back(loss_sum);
-  if (norm.defined()) read.push_back(loss_sum.defined() ? norm.to(loss_sum.device()) : norm);
-  if (!read.empty()) {
-    const at::Tensor host = at::stack(read).cpu();  // the one wait for the device
-    if (loss_sum.defined()) r.loss = host[0].item<double>();
-    if (norm.defined()) r.grad_norm = host[static_cast<int64_t>(read.size()) - 1].item<double>();
-  }
+  read_loss_and_norm(grads, loss_sum, r);
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
     r.finite = false;
     return r;
   }
-  const double coef = clip > 0 ? clip / (r.grad_norm + 1e-6) : 1.0;  // as torch::nn::utils::clip_grad_norm_
-  if (coef < 1.0) {
-    if (auto* fused = dynamic_cast<FusedAdamW*>(&optimizer)) {
-      fused->set_grad_scale(coef);
-    } else {
-      at::NoGradGuard no_grad;
-      for (auto& p : model.parameters()) {
-        if (p.grad().defined()) p.grad().mul_(coef);
-      }
-    }
-  }
+  clip_gradients(model, optimizer, clip, r.grad_norm);
   optimizer.step();
-  part_done(grads.empty() ? at::Tensor() : grads.front());
-  r.update_ms = elapsed_ms(t0);
+  c.part_done(grads.empty() ? at::Tensor() : grads.front());
+  r.update_ms = c.lap();
   return r;
 }
 
