@@ -1,6 +1,7 @@
 // lmkit-evaluate: measures a checkpoint on data — causal perplexity (per token,
 // per word, bits per byte), masked-LM perplexity, pseudo-perplexity, T5 span
-// loss, classification metrics, and BLEU of beam-search translations.
+// loss, classification metrics, token classification (seqeval's entity F1), and
+// BLEU of beam-search translations.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -12,10 +13,12 @@
 #include "lmkit/core/names.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/data/token_tasks.h"
 #include "lmkit/eval/classification.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/eval/perplexity.h"
+#include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 
@@ -26,7 +29,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
-  std::string checkpoint, data, metric, output, references;
+  std::string checkpoint, data, metric, output, references, predictions;
   data::ColumnSpec columns;
   int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
   bool overwrite = false;
@@ -84,6 +87,50 @@ Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device 
   return r;
 }
 
+// How the token classifier read its data (finetune.json), --text-column / --label-column over it.
+data::TaggedFormat tagged_format(const Args& a, const CLI::App& app, bool& label_all_subwords) {
+  data::TaggedFormat f;
+  const std::string file = a.checkpoint + "/finetune.json";
+  if (fs::exists(file)) {
+    const Json j = load_json_file(file);
+    f.tag_column = j.value("tag_column", f.tag_column);
+    f.tokens_field = j.value("tokens_field", f.tokens_field), f.tags_field = j.value("tags_field", f.tags_field);
+    label_all_subwords = j.value("label_all_subwords", false);
+  }
+  if (app.count("--text-column")) f.tokens_field = a.columns.text;
+  if (app.count("--label-column")) {
+    const std::string& label = a.columns.label;
+    const bool index = !label.empty() && label.size() < 6 && label.find_first_not_of("0123456789") == std::string::npos;
+    if (index) f.tag_column = std::stoll(label);
+    else f.tags_field = label;
+  }
+  return f;
+}
+
+Json token_classification(const Args& a, const CLI::App& app, const tokenizer::Tokenizer& tok, c10::Device device) {
+  auto model = load_model(a, tok);
+  const Json config = model->config_json();
+  const auto& family = models::family(model->model_type());
+  if (model->architecture() != family.token_classifier) {
+    throw InputError(a.checkpoint + ": " + model->architecture() +
+                     " has no token-classification head (finetune it with --task token-classification first)");
+  }
+  const int64_t num_labels = static_cast<int64_t>(config.value("id2label", Json::object()).size());
+  const auto tag_map = data::load_label_map(a.checkpoint, num_labels);
+  bool label_all = false;
+  const data::TaggedFormat format = tagged_format(a, app, label_all);
+  const int64_t trained = data::finetuned_max_length(a.checkpoint);
+  int64_t length = a.seq_len > 0 ? a.seq_len : trained > 0 ? trained : 128;
+  if (family.max_length(config) > 0) length = std::min(length, family.max_length(config));
+  model->to(device);
+  const data::TokenClassificationDataset ds(data::read_tagged_sentences(a.data, format), a.data, tok, tag_map, {length, label_all});
+  std::vector<std::vector<std::string>> predicted;
+  Json r = eval::evaluate_token_classifier(*model, ds, tag_map, a.batch_size, data::pad_id(tok), device, &predicted);
+  if (!a.predictions.empty()) write_file_atomic(a.predictions, eval::predictions_conll(ds.sentences(), predicted));
+  r["max_length"] = length;
+  return r;
+}
+
 Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
   auto model = load_model(a, tok);
   check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
@@ -131,12 +178,15 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
                                       : eval::pseudo_perplexity(*model, corpus, tok, seq_len, a.max_sequences, device);
 }
 
-void run(const Args& a) {
+void run(const Args& a, const CLI::App& app) {
   const c10::Device device = init_runtime(a.runtime);
-  const std::set<std::string> metrics = {"perplexity", "mlm-perplexity", "pseudo-perplexity", "span", "classification", "bleu"};
+  const std::set<std::string> metrics = {"perplexity",     "mlm-perplexity", "pseudo-perplexity",   "span",
+                                         "classification", "bleu",           "token-classification"};
   check_input(metrics.count(a.metric), "--metric '" + a.metric +
                                            "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
-                                           "classification, bleu");
+                                           "classification, token-classification, bleu");
+  check_input(a.predictions.empty() || a.metric == "token-classification", "--predictions applies to --metric token-classification");
+  if (!a.predictions.empty()) check_output_file(a.predictions, a.overwrite, "--predictions");
   check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
   if (!data::is_corpus(a.data)) check_readable_file(a.data);
   check_result_file(a);
@@ -144,9 +194,10 @@ void run(const Args& a) {
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
   const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
-  Json r = a.metric == "classification" ? classification(a, tok, device)
-           : a.metric == "bleu"         ? bleu(a, tok, device)
-                                        : corpus_metric(a, tok, device, work.path());
+  Json r = a.metric == "classification"         ? classification(a, tok, device)
+           : a.metric == "token-classification" ? token_classification(a, app, tok, device)
+           : a.metric == "bleu"                 ? bleu(a, tok, device)
+                                                : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
   r["data"] = a.data;
@@ -157,15 +208,17 @@ void run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics or BLEU of a checkpoint");
+  CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics, token-classification "
+               "F1 or BLEU of a checkpoint");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Args a;
   app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
   app.add_option("--data", a.data, "text file, corpus directory, labelled file, or source sentences (bleu)")->required();
-  app.add_option("--metric", a.metric, "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | bleu")
+  app.add_option("--metric", a.metric,
+                 "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | token-classification | bleu")
       ->required();
   app.add_option("--output", a.output, "result JSON file (default result.json)");
-  app.add_flag("--overwrite", a.overwrite, "replace --output although lmkit-evaluate did not write it");
+  app.add_flag("--overwrite", a.overwrite, "replace --output (and --predictions) although lmkit-evaluate did not write it");
   app.add_option("--context", a.context, "perplexity: tokens per window (default: the model's maximum)")
       ->check(non_negative());
   app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(non_negative());
@@ -176,12 +229,15 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
   app.add_option("--max-sequences", a.max_sequences, "pseudo-perplexity: sequences scored (0: all)")
       ->check(non_negative());
-  app.add_option("--text-column", a.columns.text, "classification: text column");
+  app.add_option("--text-column", a.columns.text, "classification: text column; token-classification: JSONL words field");
   app.add_option("--text-pair-column", a.columns.text_pair, "classification: second text column");
-  app.add_option("--label-column", a.columns.label, "classification: label column");
+  app.add_option("--label-column", a.columns.label,
+                 "classification: label column; token-classification: CoNLL tag column or JSONL tags field (default: "
+                 "as finetuned)");
+  app.add_option("--predictions", a.predictions, "token-classification: write 'word gold predicted' lines (CoNLL) here");
   app.add_option("--references", a.references, "bleu: reference translations, one per line");
   app.add_option("--beams", a.beams, "bleu: beam width")->check(positive());
   app.add_option("--max-new-tokens", a.max_new_tokens, "bleu: longest translation")->check(positive());
   add_runtime_flags(app, a.runtime);
-  return run_app(app, argc, argv, [&] { run(a); });
+  return run_app(app, argc, argv, [&] { run(a, app); });
 }

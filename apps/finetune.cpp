@@ -1,11 +1,13 @@
-// lmkit-finetune: sequence(-pair) classification or regression from a
-// pretrained checkpoint (BERT: pooled [CLS]; GPT: last token; T5: encoder) or
-// from random initialisation, with dev evaluation each epoch, early stopping,
-// the best checkpoint kept, a predictions file and result.json.
+// lmkit-finetune: sequence(-pair) classification or regression (BERT: pooled
+// [CLS]; GPT: last token; T5: encoder) and token classification (every family's
+// *ForTokenClassification) from a pretrained checkpoint or from random
+// initialisation, with dev evaluation each epoch, early stopping, the best
+// checkpoint kept, a predictions file and result.json.
 #include <ATen/ATen.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <fstream>
 
@@ -14,8 +16,10 @@
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/data/token_tasks.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/eval/classification.h"
+#include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/trainer.h"
@@ -28,19 +32,28 @@ namespace {
 struct Args {
   RuntimeOptions runtime;
   dist::GroupOptions dist;
-  std::string checkpoint, init, model, tokenizer, train, dev, output, dtype = "fp32";
+  std::string checkpoint, init, model, tokenizer, train, dev, output, dtype = "fp32", task = "classification";
   data::ColumnSpec columns;
+  data::TaggedFormat tagged;  ///< token classification
+  bool label_all_subwords = false;
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   bool resume = false, overwrite = false;
 };
+
+bool token_task(const Args& a) { return a.task == "token-classification"; }
+
+// The family's head for the task: sequence or token classification.
+const std::string& head_of(const Args& a, const models::Family& family) {
+  return token_task(a) ? family.token_classifier_or_error() : family.classifier_or_error();
+}
 
 // The model: a classifier on the pretrained body, or initialised at random.
 std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::Tokenizer& tok, int64_t num_labels) {
   std::shared_ptr<models::Model> model;
   if (!a.checkpoint.empty()) {
     const Json config = load_json_file(a.checkpoint + "/config.json");
-    const std::string& head = models::family(config.value("model_type", "")).classifier_or_error();
+    const std::string& head = head_of(a, models::family(config.value("model_type", "")));
     // The classification head starts from random initialisation (listed on stderr), the body from the checkpoint.
     model = models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true);
   } else {
@@ -49,7 +62,7 @@ std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::T
     check_input(config.contains("model_type") && config["model_type"].is_string(), a.model + ": key 'model_type' is required");
     config["vocab_size"] = tok.vocab_size();
     config["num_labels"] = num_labels;
-    model = models::create_model(config, a.model, models::family(config["model_type"].get<std::string>()).classifier_or_error());
+    model = models::create_model(config, a.model, head_of(a, models::family(config["model_type"].get<std::string>())));
   }
   models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");
   return model;
@@ -67,21 +80,15 @@ train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::sha
   o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
   o.output = a.output, o.resume = a.resume;
   o.patience = a.patience;
-  o.best_metric = a.columns.regression ? "pearson" : "accuracy";
+  o.best_metric = token_task(a) ? "f1" : a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
   o.best_dir = a.output + "/best";
   o.group = std::move(group);
   return o;
 }
 
-// The best checkpoint's dev figures, predictions.tsv and result.json.
-void report_best(const Args& a, const Json& summary, std::shared_ptr<const data::Dataset> dev_set,
-                 const std::map<std::string, int64_t>& label_map, int32_t pad, int64_t per_epoch, c10::Device device) {
-  auto best = models::load_pretrained(a.output + "/best");
-  best->to(device);
-  eval::Predictions p;
-  const Json dev = eval::evaluate_classifier(*best, std::move(dev_set), a.batch_size, pad, device, &p);
-  write_file_atomic(a.output + "/predictions.tsv", eval::predictions_tsv(p, label_map));
+// result.json: the best checkpoint's dev figures with when it was reached.
+Json best_result(const Args& a, const Json& dev, const Json& summary, int64_t per_epoch) {
   Json result = dev;
   const int64_t best_step = summary.value("best_step", int64_t{0});
   result["best_step"] = best_step;
@@ -89,7 +96,106 @@ void report_best(const Args& a, const Json& summary, std::shared_ptr<const data:
   result["early_stopped"] = summary.value("early_stopped", false);
   result["train_loss"] = summary["train_loss"];
   result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
+  result["task"] = a.columns.regression ? "regression" : a.task;
   save_json_file(a.output + "/result.json", result);
+  return result;
+}
+
+// What every task shares: the process group, the run directory, the tokenizer and its padding.
+struct Session {
+  explicit Session(dist::Started st) : started(std::move(st)) {}
+  dist::Started started;
+  bool leader = true;
+  std::unique_ptr<RunLock> lock;
+  tokenizer::Tokenizer tok;
+  int32_t pad = -1;
+};
+
+Session open_session(const Args& a) {
+  Session s(dist::start(a.runtime, a.dist));
+  s.leader = !s.started.group || s.started.group->leader();
+  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
+  // A used run directory is continued (--resume) or replaced (--overwrite), never mixed with a new run.
+  // One writer per run directory (rank 0 in a data-parallel job).
+  if (s.leader) s.lock = train::open_run_directory(a.output, a.resume, a.overwrite);
+  else make_output_directory(a.output);
+  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
+  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
+  s.tok = tokenizer::Tokenizer::load(tok_path);
+  // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
+  s.pad = data::pad_id(s.tok);
+  check_input(s.pad >= 0, tok_path + ": the tokenizer has neither a pad nor an end-of-text token to pad with");
+  return s;
+}
+
+// What a task hands to the shared training loop.
+struct Task {
+  std::shared_ptr<data::Dataset> train_set;
+  int64_t dev_examples = 0, num_labels = 0;
+  std::function<Json(models::Model&)> evaluate;
+  Json label_map;                                         ///< label (or tag) -> id
+  std::function<void(const std::string& dir)> save_info;  ///< writes finetune.json into a checkpoint
+};
+
+// Trains the task's model with dev evaluation each epoch; returns the summary and sets per_epoch.
+// Every checkpoint carries the tokenizer, label_map.json and finetune.json.
+Json train_task(const Args& a, Session& s, const Json& resolved, const Task& task, int64_t& per_epoch) {
+  auto model = make_classifier(a, s.tok, task.num_labels);
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = s.pad, lo.drop_last = false;
+  // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
+  per_epoch = data::batches_per_epoch(*task.train_set, data::sharded(lo, s.started.group.get()), 0);
+  check_input(per_epoch > 0, a.train + ": no examples to train on");
+  train::TrainerOptions o = trainer_options(a, per_epoch, s.started.group);
+  o.evaluator = task.evaluate;
+  Json run_config = resolved;
+  run_config["label_map"] = task.label_map;
+  run_config["num_labels"] = task.num_labels, run_config["steps"] = o.steps;
+  if (a.resume) train::check_resumed_flags(a.output, run_config, o.steps, /*allow_changes=*/false);
+  if (s.leader) save_json_file(a.output + "/config.json", run_config);
+  if (s.leader) {
+    std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
+                 static_cast<long long>(task.train_set->size(0)), static_cast<long long>(task.dev_examples),
+                 static_cast<long long>(task.num_labels), static_cast<long long>(o.steps));
+  }
+  auto save_extra = [&](const std::string& dir) {
+    s.tok.save(dir);
+    save_json_file(dir + "/label_map.json", task.label_map);
+    task.save_info(dir);
+  };
+  train::Trainer trainer(model, o, task.train_set, lo, nullptr, lo, s.started.device, save_extra);
+  return trainer.run();
+}
+
+std::shared_ptr<models::Model> load_best(const Args& a, c10::Device device) {
+  auto best = models::load_pretrained(a.output + "/best");
+  best->to(device);
+  return best;
+}
+
+void run_classification(const Args& a, Session& s, const Json& resolved) {
+  std::map<std::string, int64_t> label_map;
+  if (!a.columns.regression) label_map = data::make_label_map(data::read_labelled_rows(a.train, a.columns));
+  Task task;
+  task.num_labels = a.columns.regression ? 1 : static_cast<int64_t>(label_map.size());
+  check_input(a.columns.regression || task.num_labels >= 2, a.train + ": needs at least two labels");
+  task.train_set = std::make_shared<data::ClassificationDataset>(a.train, a.columns, s.tok, a.max_length, label_map);
+  auto dev_set = std::make_shared<data::ClassificationDataset>(a.dev, a.columns, s.tok, a.max_length, label_map);
+  task.dev_examples = dev_set->size(0);
+  const c10::Device device = s.started.device;
+  task.evaluate = [&a, &s, dev_set, device](models::Model& m) {
+    return eval::evaluate_classifier(m, dev_set, a.batch_size, s.pad, device);
+  };
+  task.label_map = label_map;
+  task.save_info = [&a](const std::string& dir) { data::save_finetune_info(dir, a.max_length, a.columns); };
+  int64_t per_epoch = 0;
+  const Json summary = train_task(a, s, resolved, task, per_epoch);
+  if (!s.leader) return;
+  auto best = load_best(a, device);
+  eval::Predictions p;
+  const Json dev = eval::evaluate_classifier(*best, dev_set, a.batch_size, s.pad, device, &p);
+  write_file_atomic(a.output + "/predictions.tsv", eval::predictions_tsv(p, label_map));
+  const Json result = best_result(a, dev, summary, per_epoch);
   const auto epoch = static_cast<long long>(result["best_epoch"].get<int64_t>());
   if (a.columns.regression) {
     std::printf("best dev (epoch %lld): pearson %.4f, spearman %.4f\n", epoch, dev["pearson"].get<double>(),
@@ -101,73 +207,94 @@ void report_best(const Args& a, const Json& summary, std::shared_ptr<const data:
   std::printf("checkpoint: %s/best, predictions: %s/predictions.tsv\n", a.output.c_str(), a.output.c_str());
 }
 
-void run(const Args& a, const Json& resolved) {
-  const dist::Started started = dist::start(a.runtime, a.dist);
-  const c10::Device device = started.device;
-  const bool leader = !started.group || started.group->leader();
-  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
-  // A used run directory is continued (--resume) or replaced (--overwrite), never mixed with a new run.
-  // One writer per run directory (rank 0 in a data-parallel job).
-  std::unique_ptr<RunLock> lock;
-  if (leader) lock = train::open_run_directory(a.output, a.resume, a.overwrite);
-  else make_output_directory(a.output);
+// finetune.json of a token classifier: how lmkit-evaluate reads its data the same way.
+void save_token_task_info(const Args& a, const std::string& dir) {
+  save_json_file(dir + "/finetune.json", {{"task", "token-classification"},
+                                          {"max_length", a.max_length},
+                                          {"label_all_subwords", a.label_all_subwords},
+                                          {"tag_column", a.tagged.tag_column},
+                                          {"tokens_field", a.tagged.tokens_field},
+                                          {"tags_field", a.tagged.tags_field}});
+}
 
-  const std::string tok_path = !a.tokenizer.empty() ? a.tokenizer : a.checkpoint;
-  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
-  const auto tok = tokenizer::Tokenizer::load(tok_path);
-  // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
-  const int32_t pad = data::pad_id(tok);
-  check_input(pad >= 0, tok_path + ": the tokenizer has neither a pad nor an end-of-text token to pad with");
-  std::map<std::string, int64_t> label_map;
-  if (!a.columns.regression) label_map = data::make_label_map(data::read_labelled_rows(a.train, a.columns));
-  const int64_t num_labels = a.columns.regression ? 1 : static_cast<int64_t>(label_map.size());
-  check_input(a.columns.regression || num_labels >= 2, a.train + ": needs at least two labels");
-  auto train_set = std::make_shared<data::ClassificationDataset>(a.train, a.columns, tok, a.max_length, label_map);
-  auto dev_set = std::make_shared<data::ClassificationDataset>(a.dev, a.columns, tok, a.max_length, label_map);
-  auto model = make_classifier(a, tok, num_labels);
-
-  data::LoaderOptions lo;
-  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = pad, lo.drop_last = false;
-  // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
-  const int64_t per_epoch = data::batches_per_epoch(*train_set, data::sharded(lo, started.group.get()), 0);
-  check_input(per_epoch > 0, a.train + ": no examples to train on");
-  train::TrainerOptions o = trainer_options(a, per_epoch, started.group);
-  o.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, a.batch_size, pad, device); };
-  auto save_extra = [&](const std::string& dir) {
-    tok.save(dir);
-    save_json_file(dir + "/label_map.json", Json(label_map));
-    data::save_finetune_info(dir, a.max_length, a.columns);
+void run_token_classification(const Args& a, Session& s, const Json& resolved) {
+  const data::TokenTaskOptions options{a.max_length, a.label_all_subwords};
+  auto train_sentences = data::read_tagged_sentences(a.train, a.tagged);
+  const auto tag_map = data::make_tag_map(train_sentences);
+  Task task;
+  task.num_labels = static_cast<int64_t>(tag_map.size());
+  check_input(task.num_labels >= 2, a.train + ": needs at least two tags");
+  task.train_set = std::make_shared<data::TokenClassificationDataset>(std::move(train_sentences), a.train, s.tok, tag_map, options);
+  auto dev_set = std::make_shared<data::TokenClassificationDataset>(data::read_tagged_sentences(a.dev, a.tagged), a.dev, s.tok,
+                                                                    tag_map, options);
+  task.dev_examples = dev_set->size(0);
+  const c10::Device device = s.started.device;
+  task.evaluate = [&a, &s, dev_set, &tag_map, device](models::Model& m) {
+    return eval::evaluate_token_classifier(m, *dev_set, tag_map, a.batch_size, s.pad, device);
   };
-  Json run_config = resolved;
-  run_config["num_labels"] = num_labels, run_config["label_map"] = label_map, run_config["steps"] = o.steps;
-  if (a.resume) train::check_resumed_flags(a.output, run_config, o.steps, /*allow_changes=*/false);
-  if (leader) save_json_file(a.output + "/config.json", run_config);
-  if (leader) std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
-               static_cast<long long>(train_set->size(0)), static_cast<long long>(dev_set->size(0)),
-               static_cast<long long>(num_labels), static_cast<long long>(o.steps));
+  task.label_map = tag_map;
+  task.save_info = [&a](const std::string& dir) { save_token_task_info(a, dir); };
+  int64_t per_epoch = 0;
+  const Json summary = train_task(a, s, resolved, task, per_epoch);
+  if (!s.leader) return;
+  auto best = load_best(a, device);
+  std::vector<std::vector<std::string>> predicted;
+  const Json dev = eval::evaluate_token_classifier(*best, *dev_set, tag_map, a.batch_size, s.pad, device, &predicted);
+  write_file_atomic(a.output + "/predictions.conll", eval::predictions_conll(dev_set->sentences(), predicted));
+  const Json result = best_result(a, dev, summary, per_epoch);
+  std::printf("best dev (epoch %lld): entity F1 %.4f (precision %.4f, recall %.4f), token accuracy %.4f\n",
+              static_cast<long long>(result["best_epoch"].get<int64_t>()), dev["f1"].get<double>(),
+              dev["precision"].get<double>(), dev["recall"].get<double>(), dev["accuracy"].get<double>());
+  std::printf("checkpoint: %s/best, predictions: %s/predictions.conll\n", a.output.c_str(), a.output.c_str());
+}
 
-  train::Trainer trainer(model, o, train_set, lo, nullptr, lo, device, save_extra);
-  const Json summary = trainer.run();
-  if (leader) report_best(a, summary, dev_set, label_map, pad, per_epoch, device);
+void run(const Args& a, const Json& resolved) {
+  check_input(!token_task(a) || !a.columns.regression, "--regression applies to --task classification only");
+  Session s = open_session(a);
+  if (token_task(a)) run_token_classification(a, s, resolved);
+  else run_classification(a, s, resolved);
+}
+
+// --text-column, --label-column and --format as token classification reads them.
+void set_tagged_format(const CLI::App& app, Args& a) {
+  a.tagged.format = a.columns.format;
+  if (app.count("--text-column")) a.tagged.tokens_field = a.columns.text;
+  if (!app.count("--label-column")) return;
+  const std::string& label = a.columns.label;
+  const bool index = !label.empty() && label.find_first_not_of("0123456789") == std::string::npos;
+  if (!index) {
+    a.tagged.tags_field = label;
+    return;
+  }
+  check_input(label.size() < 6 && std::stoll(label) >= 1, "--label-column " + label + ": the tag column of a CoNLL file "
+              "is 1 or more (column 0 is the word)");
+  a.tagged.tag_column = std::stoll(label);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("lmkit-finetune: sequence(-pair) classification from a pretrained checkpoint or random initialisation");
+  CLI::App app("lmkit-finetune: sequence(-pair) classification, regression or token classification (NER) from a "
+               "pretrained checkpoint or random initialisation");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
   app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory (BERT, GPT-2 or T5)");
   app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");
   app.add_option("--model", a.model, "model preset for --init random");
   app.add_option("--tokenizer", a.tokenizer, "tokenizer directory, PATH.model or tokenizer.json (default: the checkpoint's)");
-  app.add_option("--train", a.train, "training file: TSV, CSV or JSONL")->required();
+  app.add_option("--task", a.task, "classification (of a text or pair; --regression for numbers) or token-classification")
+      ->check(CLI::IsMember({"classification", "token-classification"}));
+  app.add_option("--train", a.train, "training file: TSV, CSV or JSONL (token classification: CoNLL or JSONL)")->required();
   app.add_option("--dev", a.dev, "dev file, same format")->required();
   app.add_option("--output", a.output, "run directory")->required();
-  app.add_option("--text-column", a.columns.text, "text column: header name or 0-based index");
+  app.add_option("--text-column", a.columns.text, "text column: header name or 0-based index (token classification: "
+                 "the JSONL words field, default tokens)");
   app.add_option("--text-pair-column", a.columns.text_pair, "second text column for sentence pairs");
-  app.add_option("--label-column", a.columns.label, "label column: header name or 0-based index");
-  app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl");
+  app.add_option("--label-column", a.columns.label, "label column: header name or 0-based index (token classification: "
+                 "the CoNLL tag column, default the last; or the JSONL tags field, default tags)");
+  app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl (token classification: conll or jsonl)");
+  app.add_flag("--label-all-subwords", a.label_all_subwords,
+               "token classification: every subword carries its word's tag (B-X continued as I-X), not only the first");
   app.add_flag("--regression", a.columns.regression, "numeric labels, one output (MSE; Pearson/Spearman)");
   app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
   app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
@@ -185,5 +312,8 @@ int main(int argc, char** argv) {
   add_runtime_flags(app, a.runtime);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
-  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
+  return run_app(app, argc, argv, [&] {
+    if (token_task(a)) set_tagged_format(app, a);
+    run(a, resolved_options(app));
+  });
 }

@@ -7,6 +7,7 @@
 #include "../data/data_fixture.h"
 #include "app_runner.h"
 #include "lmkit/core/config.h"
+#include "lmkit/core/file.h"
 
 using namespace lmkit;
 using test::run;
@@ -119,4 +120,67 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
                  " --train " + (dir / "train.tsv") + " --dev " + (dir / "odd.tsv") + " --output " + (dir / "ft2"));
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("label 'maybe' is not in the label map"));
+}
+
+namespace {
+std::string ner(const std::string& name) { return test::source_dir() + "/tests/fixtures/ner/" + name; }
+}  // namespace
+
+TEST_CASE("finetune: token classification learns the NER fixture and evaluate reproduces its dev scores", "[apps][finetune][tokcls]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  auto r = run("lmkit-finetune --task token-classification --init random --model " + preset("bert-tiny") + " --tokenizer " +
+               (*f.dir / "tok.model") + " --train " + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " +
+               (dir / "ft") + " --epochs 4 --lr 2e-3 --batch-size 16 --max-length 24 --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json result = load_json_file(dir / "ft/result.json");
+  CHECK(result["task"] == "token-classification");
+  CHECK(result["f1"].get<double>() > 0.5);  // random init, 60 steps: well above the 0 of predicting O everywhere
+  CHECK(result["per_type"].contains("PER"));
+  CHECK(load_json_file(dir / "ft/best/config.json")["architectures"][0] == "BertForTokenClassification");
+  CHECK(load_json_file(dir / "ft/best/label_map.json").size() == 8);
+  // predictions.conll: word gold predicted, the dev file's words and tags in order.
+  std::ifstream conll(dir / "ft/predictions.conll");
+  std::string word, gold, predicted;
+  conll >> word >> gold >> predicted;
+  CHECK(word == "It");
+  CHECK(gold == "O");
+  // The JSONL copy of the dev set, read as the finetuned model reads it, gives the same figures.
+  auto e = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + ner("dev.jsonl") +
+               " --metric token-classification --output " + (dir / "eval.json") + " --predictions " +
+               (dir / "eval.conll") + " --threads 1");
+  INFO(e.out);
+  REQUIRE(e.code == 0);
+  const Json ev = load_json_file(dir / "eval.json");
+  for (const char* key : {"f1", "precision", "recall", "accuracy"}) CHECK(ev[key] == result[key]);
+  CHECK(ev["loss"].get<double>() == Approx(result["loss"].get<double>()).epsilon(1e-5));
+  CHECK(read_file(dir / "eval.conll") == read_file(dir / "ft/predictions.conll"));
+}
+
+TEST_CASE("finetune: bad token-classification input is one error line and exit 2", "[apps][finetune][tokcls]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  { std::ofstream(dir / "short.conll") << "John B-PER\nlives\n"; }
+  { std::ofstream(dir / "unseen.conll") << "Paris B-CITY\n"; }
+  const std::string base = "lmkit-finetune --task token-classification --init random --model " + preset("bert-tiny") +
+                           " --tokenizer " + (*f.dir / "tok.model") + " --epochs 1 --threads 1 --train ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + (dir / "short.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "a"), "short.conll:2: 1 column(s)"},
+      {base + ner("train.conll") + " --dev " + (dir / "unseen.conll") + " --output " + (dir / "b"),
+       "unseen.conll:1: tag 'B-CITY'"},
+      {base + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "c") + " --label-column 0",
+       "--label-column 0"},
+      {base + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "d") + " --regression",
+       "--regression applies to --task classification only"},
+      {"lmkit-finetune --task token-classification --init random --model " + preset("transformer-small") + " --tokenizer " +
+           (*f.dir / "tok.model") + " --train " + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "e"),
+       "has no token classifier"},
+  };
+  for (const auto& [cmd, message] : cases) {
+    const auto r = run(cmd);
+    INFO(cmd << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
+  }
 }

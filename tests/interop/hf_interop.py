@@ -15,6 +15,10 @@ gpt2 (GPT2LMHeadModel), t5 (v1.0: ReLU, tied), t5_v1_1 (gated GELU, untied),
 roberta (RobertaForMaskedLM), roberta_seqcls (RobertaForSequenceClassification);
 lmkit-to-hf spanbert: lmkit's BertForSpanPreTraining read by HF's BertForMaskedLM (its
 MLM loss and logits equal; the span boundary head's tensors are the only ones HF leaves).
+Token classification (bert_tokcls, roberta_tokcls, gpt2_tokcls, t5_tokcls: HF's
+*ForTokenClassification): hf-to-lmkit on a small config made here, with tags on some
+tokens and -100 elsewhere; lmkit-to-hf through lmkit-finetune --task token-classification
+on the made-up NER fixture (tests/fixtures/ner).
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -53,7 +57,40 @@ FAMILIES = {
     "roberta": (None, transformers.RobertaForMaskedLM, "labels"),
     "roberta_seqcls": (None, transformers.RobertaForSequenceClassification, "labels"),
     "spanbert": (None, transformers.BertForMaskedLM, "labels"),  # lmkit-to-hf only: BertForSpanPreTraining's encoder + MLM
+    "bert_tokcls": (None, transformers.BertForTokenClassification, "labels"),
+    "roberta_tokcls": (None, transformers.RobertaForTokenClassification, "labels"),
+    "gpt2_tokcls": (None, transformers.GPT2ForTokenClassification, "labels"),
+    "t5_tokcls": (None, transformers.T5ForTokenClassification, "labels"),
 }
+NUM_TAGS = 5
+
+
+def made_config(family):
+    """The HF config of a family without a committed fixture (RoBERTa, the token classifiers)."""
+    if family.startswith("roberta"):
+        return transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
+    c = {k: v for k, v in small_config(family).items() if k != "model_type"}
+    cls = {"bert": transformers.BertConfig, "gpt2": transformers.GPT2Config, "t5": transformers.T5Config}[
+        family.split("_")[0]]
+    extra = {"classifier_dropout": 0.1} if family.startswith("t5") else \
+        {"bos_token_id": 1, "eos_token_id": 1} if family.startswith("gpt2") else {}
+    return cls(**c, num_labels=NUM_TAGS, **extra)
+
+
+def tokcls_inputs(family, vocab):
+    """Two rows of 12, the second right-padded after 8 tokens; a tag on most tokens, -100 on
+    some (the subwords after a word's first) and on the padding."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(5, vocab, (2, 12), generator=g)
+    mask = torch.ones_like(ids)
+    pad = 1 if family.startswith("roberta") else 0
+    ids[1, 8:], mask[1, 8:] = pad, 0
+    if family.startswith("roberta"):
+        ids[:, 0] = 0
+    labels = torch.randint(0, NUM_TAGS, (2, 12), generator=g)
+    labels[:, 4] = -100
+    labels[1, 8:] = -100
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 ROBERTA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                   "intermediate_size": 128, "max_position_embeddings": 130, "type_vocab_size": 1,
                   "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}
@@ -160,7 +197,7 @@ def lmkit_forward(bin_dir, checkpoint, inputs_path, out_path, gradients):
 def hf_to_lmkit(family, bin_dir, work):
     fixture, cls, _ = FAMILIES[family]
     if fixture is None:
-        config = transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=2)
+        config = made_config(family)
     else:
         config = transformers.AutoConfig.from_pretrained(os.path.join(FIXTURES, fixture))
     torch.manual_seed(0)
@@ -168,8 +205,12 @@ def hf_to_lmkit(family, bin_dir, work):
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    batch = roberta_inputs(family) if fixture is None else \
-        hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
+    if family.endswith("tokcls"):
+        batch = tokcls_inputs(family, config.vocab_size)
+    elif fixture is None:
+        batch = roberta_inputs(family)
+    else:
+        batch = hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
     inputs_path = os.path.join(work, "inputs.safetensors")
     save_file({k: v.contiguous() for k, v in batch.items()}, inputs_path)
     hf_out = hf_forward(model, batch, gradients=True)
@@ -182,13 +223,13 @@ def hf_to_lmkit(family, bin_dir, work):
 
 def small_config(family):
     """A model preset small enough to pretrain for two steps in seconds."""
-    if family in ("bert", "bert_seqcls", "spanbert"):
+    if family in ("bert", "bert_seqcls", "spanbert", "bert_tokcls"):
         return {"model_type": "bert", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 128}
-    if family in ("roberta", "roberta_seqcls"):
+    if family in ("roberta", "roberta_seqcls", "roberta_tokcls"):
         return {"model_type": "roberta", **{k: v for k, v in ROBERTA_CONFIG.items() if k.endswith("_size") or
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
-    if family == "gpt2":
+    if family in ("gpt2", "gpt2_tokcls"):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
     gated = family == "t5_v1_1"
     return {"model_type": "t5", "vocab_size": 1000, "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2,
@@ -208,7 +249,8 @@ def lmkit_to_hf(family, bin_dir, work):
     with open(preset, "w") as f:
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
-                 "roberta_seqcls": "mlm", "spanbert": "mlm+sbo"}.get(family, "span")
+                 "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
+                 "gpt2_tokcls": "clm"}.get(family, "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -222,6 +264,13 @@ def lmkit_to_hf(family, bin_dir, work):
         run([os.path.join(bin_dir, "lmkit-finetune"), "--checkpoint", ckpt, "--train", os.path.join(work, "train.tsv"),
              "--dev", os.path.join(work, "dev.tsv"), "--output", os.path.join(work, "finetune"), "--epochs", "1",
              "--batch-size", "8", "--max-length", "32", "--threads", "1"])
+        ckpt = os.path.join(work, "finetune", "best")
+    if family.endswith("tokcls"):
+        ner = os.path.join(SOURCE, "tests", "fixtures", "ner")
+        run([os.path.join(bin_dir, "lmkit-finetune"), "--task", "token-classification", "--checkpoint", ckpt,
+             "--train", os.path.join(ner, "train.conll"), "--dev", os.path.join(ner, "dev.conll"),
+             "--output", os.path.join(work, "finetune"), "--epochs", "1", "--batch-size", "16", "--max-length", "32",
+             "--threads", "1"])
         ckpt = os.path.join(work, "finetune", "best")
     _, cls, _ = FAMILIES[family]
     model, info = cls.from_pretrained(ckpt, output_loading_info=True)
@@ -248,6 +297,8 @@ def lmkit_to_hf(family, bin_dir, work):
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
     elif family in ("bert_seqcls", "roberta_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
+    elif family.endswith("tokcls"):
+        batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
     elif family in ("roberta", "spanbert"):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row

@@ -62,7 +62,7 @@ Json BertConfig::to_json() const {
             {"pad_token_id", pad_token_id},
             {"position_embedding_type", "absolute"}};
   j["classifier_dropout"] = classifier_dropout < 0 ? Json(nullptr) : Json(classifier_dropout);
-  if (head == BertHead::kSequenceClassification) write_num_labels(j, num_labels);
+  if (head == BertHead::kSequenceClassification || head == BertHead::kTokenClassification) write_num_labels(j, num_labels);
   if (head == BertHead::kSpanPreTraining) write_span_boundary_keys(j, *this);
   return j;
 }
@@ -76,8 +76,8 @@ BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
   token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, d));
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
   layers = register_module("layers", bert_encoder_layers(c));
-  const bool span = c.head == BertHead::kSpanPreTraining;
-  if (c.head != BertHead::kMaskedLm && !span) pooler = register_module("pooler", torch::nn::Linear(d, d));
+  const bool span = c.head == BertHead::kSpanPreTraining, tokens = c.head == BertHead::kTokenClassification;
+  if (c.head != BertHead::kMaskedLm && !span && !tokens) pooler = register_module("pooler", torch::nn::Linear(d, d));
   if (c.head == BertHead::kPreTraining || c.head == BertHead::kMaskedLm || span) {
     mlm_dense = register_module("mlm_dense", torch::nn::Linear(d, d));
     mlm_norm = register_module("mlm_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
@@ -88,6 +88,7 @@ BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
   if (c.head == BertHead::kSequenceClassification) {
     classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
   }
+  if (tokens) token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, head_dropout(c)));
   reset_parameters();
 }
 
@@ -107,6 +108,7 @@ std::string BertImpl::architecture() const {
     case BertHead::kMaskedLm: return "BertForMaskedLM";
     case BertHead::kSequenceClassification: return "BertForSequenceClassification";
     case BertHead::kSpanPreTraining: return "BertForSpanPreTraining";
+    case BertHead::kTokenClassification: return "BertForTokenClassification";
   }
   return "";
 }
@@ -178,8 +180,9 @@ Output BertImpl::forward(const Batch& batch) {
 
   if (mlm_dense) masked_lm(batch, out);
   if (config.head == BertHead::kPreTraining) next_sentence(batch, out);
+  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
   if (config.head == BertHead::kSequenceClassification) {
-    const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
+    const double p = head_dropout(config);
     at::Tensor pooled = is_training() && p > 0 ? nn::dropout(out.pooler_output, p, true) : out.pooler_output;
     out.logits = classifier(pooled);  // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
@@ -195,7 +198,8 @@ void BertImpl::check_batch(const Batch& b) const {
   check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
-  check_input_labels(b, config.head == BertHead::kSequenceClassification, config.num_labels, config.vocab_size);
+  if (token_classifier) check_token_labels(b, config.num_labels);
+  else check_input_labels(b, config.head == BertHead::kSequenceClassification, config.num_labels, config.vocab_size);
   check_row_labels(b.next_sentence_label, b.input_ids.size(0), 2, "next_sentence_label");
 }
 
@@ -216,6 +220,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
   if (nsp) add_linear(t, "cls.seq_relationship", nsp);
   if (span_boundary) span_boundary->add_hf_tensors(t, "cls.pair_target_predictions.");
   if (classifier) add_linear(t, "classifier", classifier);
+  if (token_classifier) token_classifier->add_hf_tensors(t);
   return t;
 }
 
@@ -292,6 +297,10 @@ void reset_norms(torch::nn::Module& module) {
   }
 }
 
+double head_dropout(const BertConfig& c) {
+  return c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob;
+}
+
 void write_span_boundary_keys(Json& j, const BertConfig& c) {
   j["span_boundary_max_targets"] = c.span_boundary_max_targets;
   j["span_boundary_position_size"] = c.span_boundary_position_size;
@@ -301,9 +310,10 @@ Family bert_family() {
   Family f;
   f.model_type = "bert";
   f.architectures = {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
-                     "BertForSpanPreTraining"};
+                     "BertForSpanPreTraining", "BertForTokenClassification"};
   f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}, {"mlm+sbo", "BertForSpanPreTraining"}};
   f.classifier = "BertForSequenceClassification";
+  f.token_classifier = "BertForTokenClassification";
   f.tokenizer_family = "bert";
   f.positions_key = "max_position_embeddings";
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
@@ -313,6 +323,7 @@ Family bert_family() {
              : arch == "BertForMaskedLM"               ? BertHead::kMaskedLm
              : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
              : arch == "BertForSpanPreTraining"        ? BertHead::kSpanPreTraining
+             : arch == "BertForTokenClassification"    ? BertHead::kTokenClassification
                                                        : BertHead::kPreTraining;
     return std::make_shared<BertImpl>(c);
   };

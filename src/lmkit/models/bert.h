@@ -9,6 +9,7 @@
 
 #include "lmkit/models/model.h"
 #include "lmkit/models/span_boundary.h"
+#include "lmkit/models/token_classifier.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/position.h"
 
@@ -20,6 +21,7 @@ enum class BertHead {
   kMaskedLm,                ///< BertForMaskedLM: MLM only, no pooler
   kSequenceClassification,  ///< BertForSequenceClassification: pooled [CLS] -> dropout -> linear
   kSpanPreTraining,         ///< BertForSpanPreTraining: MLM + SpanBERT's span boundary objective, no pooler
+  kTokenClassification,     ///< BertForTokenClassification: every token -> dropout -> linear, no pooler
 };
 
 /// HF's BertConfig keys.
@@ -95,6 +97,7 @@ class BertImpl : public Model {
   torch::nn::Linear nsp{nullptr};                       ///< (2, D) on the pooled output
   torch::nn::Linear classifier{nullptr};                ///< (num_labels, D)
   SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
+  TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
 };
 TORCH_MODULE(Bert);
 
@@ -113,6 +116,8 @@ SpanBoundaryOptions span_boundary_options(const BertConfig& config);
 void write_span_boundary_keys(Json& j, const BertConfig& config);
 /// HF's initialisation of the norms (LayerNorm weights one, biases zero, by parameter name),
 void reset_norms(torch::nn::Module& module);
+/// the token-classification head's dropout (classifier_dropout, else hidden_dropout_prob),
+double head_dropout(const BertConfig& config);
 /// and forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
 double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
                                     bool mlm_head, const SpanBoundaryHead& span_boundary = nullptr);

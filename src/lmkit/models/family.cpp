@@ -65,15 +65,28 @@ bool Family::builds(const std::string& architecture) const {
   return std::find(architectures.begin(), architectures.end(), architecture) != architectures.end();
 }
 
-const std::string& Family::classifier_or_error() const {
-  if (classifier.empty()) {
+namespace {
+
+// The architecture `Family::*head` names; InputError listing the families that have one.
+const std::string& head_or_error(const Family& f, std::string Family::*head, const std::string& what) {
+  if ((f.*head).empty()) {
     std::vector<std::string> with;
-    for (const auto& f : families()) {
-      if (!f.classifier.empty()) with.push_back(f.model_type);
+    for (const auto& other : families()) {
+      if (!(other.*head).empty()) with.push_back(other.model_type);
     }
-    throw InputError("model_type '" + model_type + "' has no sequence classifier (" + join_names(with, " or ") + ")");
+    throw InputError("model_type '" + f.model_type + "' has no " + what + " (" + join_names(with, " or ") + ")");
   }
-  return classifier;
+  return f.*head;
+}
+
+}  // namespace
+
+const std::string& Family::classifier_or_error() const {
+  return head_or_error(*this, &Family::classifier, "sequence classifier");
+}
+
+const std::string& Family::token_classifier_or_error() const {
+  return head_or_error(*this, &Family::token_classifier, "token classifier");
 }
 
 int64_t count_targets(const Model& model, const Batch& b) {

@@ -27,6 +27,7 @@ struct Family {
   std::vector<std::string> architectures;  ///< HF classes it builds; the first is the default
   std::vector<Objective> objectives;       ///< pretraining objectives; the first is the default
   std::string classifier;                  ///< its sequence-classification architecture ("" for none)
+  std::string token_classifier;            ///< its token-classification architecture ("" for none)
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
   /// The longest input for a config when it is not config[positions_key] (RoBERTa: less padding_idx + 1).
@@ -48,6 +49,8 @@ struct Family {
   bool builds(const std::string& architecture) const;
   /// The sequence-classification architecture; InputError if the family has none.
   const std::string& classifier_or_error() const;
+  /// The token-classification architecture; InputError if the family has none.
+  const std::string& token_classifier_or_error() const;
 };
 
 /// Every family, in the order errors list them.

@@ -36,6 +36,7 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
   r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
   r.get("tie_word_embeddings", c.tie_word_embeddings);
+  r.get_nullable("classifier_dropout", c.classifier_dropout, 0.1, 0.0, 1.0);
   // Variants lmkit does not implement must be off, not silently ignored.
   bool flag = true;
   r.get("scale_attn_weights", flag);
@@ -74,7 +75,8 @@ Json GptConfig::to_json() const {
             {"tie_word_embeddings", tie_word_embeddings},
             {"scale_attn_weights", true}};
   j["n_inner"] = n_inner > 0 ? Json(n_inner) : Json(nullptr);
-  if (head == GptHead::kSequenceClassification) write_num_labels(j, num_labels);
+  if (head == GptHead::kSequenceClassification || head == GptHead::kTokenClassification) write_num_labels(j, num_labels);
+  if (head == GptHead::kTokenClassification) j["classifier_dropout"] = classifier_dropout;
   return j;
 }
 
@@ -99,6 +101,9 @@ GptImpl::GptImpl(GptConfig config_) : config(std::move(config_)) {
   }
   if (c.head == GptHead::kSequenceClassification) {
     score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, c.num_labels).bias(false)));
+  }
+  if (c.head == GptHead::kTokenClassification) {
+    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, c.classifier_dropout));
   }
   reset_parameters();
 }
@@ -125,6 +130,7 @@ std::string GptImpl::architecture() const {
     case GptHead::kNone: return "GPT2Model";
     case GptHead::kLmHead: return "GPT2LMHeadModel";
     case GptHead::kSequenceClassification: return "GPT2ForSequenceClassification";
+    case GptHead::kTokenClassification: return "GPT2ForTokenClassification";
   }
   return "";
 }
@@ -178,7 +184,13 @@ Output GptImpl::forward(const Batch& batch) {
     out.logits = score(rows);                                                              // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
   }
+  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);  // labels not shifted
   return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> GptImpl::loss_targets(const Batch& b) const {
+  if (!token_classifier) return Model::loss_targets(b);
+  return {{"loss", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
 }
 
 GenerationSpec GptImpl::generation_spec() const {
@@ -202,7 +214,8 @@ void GptImpl::check_batch(const Batch& b) const {
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
   check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
-  check_input_labels(b, config.head == GptHead::kSequenceClassification, config.num_labels, config.vocab_size);
+  if (token_classifier) check_token_labels(b, config.num_labels);
+  else check_input_labels(b, config.head == GptHead::kSequenceClassification, config.num_labels, config.vocab_size);
 }
 
 std::vector<HfTensor> GptImpl::hf_tensors() {
@@ -224,6 +237,7 @@ std::vector<HfTensor> GptImpl::hf_tensors() {
   add_norm(t, b + "ln_f", ln_f);
   if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
   if (score) t.push_back({"score.weight", score->weight});
+  if (token_classifier) token_classifier->add_hf_tensors(t);
   return t;
 }
 
@@ -238,9 +252,10 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
 Family gpt_family() {
   Family f;
   f.model_type = "gpt2";
-  f.architectures = {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification"};
+  f.architectures = {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification", "GPT2ForTokenClassification"};
   f.objectives = {{"clm", "GPT2LMHeadModel"}};
   f.classifier = "GPT2ForSequenceClassification";
+  f.token_classifier = "GPT2ForTokenClassification";
   f.tokenizer_family = "gpt2";
   f.positions_key = "n_positions";
   f.metrics = {"perplexity"};
@@ -249,6 +264,7 @@ Family gpt_family() {
     GptConfig c = GptConfig::from_json(config, file);
     c.head = arch == "GPT2Model"                       ? GptHead::kNone
              : arch == "GPT2ForSequenceClassification" ? GptHead::kSequenceClassification
+             : arch == "GPT2ForTokenClassification"    ? GptHead::kTokenClassification
                                                        : GptHead::kLmHead;
     return std::make_shared<GptImpl>(c);
   };

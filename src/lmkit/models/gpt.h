@@ -6,6 +6,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/model.h"
+#include "lmkit/models/token_classifier.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/position.h"
 
@@ -15,6 +16,7 @@ enum class GptHead {
   kNone,                    ///< GPT2Model: last_hidden_state
   kLmHead,                  ///< GPT2LMHeadModel: causal LM, tied head
   kSequenceClassification,  ///< GPT2ForSequenceClassification: last real token -> linear (no bias)
+  kTokenClassification,     ///< GPT2ForTokenClassification: every token -> dropout -> linear, labels not shifted
 };
 
 /// HF's GPT2Config keys.
@@ -29,6 +31,7 @@ struct GptConfig {
   double resid_pdrop = 0.1, embd_pdrop = 0.1, attn_pdrop = 0.1;
   double layer_norm_epsilon = 1e-5;
   double initializer_range = 0.02;
+  double classifier_dropout = 0.1;  ///< GPT2ForTokenClassification's (HF: classifier_dropout, else 0.1)
   int64_t bos_token_id = 50256, eos_token_id = 50256;
   int64_t pad_token_id = -1;  ///< -1: none (HF: null)
   bool tie_word_embeddings = true;
@@ -51,6 +54,7 @@ class GptImpl : public Model {
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return config.vocab_size; }
+  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
   double flops_per_token(int64_t seq_len, int64_t) const override {
     return layer_flops_per_token(layers, seq_len) + 2.0 * static_cast<double>(config.n_embd * config.vocab_size);
   }
@@ -75,6 +79,7 @@ class GptImpl : public Model {
   nn::Norm ln_f{nullptr};
   torch::nn::Linear lm_head{nullptr};     ///< (V, D), only when tie_word_embeddings is false
   torch::nn::Linear score{nullptr};       ///< (num_labels, D), no bias
+  TokenClassifier token_classifier{nullptr};  ///< kTokenClassification
 };
 TORCH_MODULE(Gpt);
 

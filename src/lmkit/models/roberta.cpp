@@ -49,6 +49,9 @@ RobertaImpl::RobertaImpl(BertConfig config_, RobertaHead head_) : config(std::mo
   if (head == RobertaHead::kSpanPreTraining) {
     span_boundary = register_module("span_boundary", SpanBoundaryHead(span_boundary_options(c)));
   }
+  if (head == RobertaHead::kTokenClassification) {
+    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, head_dropout(c)));
+  }
   reset_parameters();
 }
 
@@ -68,6 +71,7 @@ std::string RobertaImpl::architecture() const {
     case RobertaHead::kMaskedLm: return "RobertaForMaskedLM";
     case RobertaHead::kSequenceClassification: return "RobertaForSequenceClassification";
     case RobertaHead::kSpanPreTraining: return "RobertaForSpanPreTraining";
+    case RobertaHead::kTokenClassification: return "RobertaForTokenClassification";
   }
   return "";
 }
@@ -75,7 +79,9 @@ std::string RobertaImpl::architecture() const {
 Json RobertaImpl::config_json() const {
   Json j = config.to_json();
   j["model_type"] = "roberta";
-  if (head == RobertaHead::kSequenceClassification) write_num_labels(j, config.num_labels);
+  if (head == RobertaHead::kSequenceClassification || head == RobertaHead::kTokenClassification) {
+    write_num_labels(j, config.num_labels);
+  }
   if (head == RobertaHead::kSpanPreTraining) write_span_boundary_keys(j, config);
   return j;
 }
@@ -118,9 +124,10 @@ Output RobertaImpl::forward(const Batch& batch) {
       if (span_boundary) span_boundary->add_term(out, out.last_hidden_state, labels, word_embeddings->weight);
     }
   }
+  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
   if (head == RobertaHead::kSequenceClassification) {
     // RobertaClassificationHead: dropout, dense, tanh, dropout, out_proj on <s>.
-    const double p = config.classifier_dropout >= 0 ? config.classifier_dropout : config.hidden_dropout_prob;
+    const double p = head_dropout(config);
     auto drop = [&](const at::Tensor& x) { return is_training() && p > 0 ? nn::dropout(x, p, true) : x; };
     out.logits = classifier_out(drop(at::tanh(classifier_dense(drop(first)))));  // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
@@ -152,7 +159,8 @@ void RobertaImpl::check_batch(const Batch& b) const {
   check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
-  check_input_labels(b, head == RobertaHead::kSequenceClassification, config.num_labels, config.vocab_size);
+  if (token_classifier) check_token_labels(b, config.num_labels);
+  else check_input_labels(b, head == RobertaHead::kSequenceClassification, config.num_labels, config.vocab_size);
 }
 
 std::vector<HfTensor> RobertaImpl::hf_tensors() {
@@ -174,6 +182,7 @@ std::vector<HfTensor> RobertaImpl::hf_tensors() {
     add_linear(t, "classifier.dense", classifier_dense);
     add_linear(t, "classifier.out_proj", classifier_out);
   }
+  if (token_classifier) token_classifier->add_hf_tensors(t);
   return t;
 }
 
@@ -187,9 +196,10 @@ Family roberta_family() {
   Family f;
   f.model_type = "roberta";
   f.architectures = {"RobertaForMaskedLM", "RobertaModel", "RobertaForSequenceClassification",
-                     "RobertaForSpanPreTraining"};
+                     "RobertaForSpanPreTraining", "RobertaForTokenClassification"};
   f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   f.classifier = "RobertaForSequenceClassification";
+  f.token_classifier = "RobertaForTokenClassification";
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
   f.max_length_of = [](const Json& config) {  // as RobertaImpl::max_length (roberta-base: 514 -> 512)
@@ -202,6 +212,7 @@ Family roberta_family() {
     const RobertaHead head = arch == "RobertaModel"                       ? RobertaHead::kNone
                              : arch == "RobertaForSequenceClassification" ? RobertaHead::kSequenceClassification
                              : arch == "RobertaForSpanPreTraining"        ? RobertaHead::kSpanPreTraining
+                             : arch == "RobertaForTokenClassification"    ? RobertaHead::kTokenClassification
                                                                           : RobertaHead::kMaskedLm;
     return std::make_shared<RobertaImpl>(c, head);
   };

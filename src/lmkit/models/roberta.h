@@ -19,6 +19,7 @@ enum class RobertaHead {
   kMaskedLm,                ///< RobertaForMaskedLM: MLM (no pooler)
   kSequenceClassification,  ///< RobertaForSequenceClassification: <s> -> dense -> tanh -> out_proj (no pooler)
   kSpanPreTraining,         ///< RobertaForSpanPreTraining: MLM + SpanBERT's span boundary objective (no pooler)
+  kTokenClassification,     ///< RobertaForTokenClassification: every token -> dropout -> linear (no pooler)
 };
 
 /// RobertaConfig's defaults (roberta-base): BertConfig's keys.
@@ -62,6 +63,7 @@ class RobertaImpl : public Model {
   nn::Norm lm_norm{nullptr};
   at::Tensor lm_bias;                                   ///< (V)
   torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};
+  TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
   SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
 };
 TORCH_MODULE(Roberta);

@@ -80,7 +80,7 @@ Json T5Config::to_json() const {
             {"decoder_start_token_id", decoder_start_token_id},
             {"is_encoder_decoder", true}};
   if (scale_decoder_outputs != tie_word_embeddings) j["scale_decoder_outputs"] = scale_decoder_outputs;
-  if (head == T5Head::kEncoderClassification) write_num_labels(j, num_labels);
+  if (head == T5Head::kEncoderClassification || head == T5Head::kTokenClassification) write_num_labels(j, num_labels);
   return j;
 }
 
@@ -134,13 +134,17 @@ T5Impl::T5Impl(T5Config config_) : config(std::move(config_)) {
   const auto& c = config;
   shared = register_module("shared", torch::nn::Embedding(c.vocab_size, c.d_model));
   encoder = register_module("encoder", T5Stack(c, false));
-  if (c.head != T5Head::kEncoderClassification) decoder = register_module("decoder", T5Stack(c, true));
+  const bool encoder_only = c.head == T5Head::kEncoderClassification || c.head == T5Head::kTokenClassification;
+  if (!encoder_only) decoder = register_module("decoder", T5Stack(c, true));
   if (c.head == T5Head::kConditionalGeneration && !c.tie_word_embeddings) {
     lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
   }
   if (c.head == T5Head::kEncoderClassification) {
     classifier_dense = register_module("classifier_dense", torch::nn::Linear(c.d_model, c.d_model));
     classifier_out = register_module("classifier_out", torch::nn::Linear(c.d_model, c.num_labels));
+  }
+  if (c.head == T5Head::kTokenClassification) {
+    token_classifier = register_module("token_classifier", TokenClassifier(c.d_model, c.num_labels, c.classifier_dropout));
   }
   reset_parameters();
 }
@@ -179,6 +183,10 @@ void T5Impl::reset_parameters() {
     classifier_out->weight.normal_(0, f / std::sqrt(d));
     classifier_out->bias.zero_();
   }
+  if (token_classifier) {  // HF: T5ForTokenClassification's classifier ~ N(0, factor), zero bias
+    token_classifier->linear->weight.normal_(0, f);
+    token_classifier->linear->bias.zero_();
+  }
 }
 
 std::string T5Impl::architecture() const {
@@ -186,6 +194,7 @@ std::string T5Impl::architecture() const {
     case T5Head::kNone: return "T5Model";
     case T5Head::kConditionalGeneration: return "T5ForConditionalGeneration";
     case T5Head::kEncoderClassification: return "T5EncoderForSequenceClassification";
+    case T5Head::kTokenClassification: return "T5ForTokenClassification";
   }
   return "";
 }
@@ -214,6 +223,11 @@ Output T5Impl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* enc_hs = output_hidden_states ? &out.encoder_hidden_states : nullptr;
   at::Tensor memory = encode(batch.input_ids, batch.attention_mask, enc_hs);  // (B, S, D)
+  if (token_classifier) {
+    out.last_hidden_state = memory;
+    token_classifier->apply(out, memory, batch.labels);
+    return out;
+  }
   if (config.head == T5Head::kEncoderClassification) {
     out.last_hidden_state = memory;
     at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(memory.scalar_type()).unsqueeze(-1)
@@ -264,6 +278,11 @@ void T5Impl::check_batch(const Batch& b) const {
     check_row_labels(b.labels, b.input_ids.size(0), config.num_labels, "labels");
     return;
   }
+  if (token_classifier) {
+    check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
+    check_token_labels(b, config.num_labels);
+    return;
+  }
   check_decoder_inputs(b, config.vocab_size, "T5");
 }
 
@@ -307,21 +326,28 @@ std::vector<HfTensor> T5Impl::hf_tensors() {
     add_linear(t, "classification_head.dense", classifier_dense);
     add_linear(t, "classification_head.out_proj", classifier_out);
   }
+  if (token_classifier) {
+    // HF's T5ForTokenClassification: a T5EncoderModel under "transformer.", then the head.
+    for (auto& tensor : t) tensor.name = "transformer." + tensor.name;
+    token_classifier->add_hf_tensors(t);
+  }
   return t;
 }
 
 bool T5Impl::hf_ignorable(const std::string& name) const {
   // Aliases of shared.weight that HF drops on save; a tied lm_head copy.
   return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight" ||
+         name == "transformer.encoder.embed_tokens.weight" ||
          (name == "lm_head.weight" && !lm_head);
 }
 
 Family t5_family() {
   Family f;
   f.model_type = "t5";
-  f.architectures = {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification"};
+  f.architectures = {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification", "T5ForTokenClassification"};
   f.objectives = {{"span", "T5ForConditionalGeneration"}};
   f.classifier = "T5EncoderForSequenceClassification";
+  f.token_classifier = "T5ForTokenClassification";
   f.tokenizer_family = "t5";
   f.metrics = {"span"};
   f.encoder_decoder = true;
@@ -329,6 +355,7 @@ Family t5_family() {
     T5Config c = T5Config::from_json(config, file);
     c.head = arch == "T5Model"                              ? T5Head::kNone
              : arch == "T5EncoderForSequenceClassification" ? T5Head::kEncoderClassification
+             : arch == "T5ForTokenClassification"           ? T5Head::kTokenClassification
                                                             : T5Head::kConditionalGeneration;
     return std::make_shared<T5Impl>(c);
   };

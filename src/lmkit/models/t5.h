@@ -9,6 +9,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/model.h"
+#include "lmkit/models/token_classifier.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/position.h"
 
@@ -18,6 +19,7 @@ enum class T5Head {
   kNone,                  ///< T5Model: decoder last_hidden_state and encoder_last_hidden_state
   kConditionalGeneration, ///< T5ForConditionalGeneration
   kEncoderClassification, ///< encoder only: masked mean pool -> dense -> tanh -> linear
+  kTokenClassification,   ///< T5ForTokenClassification: encoder only, every token -> dropout -> linear
 };
 
 /// HF's T5Config keys.
@@ -87,6 +89,8 @@ class T5Impl : public Model {
   std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                                                   bool use_cache) override;
   bool hf_ignorable(const std::string& name) const override;
+  /// T5ForTokenClassification keeps its T5EncoderModel under "transformer.".
+  std::string hf_base_prefix() const override { return config.head == T5Head::kTokenClassification ? "transformer." : ""; }
 
   /// Encoder output (B, S, D).
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -108,6 +112,7 @@ class T5Impl : public Model {
   torch::nn::Linear lm_head{nullptr};           ///< (V, D), only when untied
   torch::nn::Linear classifier_dense{nullptr};  ///< (D, D)
   torch::nn::Linear classifier_out{nullptr};    ///< (num_labels, D)
+  TokenClassifier token_classifier{nullptr};    ///< kTokenClassification
 };
 TORCH_MODULE(T5);
 
