@@ -17,6 +17,7 @@
 #include "lmkit/eval/classification.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/metrics.h"
+#include "lmkit/eval/text_to_text.h"
 #include "lmkit/eval/perplexity.h"
 #include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
@@ -31,6 +32,8 @@ struct Args {
   RuntimeOptions runtime;
   std::string checkpoint, data, metric, output, references, predictions;
   data::ColumnSpec columns;
+  data::PairSpec pairs;        ///< generation: where sources and targets are
+  data::Seq2SeqOptions s2s;    ///< generation: prefix, separator, lengths
   int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
   bool overwrite = false;
 };
@@ -146,6 +149,52 @@ Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
           {"sentences", hypotheses.size()}};
 }
 
+// A finetuned checkpoint's finetune.json; {} for others (HF's, pretrained ones).
+Json finetune_info(const std::string& dir) {
+  const std::string file = dir + "/finetune.json";
+  return fs::exists(file) ? load_json_file(file) : Json::object();
+}
+
+// How the text-to-text model read its data (finetune.json), the flags given over it.
+void seq2seq_format(Args& a, const CLI::App& app, const models::Family& family, eval::GenerationOptions& g) {
+  const Json j = finetune_info(a.checkpoint);
+  auto pick = [&](const char* flag, const char* key, auto& value) {
+    if (!app.count(flag)) value = j.value(key, value);
+  };
+  pick("--source-column", "source_column", a.pairs.source), pick("--target-column", "target_column", a.pairs.target);
+  pick("--source-lang", "source_lang", a.pairs.source_lang), pick("--target-lang", "target_lang", a.pairs.target_lang);
+  pick("--source-prefix", "source_prefix", a.s2s.source_prefix), pick("--separator", "separator", a.s2s.separator);
+  pick("--seq-len", "max_length", a.s2s.max_source_length);
+  pick("--max-target-length", "max_target_length", a.s2s.max_target_length);
+  int64_t beams = 1, new_tokens = 0;
+  if (!app.count("--beams")) a.beams = j.value("beams", beams);
+  if (!app.count("--max-new-tokens")) new_tokens = j.value("max_new_tokens", new_tokens), a.max_new_tokens = new_tokens;
+  if (app.count("--seq-len")) a.s2s.max_source_length = a.seq_len;
+  a.s2s.decoder_only = !family.encoder_decoder;
+  a.pairs.format = a.columns.format;
+  g.search = a.beams > 1 ? eval::Search::kBeam : eval::Search::kGreedy;
+  g.num_beams = a.beams;
+  g.max_new_tokens = a.max_new_tokens > 0 ? a.max_new_tokens : a.s2s.max_target_length;
+}
+
+Json generation(Args a, const CLI::App& app, const tokenizer::Tokenizer& tok, c10::Device device) {
+  auto model = load_model(a, tok);
+  const auto& family = models::family(model->model_type());
+  if (model->architecture() != family.text_to_text) {
+    throw InputError(a.checkpoint + ": " + model->architecture() + " does not generate text (" +
+                     family.text_to_text_or_error() + " does)");
+  }
+  eval::GenerationOptions g;
+  seq2seq_format(a, app, family, g);
+  model->to(device);
+  const data::Seq2SeqDataset ds(data::read_text_pairs(a.data, a.pairs), a.data, tok, a.s2s);
+  std::vector<std::string> texts;
+  Json r = eval::evaluate_text_to_text(*model, tok, ds, g, a.batch_size, data::pad_id(tok), device, &texts);
+  if (!a.predictions.empty()) write_file_atomic(a.predictions, eval::predictions_lines(texts));
+  r["beams"] = a.beams, r["max_new_tokens"] = g.max_new_tokens;
+  return r;
+}
+
 // Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
 Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
   const Json config = load_json_file(a.checkpoint + "/config.json");
@@ -180,15 +229,21 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
 
 void run(const Args& a, const CLI::App& app) {
   const c10::Device device = init_runtime(a.runtime);
-  const std::set<std::string> metrics = {"perplexity",     "mlm-perplexity", "pseudo-perplexity",   "span",
-                                         "classification", "bleu",           "token-classification"};
+  const std::set<std::string> metrics = {"perplexity", "mlm-perplexity",       "pseudo-perplexity", "span",
+                                         "classification", "token-classification", "bleu",             "generation"};
   check_input(metrics.count(a.metric), "--metric '" + a.metric +
                                            "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
-                                           "classification, token-classification, bleu");
-  check_input(a.predictions.empty() || a.metric == "token-classification", "--predictions applies to --metric token-classification");
+                                           "classification, token-classification, bleu, generation");
+  const bool writes_predictions = a.metric == "token-classification" || a.metric == "generation";
+  check_input(a.predictions.empty() || writes_predictions, "--predictions applies to --metric token-classification or generation");
   if (!a.predictions.empty()) check_output_file(a.predictions, a.overwrite, "--predictions");
-  check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
-  if (!data::is_corpus(a.data)) check_readable_file(a.data);
+  // Parallel files are PREFIX.SRC and PREFIX.TGT: the reader names the one that is missing.
+  const bool parallel = a.metric == "generation" && (app.count("--source-lang") || app.count("--target-lang") ||
+                                                     finetune_info(a.checkpoint).value("source_lang", "") != "");
+  if (!parallel) {
+    check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
+    if (!data::is_corpus(a.data)) check_readable_file(a.data);
+  }
   check_result_file(a);
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
@@ -197,6 +252,7 @@ void run(const Args& a, const CLI::App& app) {
   Json r = a.metric == "classification"         ? classification(a, tok, device)
            : a.metric == "token-classification" ? token_classification(a, app, tok, device)
            : a.metric == "bleu"                 ? bleu(a, tok, device)
+           : a.metric == "generation"           ? generation(a, app, tok, device)
                                                 : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
@@ -205,17 +261,30 @@ void run(const Args& a, const CLI::App& app) {
   save_json_file(a.output.empty() ? "result.json" : a.output, r);
 }
 
+// The flags of --metric generation; each defaults to the finetuning's (finetune.json).
+void add_generation_flags(CLI::App& app, Args& a) {
+  app.add_option("--source-column", a.pairs.source, "generation: source column or JSONL field (default source)");
+  app.add_option("--target-column", a.pairs.target, "generation: target column or JSONL field (default target)");
+  app.add_option("--source-lang", a.pairs.source_lang, "generation: parallel files, --data PREFIX reads PREFIX.SRC");
+  app.add_option("--target-lang", a.pairs.target_lang, "generation: parallel files, --data PREFIX reads PREFIX.TGT");
+  app.add_option("--source-prefix", a.s2s.source_prefix, "generation: text before every source");
+  app.add_option("--separator", a.s2s.separator, "generation, GPT-2: text between the source and the target");
+  app.add_option("--max-target-length", a.s2s.max_target_length, "generation: target tokens kept, EOS included")
+      ->check(in_range(2, 1 << 16));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics, token-classification "
-               "F1 or BLEU of a checkpoint");
+               "F1, BLEU, or text-to-text generation scores of a checkpoint");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Args a;
   app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
   app.add_option("--data", a.data, "text file, corpus directory, labelled file, or source sentences (bleu)")->required();
   app.add_option("--metric", a.metric,
-                 "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | token-classification | bleu")
+                 "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | token-classification | bleu | "
+                 "generation")
       ->required();
   app.add_option("--output", a.output, "result JSON file (default result.json)");
   app.add_flag("--overwrite", a.overwrite, "replace --output (and --predictions) although lmkit-evaluate did not write it");
@@ -234,10 +303,15 @@ int main(int argc, char** argv) {
   app.add_option("--label-column", a.columns.label,
                  "classification: label column; token-classification: CoNLL tag column or JSONL tags field (default: "
                  "as finetuned)");
-  app.add_option("--predictions", a.predictions, "token-classification: write 'word gold predicted' lines (CoNLL) here");
+  app.add_option("--predictions", a.predictions, "token-classification: write 'word gold predicted' lines (CoNLL) here; generation: one "
+                 "generated text per line");
   app.add_option("--references", a.references, "bleu: reference translations, one per line");
-  app.add_option("--beams", a.beams, "bleu: beam width")->check(positive());
-  app.add_option("--max-new-tokens", a.max_new_tokens, "bleu: longest translation")->check(positive());
+  app.add_option("--beams", a.beams, "bleu, generation: beam width (bleu: 4; generation: as finetuned, 1 is greedy)")
+      ->check(positive());
+  app.add_option("--max-new-tokens", a.max_new_tokens,
+                 "bleu, generation: longest generated text (bleu: 64; generation: as finetuned)")
+      ->check(positive());
+  add_generation_flags(app, a);
   add_runtime_flags(app, a.runtime);
   return run_app(app, argc, argv, [&] { run(a, app); });
 }

@@ -19,6 +19,7 @@
 #include "lmkit/data/token_tasks.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/eval/classification.h"
+#include "lmkit/eval/text_to_text.h"
 #include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
@@ -36,33 +37,45 @@ struct Args {
   data::ColumnSpec columns;
   data::TaggedFormat tagged;  ///< token classification
   bool label_all_subwords = false;
+  data::PairSpec pairs;        ///< seq2seq: where sources and targets are
+  data::Seq2SeqOptions s2s;    ///< seq2seq: prefix, separator, target length
+  int64_t beams = 1, max_new_tokens = 0;
+  std::string best_metric = "bleu";
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   bool resume = false, overwrite = false;
 };
 
 bool token_task(const Args& a) { return a.task == "token-classification"; }
+bool seq2seq_task(const Args& a) { return a.task == "seq2seq"; }
 
-// The family's head for the task: sequence or token classification.
+// The family's head for the task: sequence or token classification, or text-to-text generation.
 const std::string& head_of(const Args& a, const models::Family& family) {
-  return token_task(a) ? family.token_classifier_or_error() : family.classifier_or_error();
+  return seq2seq_task(a) ? family.text_to_text_or_error()
+         : token_task(a) ? family.token_classifier_or_error()
+                         : family.classifier_or_error();
 }
 
-// The model: a classifier on the pretrained body, or initialised at random.
-std::shared_ptr<models::Model> make_classifier(const Args& a, const tokenizer::Tokenizer& tok, int64_t num_labels) {
+// The model: the task's head on the pretrained body, or initialised at random.
+// num_labels 0: a text-to-text model, whose head is the pretrained LM head.
+std::shared_ptr<models::Model> make_model(const Args& a, const tokenizer::Tokenizer& tok, int64_t num_labels) {
   std::shared_ptr<models::Model> model;
   if (!a.checkpoint.empty()) {
     const Json config = load_json_file(a.checkpoint + "/config.json");
     const std::string& head = head_of(a, models::family(config.value("model_type", "")));
-    // The classification head starts from random initialisation (listed on stderr), the body from the checkpoint.
-    model = models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true);
+    // A classification head starts from random initialisation (listed on stderr), the body from the checkpoint.
+    model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true)
+                           : models::load_pretrained(a.checkpoint, head);
   } else {
     check_input(!a.model.empty(), "--init random needs --model PRESET.json");
     Json config = load_json_file(a.model);
     check_input(config.contains("model_type") && config["model_type"].is_string(), a.model + ": key 'model_type' is required");
+    const auto& family = models::family(config["model_type"].get<std::string>());
     config["vocab_size"] = tok.vocab_size();
-    config["num_labels"] = num_labels;
-    model = models::create_model(config, a.model, head_of(a, models::family(config["model_type"].get<std::string>())));
+    if (num_labels > 0) config["num_labels"] = num_labels;
+    // A generator's special ids (decoder start, EOS) are the tokenizer's, as pretraining sets them.
+    else family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+    model = models::create_model(config, a.model, head_of(a, family));
   }
   models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");
   return model;
@@ -80,7 +93,7 @@ train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::sha
   o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
   o.output = a.output, o.resume = a.resume;
   o.patience = a.patience;
-  o.best_metric = token_task(a) ? "f1" : a.columns.regression ? "pearson" : "accuracy";
+  o.best_metric = seq2seq_task(a) ? a.best_metric : token_task(a) ? "f1" : a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
   o.best_dir = a.output + "/best";
   o.group = std::move(group);
@@ -140,7 +153,7 @@ struct Task {
 // Trains the task's model with dev evaluation each epoch; returns the summary and sets per_epoch.
 // Every checkpoint carries the tokenizer, label_map.json and finetune.json.
 Json train_task(const Args& a, Session& s, const Json& resolved, const Task& task, int64_t& per_epoch) {
-  auto model = make_classifier(a, s.tok, task.num_labels);
+  auto model = make_model(a, s.tok, task.num_labels);
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = s.pad, lo.drop_last = false;
   // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
@@ -149,18 +162,20 @@ Json train_task(const Args& a, Session& s, const Json& resolved, const Task& tas
   train::TrainerOptions o = trainer_options(a, per_epoch, s.started.group);
   o.evaluator = task.evaluate;
   Json run_config = resolved;
-  run_config["label_map"] = task.label_map;
-  run_config["num_labels"] = task.num_labels, run_config["steps"] = o.steps;
+  if (!task.label_map.is_null()) run_config["label_map"] = task.label_map;
+  if (task.num_labels > 0) run_config["num_labels"] = task.num_labels;
+  run_config["steps"] = o.steps;
   if (a.resume) train::check_resumed_flags(a.output, run_config, o.steps, /*allow_changes=*/false);
   if (s.leader) save_json_file(a.output + "/config.json", run_config);
   if (s.leader) {
-    std::fprintf(stderr, "%s, %lld train / %lld dev examples, %lld labels, %lld steps\n", model->architecture().c_str(),
-                 static_cast<long long>(task.train_set->size(0)), static_cast<long long>(task.dev_examples),
-                 static_cast<long long>(task.num_labels), static_cast<long long>(o.steps));
+    const std::string labels = task.num_labels > 0 ? ", " + std::to_string(task.num_labels) + " labels" : "";
+    std::fprintf(stderr, "%s, %lld train / %lld dev examples%s, %lld steps\n", model->architecture().c_str(),
+                 static_cast<long long>(task.train_set->size(0)), static_cast<long long>(task.dev_examples), labels.c_str(),
+                 static_cast<long long>(o.steps));
   }
   auto save_extra = [&](const std::string& dir) {
     s.tok.save(dir);
-    save_json_file(dir + "/label_map.json", task.label_map);
+    if (!task.label_map.is_null()) save_json_file(dir + "/label_map.json", task.label_map);
     task.save_info(dir);
   };
   train::Trainer trainer(model, o, task.train_set, lo, nullptr, lo, s.started.device, save_extra);
@@ -248,10 +263,108 @@ void run_token_classification(const Args& a, Session& s, const Json& resolved) {
   std::printf("checkpoint: %s/best, predictions: %s/predictions.conll\n", a.output.c_str(), a.output.c_str());
 }
 
+// finetune.json of a text-to-text model: how lmkit-evaluate reads and generates the same way.
+void save_seq2seq_info(const Args& a, const std::string& dir) {
+  save_json_file(dir + "/finetune.json", {{"task", "seq2seq"},
+                                          {"max_length", a.s2s.max_source_length},
+                                          {"max_target_length", a.s2s.max_target_length},
+                                          {"source_prefix", a.s2s.source_prefix},
+                                          {"separator", a.s2s.separator},
+                                          {"decoder_only", a.s2s.decoder_only},
+                                          {"source_column", a.pairs.source},
+                                          {"target_column", a.pairs.target},
+                                          {"source_lang", a.pairs.source_lang},
+                                          {"target_lang", a.pairs.target_lang},
+                                          {"beams", a.beams},
+                                          {"max_new_tokens", a.max_new_tokens}});
+}
+
+// Greedy, or beam search with --beams; at most --max-new-tokens (default: the target length).
+eval::GenerationOptions generation_options(const Args& a) {
+  eval::GenerationOptions g;
+  g.search = a.beams > 1 ? eval::Search::kBeam : eval::Search::kGreedy;
+  g.num_beams = a.beams;
+  g.max_new_tokens = a.max_new_tokens > 0 ? a.max_new_tokens : a.s2s.max_target_length;
+  return g;
+}
+
+// The model's config (the checkpoint's, or the preset's) and family, before the model exists.
+const models::Family& family_of_run(const Args& a, Json* config) {
+  *config = load_json_file(a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json");
+  check_input(config->contains("model_type") && (*config)["model_type"].is_string(),
+              (a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json") + ": key 'model_type' is required");
+  return models::family((*config)["model_type"].get<std::string>());
+}
+
+// Source and target lengths within the model's positions (a decoder-only model holds both in one sequence).
+void check_seq2seq_lengths(const Args& a, const models::Family& family, const Json& config) {
+  const int64_t positions = family.max_length(config);
+  const int64_t source = a.s2s.max_source_length, target = a.s2s.max_target_length;
+  const int64_t longest = family.encoder_decoder ? std::max(source, target) : source + target;
+  check_input(positions == 0 || longest <= positions,
+              "--max-length " + std::to_string(source) + (family.encoder_decoder ? " or" : " plus") +
+                  " --max-target-length " + std::to_string(target) + " exceeds the model's " + std::to_string(positions) +
+                  " positions");
+  // Checked now, not at the first dev evaluation an epoch later.
+  const int64_t room = family.encoder_decoder ? positions : target;
+  check_input(room == 0 || a.max_new_tokens <= room,
+              "--max-new-tokens " + std::to_string(a.max_new_tokens) + " exceeds " +
+                  (family.encoder_decoder ? "the model's " + std::to_string(positions) + " positions"
+                                          : "--max-target-length " + std::to_string(target) +
+                                                " (a decoder-only model has room for the target only)"));
+}
+
+void print_generation(const char* what, const Json& r) {
+  std::printf("%s: BLEU %.2f, exact match %.2f, F1 %.2f, ROUGE-1/2/L %.2f/%.2f/%.2f\n", what, r["bleu"].get<double>(),
+              r["exact_match"].get<double>(), r["f1"].get<double>(), r["rouge1"].get<double>(),
+              r["rouge2"].get<double>(), r["rougeL"].get<double>());
+}
+
+// The text-to-text sets (a decoder-only family lays each pair out as one sequence).
+std::pair<std::shared_ptr<data::Seq2SeqDataset>, std::shared_ptr<data::Seq2SeqDataset>> seq2seq_sets(Args& b, const Session& s) {
+  Json config;
+  const models::Family& family = family_of_run(b, &config);
+  family.text_to_text_or_error();
+  check_seq2seq_lengths(b, family, config);
+  b.s2s.decoder_only = !family.encoder_decoder;
+  auto train_set = std::make_shared<data::Seq2SeqDataset>(data::read_text_pairs(b.train, b.pairs), b.train, s.tok, b.s2s);
+  auto dev_set = std::make_shared<data::Seq2SeqDataset>(data::read_text_pairs(b.dev, b.pairs), b.dev, s.tok, b.s2s);
+  if (s.leader && train_set->truncated_sources() + train_set->truncated_targets() > 0) {
+    std::fprintf(stderr, "%s: %lld sources cut to --max-length, %lld targets to --max-target-length\n", b.train.c_str(),
+                 static_cast<long long>(train_set->truncated_sources()), static_cast<long long>(train_set->truncated_targets()));
+  }
+  return {train_set, dev_set};
+}
+
+void run_seq2seq(Args b, Session& s, const Json& resolved) {
+  const auto [train_set, dev_set] = seq2seq_sets(b, s);
+  Task task;
+  task.train_set = train_set;
+  task.dev_examples = dev_set->size(0);
+  const c10::Device device = s.started.device;
+  const eval::GenerationOptions g = generation_options(b);
+  task.evaluate = [&b, &s, dev = dev_set, g, device](models::Model& m) {
+    return eval::evaluate_text_to_text(m, s.tok, *dev, g, b.batch_size, s.pad, device);
+  };
+  task.save_info = [&b](const std::string& dir) { save_seq2seq_info(b, dir); };
+  int64_t per_epoch = 0;
+  const Json summary = train_task(b, s, resolved, task, per_epoch);
+  if (!s.leader) return;
+  auto best = load_best(b, device);
+  std::vector<std::string> predictions;
+  const Json dev = eval::evaluate_text_to_text(*best, s.tok, *dev_set, g, b.batch_size, s.pad, device, &predictions);
+  write_file_atomic(b.output + "/predictions.txt", eval::predictions_lines(predictions));
+  const Json result = best_result(b, dev, summary, per_epoch);
+  const std::string what = "best dev (epoch " + std::to_string(result["best_epoch"].get<int64_t>()) + ")";
+  print_generation(what.c_str(), dev);
+  std::printf("checkpoint: %s/best, predictions: %s/predictions.txt\n", b.output.c_str(), b.output.c_str());
+}
+
 void run(const Args& a, const Json& resolved) {
   check_input(!token_task(a) || !a.columns.regression, "--regression applies to --task classification only");
   Session s = open_session(a);
-  if (token_task(a)) run_token_classification(a, s, resolved);
+  if (seq2seq_task(a)) run_seq2seq(a, s, resolved);
+  else if (token_task(a)) run_token_classification(a, s, resolved);
   else run_classification(a, s, resolved);
 }
 
@@ -271,19 +384,37 @@ void set_tagged_format(const CLI::App& app, Args& a) {
   a.tagged.tag_column = std::stoll(label);
 }
 
+// The flags of --task seq2seq.
+void add_seq2seq_flags(CLI::App& app, Args& a) {
+  app.add_option("--source-column", a.pairs.source, "seq2seq: source column, header name or 0-based index (JSONL: field)");
+  app.add_option("--target-column", a.pairs.target, "seq2seq: target column, header name or 0-based index (JSONL: field)");
+  app.add_option("--source-lang", a.pairs.source_lang, "seq2seq: parallel files, --train PREFIX reads PREFIX.SRC");
+  app.add_option("--target-lang", a.pairs.target_lang, "seq2seq: parallel files, --train PREFIX reads PREFIX.TGT");
+  app.add_option("--source-prefix", a.s2s.source_prefix, "seq2seq: text before every source (T5's 'translate German to English: ')");
+  app.add_option("--separator", a.s2s.separator, "seq2seq, GPT-2: text between the source and the target");
+  app.add_option("--max-target-length", a.s2s.max_target_length, "seq2seq: target tokens, EOS included")
+      ->check(in_range(2, 1 << 16));
+  app.add_option("--beams", a.beams, "seq2seq: dev generation by beam search of this width (1: greedy)")->check(positive());
+  app.add_option("--max-new-tokens", a.max_new_tokens, "seq2seq: longest generated text (default: --max-target-length)")
+      ->check(non_negative());
+  app.add_option("--best-metric", a.best_metric, "seq2seq: the dev figure that picks the best epoch")
+      ->check(CLI::IsMember({"bleu", "exact_match", "f1", "rouge1", "rouge2", "rougeL"}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("lmkit-finetune: sequence(-pair) classification, regression or token classification (NER) from a "
-               "pretrained checkpoint or random initialisation");
+  CLI::App app("lmkit-finetune: sequence(-pair) classification, regression, token classification (NER) or text-to-text "
+               "generation from a pretrained checkpoint or random initialisation");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
   app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory (BERT, GPT-2 or T5)");
   app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");
   app.add_option("--model", a.model, "model preset for --init random");
   app.add_option("--tokenizer", a.tokenizer, "tokenizer directory, PATH.model or tokenizer.json (default: the checkpoint's)");
-  app.add_option("--task", a.task, "classification (of a text or pair; --regression for numbers) or token-classification")
-      ->check(CLI::IsMember({"classification", "token-classification"}));
+  app.add_option("--task", a.task, "classification (of a text or pair; --regression for numbers), token-classification, "
+                 "or seq2seq (text-to-text: T5, the Transformer, GPT-2)")
+      ->check(CLI::IsMember({"classification", "token-classification", "seq2seq"}));
   app.add_option("--train", a.train, "training file: TSV, CSV or JSONL (token classification: CoNLL or JSONL)")->required();
   app.add_option("--dev", a.dev, "dev file, same format")->required();
   app.add_option("--output", a.output, "run directory")->required();
@@ -295,6 +426,7 @@ int main(int argc, char** argv) {
   app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl (token classification: conll or jsonl)");
   app.add_flag("--label-all-subwords", a.label_all_subwords,
                "token classification: every subword carries its word's tag (B-X continued as I-X), not only the first");
+  add_seq2seq_flags(app, a);
   app.add_flag("--regression", a.columns.regression, "numeric labels, one output (MSE; Pearson/Spearman)");
   app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
   app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
@@ -314,6 +446,12 @@ int main(int argc, char** argv) {
   add_config_flag(app);
   return run_app(app, argc, argv, [&] {
     if (token_task(a)) set_tagged_format(app, a);
+    for (const char* flag : {"--source-column", "--target-column", "--source-lang", "--target-lang", "--source-prefix",
+                             "--separator", "--max-target-length", "--beams", "--max-new-tokens", "--best-metric"}) {
+      check_input(seq2seq_task(a) || !app.count(flag), std::string(flag) + " applies to --task seq2seq");
+    }
+    a.pairs.format = a.columns.format;
+    a.s2s.max_source_length = a.max_length;
     run(a, resolved_options(app));
   });
 }

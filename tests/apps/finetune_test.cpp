@@ -184,3 +184,86 @@ TEST_CASE("finetune: bad token-classification input is one error line and exit 2
     CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
   }
 }
+
+namespace {
+std::string s2s(const std::string& name) { return test::source_dir() + "/tests/fixtures/seq2seq/" + name; }
+
+// A two-layer model of `type` small enough to finetune text-to-text in seconds.
+std::string tiny_generator(const test::TempDir& dir, const std::string& type) {
+  const std::string path = dir / (type + ".json");
+  std::ofstream out(path);
+  if (type == "t5") {
+    out << R"({"model_type": "t5", "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
+               "num_heads": 4, "feed_forward_proj": "relu", "tie_word_embeddings": true})";
+  } else {
+    out << R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 64})";
+  }
+  return path;
+}
+}  // namespace
+
+TEST_CASE("finetune: text-to-text T5 and GPT-2 learn the sentiment fixture and evaluate reproduces them",
+          "[apps][finetune][seq2seq]") {
+  for (const std::string type : {"t5", "gpt2"}) {
+    const auto& f = test::data_fixture(type);
+    test::TempDir dir;
+    auto r = run("lmkit-finetune --task seq2seq --init random --model " + tiny_generator(dir, type) + " --tokenizer " +
+                 (*f.dir / "tok.model") + " --train " + s2s("train.tsv") + " --dev " + s2s("dev.tsv") + " --output " +
+                 (dir / "ft") + " --epochs 5 --lr 3e-3 --batch-size 16 --max-length 32 --max-target-length 8 " +
+                 "--best-metric exact_match --threads 1");
+    INFO(type << "\n" << r.out);
+    REQUIRE(r.code == 0);
+    const Json result = load_json_file(dir / "ft/result.json");
+    CHECK(result["task"] == "seq2seq");
+    CHECK(result["exact_match"].get<double>() >= 90.0);  // random init learns the two answers in 65 steps
+    CHECK(result["examples"] == 40);
+    const auto lines = read_lines(dir / "ft/predictions.txt");
+    REQUIRE(lines.size() == 40);
+    CHECK((lines[0] == "positive" || lines[0] == "negative"));
+    CHECK(load_json_file(dir / "ft/best/finetune.json")["decoder_only"] == (type == "gpt2"));
+    // The JSONL copy of the dev set, read and generated as finetuned, gives the same texts and figures.
+    auto e = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + s2s("dev.jsonl") +
+                 " --metric generation --output " + (dir / "eval.json") + " --predictions " + (dir / "eval.txt") +
+                 " --batch-size 7 --threads 1");
+    INFO(e.out);
+    REQUIRE(e.code == 0);
+    const Json ev = load_json_file(dir / "eval.json");
+    for (const char* key : {"bleu", "exact_match", "f1", "rouge1", "rouge2", "rougeL"}) CHECK(ev[key] == result[key]);
+    CHECK(read_file(dir / "eval.txt") == read_file(dir / "ft/predictions.txt"));
+    if (type == "t5") {  // parallel files (Multi30k's layout) read the same rows
+      auto p = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + s2s("dev") +
+                   " --source-lang src --target-lang tgt --metric generation --output " + (dir / "par.json") + " --threads 1");
+      INFO(p.out);
+      REQUIRE(p.code == 0);
+      CHECK(load_json_file(dir / "par.json")["exact_match"] == result["exact_match"]);
+    }
+  }
+}
+
+TEST_CASE("finetune: bad text-to-text input is one error line and exit 2", "[apps][finetune][seq2seq]") {
+  const auto& f = test::data_fixture("t5");
+  test::TempDir dir;
+  { std::ofstream(dir / "empty.tsv") << "source\ttarget\na b\t\n"; }
+  const std::string gpt = tiny_generator(dir, "gpt2");
+  const std::string base = "lmkit-finetune --task seq2seq --init random --tokenizer " + (*f.dir / "tok.model") +
+                           " --epochs 1 --threads 1 --max-length 32 --max-target-length 8 --model ";
+  const std::string data = " --train " + s2s("train.tsv") + " --dev " + s2s("dev.tsv");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + gpt + " --train " + (dir / "empty.tsv") + " --dev " + s2s("dev.tsv") + " --output " + (dir / "a"),
+       "empty.tsv:2: empty target"},
+      {base + gpt + data + " --target-column label --output " + (dir / "b"), "train.tsv:1: no column 'label'"},
+      {base + preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text architecture"},
+      {base + gpt + data + " --max-target-length 40 --output " + (dir / "d"), "exceeds the model's 64 positions"},
+      {base + gpt + data + " --max-new-tokens 9 --output " + (dir / "e"), "--max-new-tokens 9 exceeds --max-target-length 8"},
+      {base + gpt + data + " --source-lang de --output " + (dir / "f"), "need both --source-lang and --target-lang"},
+      {"lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") + data +
+           " --output " + (dir / "g") + " --source-prefix x",
+       "--source-prefix applies to --task seq2seq"},
+  };
+  for (const auto& [cmd, message] : cases) {
+    const auto r = run(cmd);
+    INFO(cmd << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
+  }
+}

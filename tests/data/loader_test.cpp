@@ -209,6 +209,47 @@ TEST_CASE("tasks: SST-2 style TSV classification and its errors", "[data][tasks]
                     Catch::Contains("column index 99999999999999999999 is beyond any row's columns"));
 }
 
+TEST_CASE("tasks: text-to-text pairs for encoder-decoder and decoder-only models", "[data][tasks][seq2seq]") {
+  const auto& t5 = test::data_fixture("t5");
+  const auto& gpt = test::data_fixture("gpt2");
+  test::TempDir dir;
+  { std::ofstream(dir / "p.jsonl") << R"({"in": "The dog ran far away from the house .", "out": "dog"})" << "\n\n"
+                                   << R"({"in": "A cat .", "out": "cat"})" << "\n"; }
+  data::PairSpec spec;
+  spec.source = "in", spec.target = "out";
+  const auto pairs = data::read_text_pairs(dir / "p.jsonl", spec);
+  REQUIRE(pairs.size() == 2);
+  CHECK(pairs[1].line == 3);
+  data::Seq2SeqOptions o;
+  o.max_source_length = 6, o.max_target_length = 8;
+  const data::Seq2SeqDataset enc(pairs, "p.jsonl", *t5.tok, o);
+  // The first source is cut to 5 tokens plus EOS, and counted.
+  CHECK(enc.prompts()[0].size() == 6);
+  CHECK(enc.prompts()[0].back() == t5.tok->specials().eos);
+  CHECK(enc.truncated_sources() == 1);
+  CHECK(enc.get(1, 0).labels == [&] { auto v = t5.tok->encode("cat"); v.push_back(t5.tok->specials().eos); return v; }());
+  CHECK(enc.references() == std::vector<std::string>{"dog", "cat"});
+  o.source_prefix = "summarize: ", o.max_source_length = 64;
+  auto prefixed = t5.tok->encode("summarize: A cat .");
+  prefixed.push_back(t5.tok->specials().eos);
+  CHECK(data::Seq2SeqDataset(pairs, "p.jsonl", *t5.tok, o).prompts()[1] == prefixed);
+  // Decoder-only: source, separator, target, EOS in one row; the loss on the target alone.
+  o.decoder_only = true, o.separator = " =", o.source_prefix.clear();
+  const data::Seq2SeqDataset dec(pairs, "p.jsonl", *gpt.tok, o);
+  const auto e = dec.get(1, 0);
+  const auto prompt = dec.prompts()[1];
+  const auto sep = gpt.tok->encode(" =");
+  REQUIRE(e.input_ids.size() == e.labels.size());
+  CHECK(std::equal(sep.begin(), sep.end(), prompt.end() - static_cast<std::ptrdiff_t>(sep.size())));
+  CHECK(std::vector<int32_t>(e.input_ids.begin(), e.input_ids.begin() + static_cast<std::ptrdiff_t>(prompt.size())) == prompt);
+  for (size_t i = 0; i < e.labels.size(); ++i) CHECK(e.labels[i] == (i < prompt.size() ? -100 : e.input_ids[i]));
+  CHECK(e.input_ids.back() == gpt.tok->specials().eos);
+  // An empty target is named with its line.
+  { std::ofstream(dir / "empty.tsv") << "source\ttarget\nA dog .\tdog\nA cat .\t \n"; }
+  CHECK_THROWS_WITH(data::Seq2SeqDataset(data::read_text_pairs(dir / "empty.tsv", {}), dir / "empty.tsv", *t5.tok, {}),
+                    Catch::EndsWith("empty.tsv:3: empty target"));
+}
+
 TEST_CASE("tasks: Multi30k-style parallel files", "[data][tasks]") {
   const auto& f = test::data_fixture("t5");
   test::TempDir dir;

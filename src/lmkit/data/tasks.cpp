@@ -84,31 +84,76 @@ bool finite_number(const std::string& s, double* value = nullptr) {
 
 }  // namespace
 
-Seq2SeqDataset::Seq2SeqDataset(const std::string& source_file, const std::string& target_file,
-                               const tokenizer::Tokenizer& tok, int64_t max_source_length, int64_t max_target_length) {
+std::vector<TextPair> read_parallel_files(const std::string& source_file, const std::string& target_file) {
   const auto src = read_lines(source_file), tgt = read_lines(target_file);
   if (src.size() != tgt.size()) {
     throw InputError(source_file + " has " + std::to_string(src.size()) + " lines but " + target_file + " has " +
                      std::to_string(tgt.size()) + ": parallel files must align line by line");
   }
   check_input(!src.empty(), source_file + ": empty parallel corpus");
+  std::vector<TextPair> pairs;
+  for (size_t i = 0; i < src.size(); ++i) pairs.push_back({src[i], tgt[i], static_cast<int64_t>(i + 1)});
+  return pairs;
+}
+
+Seq2SeqDataset::Seq2SeqDataset(const std::string& source_file, const std::string& target_file,
+                               const tokenizer::Tokenizer& tok, int64_t max_source_length, int64_t max_target_length) {
+  Seq2SeqOptions o;
+  o.max_source_length = max_source_length, o.max_target_length = max_target_length, o.require_targets = false;
   const int32_t eos = tok.specials().eos >= 0 ? tok.specials().eos : tok.specials().sep;
-  auto encode = [&](const std::string& text, int64_t max_len) {
-    auto ids = tok.encode(text);
-    if (static_cast<int64_t>(ids.size()) > max_len - 1) ids.resize(static_cast<size_t>(max_len - 1));
-    ids.push_back(eos);
-    return ids;
-  };
-  for (size_t i = 0; i < src.size(); ++i) {
-    sources_.push_back(encode(src[i], max_source_length));
-    targets_.push_back(encode(tgt[i], max_target_length));
+  for (const auto& pair : read_parallel_files(source_file, target_file)) add(pair, tok, o, eos, {});
+}
+
+Seq2SeqDataset::Seq2SeqDataset(const std::vector<TextPair>& pairs, const std::string& path, const tokenizer::Tokenizer& tok,
+                               const Seq2SeqOptions& o)
+    : decoder_only_(o.decoder_only) {
+  check_input(!pairs.empty(), path + ": no examples");
+  const int32_t eos = tok.specials().eos >= 0 ? tok.specials().eos : tok.specials().sep;
+  check_input(eos >= 0, path + ": the tokenizer has no end-of-sequence token to end targets with");
+  const std::vector<int32_t> separator = o.decoder_only ? tok.encode(o.separator) : std::vector<int32_t>{};
+  check_input(!o.decoder_only || static_cast<int64_t>(separator.size()) < o.max_source_length,
+              "the separator's " + std::to_string(separator.size()) + " tokens leave no room for a source in " +
+                  std::to_string(o.max_source_length) + " (raise --max-length)");
+  check_input(o.max_source_length >= 2 && o.max_target_length >= 2, "source and target lengths must be at least 2 tokens");
+  for (const auto& pair : pairs) {
+    if (o.require_targets && pair.target.find_first_not_of(" \t\r\n") == std::string::npos) {
+      throw InputError(path + ":" + std::to_string(pair.line) + ": empty target");
+    }
+    add(pair, tok, o, eos, separator);
   }
 }
 
+void Seq2SeqDataset::add(const TextPair& pair, const tokenizer::Tokenizer& tok, const Seq2SeqOptions& o, int32_t eos,
+                         const std::vector<int32_t>& separator) {
+  // The source keeps its start; the encoder's EOS or the decoder-only separator always ends it.
+  const size_t tail = o.decoder_only ? separator.size() : 1;
+  auto source = tok.encode(o.source_prefix + pair.source);
+  if (source.size() + tail > static_cast<size_t>(o.max_source_length)) {
+    source.resize(static_cast<size_t>(o.max_source_length) - tail), ++truncated_sources_;
+  }
+  if (o.decoder_only) source.insert(source.end(), separator.begin(), separator.end());
+  else source.push_back(eos);
+  auto target = tok.encode(pair.target);
+  if (target.size() + 1 > static_cast<size_t>(o.max_target_length)) {
+    target.resize(static_cast<size_t>(o.max_target_length) - 1), ++truncated_targets_;
+  }
+  target.push_back(eos);
+  prompts_.push_back(std::move(source));
+  targets_.push_back(std::move(target));
+  references_.push_back(pair.target);
+}
+
 Example Seq2SeqDataset::get(int64_t index, int64_t) const {
+  const auto i = static_cast<size_t>(index);
   Example e;
-  e.input_ids = sources_[static_cast<size_t>(index)];
-  e.labels = targets_[static_cast<size_t>(index)];
+  e.input_ids = prompts_[i];
+  if (!decoder_only_) {
+    e.labels = targets_[i];
+    return e;
+  }
+  e.input_ids.insert(e.input_ids.end(), targets_[i].begin(), targets_[i].end());
+  e.labels.assign(prompts_[i].size(), -100);
+  e.labels.insert(e.labels.end(), targets_[i].begin(), targets_[i].end());
   return e;
 }
 
@@ -199,6 +244,19 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
   std::vector<LabelledRow> rows = format == "jsonl" ? read_jsonl_rows(path, c) : read_delimited_rows(path, c, format);
   check_input(!rows.empty(), path + ": no labelled rows");
   return rows;
+}
+
+std::vector<TextPair> read_text_pairs(const std::string& path, const PairSpec& spec) {
+  if (!spec.source_lang.empty() || !spec.target_lang.empty()) {
+    check_input(!spec.source_lang.empty() && !spec.target_lang.empty(),
+                "parallel files need both --source-lang and --target-lang");
+    return read_parallel_files(path + "." + spec.source_lang, path + "." + spec.target_lang);
+  }
+  ColumnSpec columns;
+  columns.text = spec.source, columns.label = spec.target, columns.format = spec.format;
+  std::vector<TextPair> pairs;
+  for (auto& row : read_labelled_rows(path, columns)) pairs.push_back({std::move(row.text), std::move(row.label), row.line});
+  return pairs;
 }
 
 std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows) {

@@ -10,19 +10,58 @@
 
 namespace lmkit::data {
 
-/// Parallel source/target files, line by line (Multi30k's train.de / train.en):
-/// input = source + EOS, labels = target + EOS, each truncated to its maximum.
+/// One source/target pair before tokenization (line: where it is, for errors).
+struct TextPair {
+  std::string source, target;
+  int64_t line = 0;
+};
+
+/// How a text-to-text example becomes token ids.
+struct Seq2SeqOptions {
+  int64_t max_source_length = 512;   ///< encoder input (or decoder-only prompt) tokens, EOS/separator included
+  int64_t max_target_length = 128;   ///< target tokens, EOS included
+  std::string source_prefix;         ///< prepended to every source (T5's "translate German to English: ")
+  bool decoder_only = false;         ///< one sequence: source, separator, target, EOS (GPT)
+  std::string separator = "\n";      ///< decoder_only: between the source and the target
+  bool require_targets = true;       ///< an empty target is an InputError naming its line
+};
+
+/// Text-to-text examples. Encoder–decoder: input = prefix + source + EOS,
+/// labels = target + EOS. Decoder-only: input = prefix + source, separator,
+/// target, EOS with labels -100 on the prompt (the loss is on the target alone).
+/// A source or target longer than its maximum is cut at the end (the decoder-only
+/// prompt keeps its separator) and counted in truncated().
 class Seq2SeqDataset : public Dataset {
  public:
+  Seq2SeqDataset(const std::vector<TextPair>& pairs, const std::string& path, const tokenizer::Tokenizer& tokenizer,
+                 const Seq2SeqOptions& options);
+  /// Parallel files line by line (Multi30k's train.de / train.en), for pretraining.
   Seq2SeqDataset(const std::string& source_file, const std::string& target_file, const tokenizer::Tokenizer& tokenizer,
                  int64_t max_source_length, int64_t max_target_length);
-  int64_t size(int64_t) const override { return static_cast<int64_t>(sources_.size()); }
+  int64_t size(int64_t) const override { return static_cast<int64_t>(prompts_.size()); }
   Example get(int64_t index, int64_t epoch) const override;
-  int64_t length_hint(int64_t index) const override { return static_cast<int64_t>(sources_[static_cast<size_t>(index)].size()); }
+  int64_t length_hint(int64_t index) const override {
+    const auto i = static_cast<size_t>(index);
+    return static_cast<int64_t>(prompts_[i].size() + (decoder_only_ ? targets_[i].size() : 0));
+  }
+  /// What generation starts from: the encoder input, or the decoder-only prompt.
+  const std::vector<std::vector<int32_t>>& prompts() const { return prompts_; }
+  /// The target texts, in order (the references of generation metrics).
+  const std::vector<std::string>& references() const { return references_; }
+  int64_t truncated_sources() const { return truncated_sources_; }
+  int64_t truncated_targets() const { return truncated_targets_; }
 
  private:
-  std::vector<std::vector<int32_t>> sources_, targets_;
+  void add(const TextPair& pair, const tokenizer::Tokenizer& tok, const Seq2SeqOptions& options, int32_t eos,
+           const std::vector<int32_t>& separator);
+  std::vector<std::vector<int32_t>> prompts_, targets_;
+  std::vector<std::string> references_;
+  bool decoder_only_ = false;
+  int64_t truncated_sources_ = 0, truncated_targets_ = 0;
 };
+
+/// Parallel files aligned line by line; InputError when their line counts differ.
+std::vector<TextPair> read_parallel_files(const std::string& source_file, const std::string& target_file);
 
 /// Where the columns of a labelled file are.
 struct ColumnSpec {
@@ -62,6 +101,18 @@ class ClassificationDataset : public Dataset {
  private:
   std::vector<Example> examples_;
 };
+
+/// Where a text-to-text set is: two columns of a TSV/CSV/JSONL file (names, or
+/// 0-based indexes for files without a header), or parallel files PATH.SRC and
+/// PATH.TGT when the languages are given (Multi30k's layout).
+struct PairSpec {
+  std::string source = "source", target = "target";
+  std::string format = "auto";
+  std::string source_lang, target_lang;
+};
+/// Reads the pairs `spec` describes from `path`; InputError naming file and line for
+/// a missing column or a malformed row.
+std::vector<TextPair> read_text_pairs(const std::string& path, const PairSpec& spec);
 
 /// The sorted distinct labels of `rows` mapped to 0..n-1 (numbers sort numerically).
 std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows);

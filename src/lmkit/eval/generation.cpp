@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 
@@ -210,6 +211,57 @@ std::vector<std::string> translate(models::Model& model, const tokenizer::Tokeni
     auto tokens = generate(model, input, {}, options)[0];
     if (!tokens.empty() && tokens.back() == eos) tokens.pop_back();
     out.push_back(tok.decode(std::vector<int32_t>(tokens.begin(), tokens.end())));
+  }
+  return out;
+}
+
+namespace {
+
+// Rows of `prompts` (indexes into it) that generate together: consecutive runs of
+// batch_size for an encoder, equal lengths for a decoder-only prompt.
+std::vector<std::vector<size_t>> generation_batches(const std::vector<std::vector<int32_t>>& prompts, bool padded,
+                                                    int64_t batch_size) {
+  std::vector<size_t> order(prompts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (!padded) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prompts[a].size() < prompts[b].size(); });
+  }
+  std::vector<std::vector<size_t>> batches;
+  for (const size_t i : order) {
+    const bool fits = !batches.empty() && static_cast<int64_t>(batches.back().size()) < batch_size &&
+                      (padded || prompts[batches.back().front()].size() == prompts[i].size());
+    if (!fits) batches.emplace_back();
+    batches.back().push_back(i);
+  }
+  return batches;
+}
+
+}  // namespace
+
+std::vector<std::string> generate_texts(models::Model& model, const tokenizer::Tokenizer& tok,
+                                        const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options,
+                                        int64_t batch_size, int32_t pad_id, c10::Device device) {
+  check_input(batch_size >= 1, "generation: the batch size must be >= 1");
+  const auto spec = model.generation_spec();
+  std::vector<std::string> out(prompts.size());
+  for (const auto& rows : generation_batches(prompts, spec.encoder_decoder, batch_size)) {
+    size_t width = 0;
+    for (const size_t i : rows) width = std::max(width, prompts[i].size());
+    std::vector<int64_t> ids(rows.size() * width, pad_id), mask(rows.size() * width, 0);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto& p = prompts[rows[r]];
+      std::copy(p.begin(), p.end(), ids.begin() + static_cast<std::ptrdiff_t>(r * width));
+      std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(r * width), p.size(), 1);
+    }
+    const auto shape = std::vector<int64_t>{static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)};
+    const at::Tensor input = at::tensor(ids, at::kLong).view(shape).to(device);
+    const at::Tensor attention = at::tensor(mask, at::kLong).view(shape).to(device);
+    auto generated = generate(model, input, spec.encoder_decoder ? attention : at::Tensor(), options);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      auto& tokens = generated[r];
+      const auto eos = std::find(tokens.begin(), tokens.end(), spec.eos_token_id);
+      out[rows[r]] = tok.decode(std::vector<int32_t>(tokens.begin(), eos));
+    }
   }
   return out;
 }

@@ -38,6 +38,14 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
 /// (HF's TopKLogitsWarper and TopPLogitsWarper; at least one token always survives).
 at::Tensor filter_logits(const at::Tensor& logits, int64_t top_k, double top_p);
 
+/// Generates from each of `prompts` — encoder inputs of an encoder–decoder model,
+/// `batch_size` at a time, right-padded with `pad_id` and masked; prompts of a
+/// decoder-only model in batches of equal length (no padding) — and returns each
+/// one's new tokens detokenized, in order, the EOS that ends a row dropped.
+std::vector<std::string> generate_texts(models::Model& model, const tokenizer::Tokenizer& tokenizer,
+                                        const std::vector<std::vector<int32_t>>& prompts, const GenerationOptions& options,
+                                        int64_t batch_size, int32_t pad_id, c10::Device device);
+
 /// Translates each source line with the model (an encoder-decoder): the line encoded
 /// with `tokenizer` plus EOS, decoded as `options` says, EOS dropped, detokenized.
 std::vector<std::string> translate(models::Model& model, const tokenizer::Tokenizer& tokenizer,

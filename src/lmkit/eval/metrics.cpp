@@ -1,13 +1,16 @@
 #include "lmkit/eval/metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "lmkit/core/error.h"
+#include "lmkit/tokenizer/unicode.h"
 
 namespace lmkit::eval {
 
@@ -108,6 +111,32 @@ std::string tokenize_13a(const std::string& line) {
   return out;
 }
 
+namespace {
+
+// sacreBLEU's compute_bleu with its default smoothing ("exp", mteval-v13a's): no match
+// at any order scores 0; otherwise the k-th order without a match counts as 1 / 2^k
+// matches, and an order with no n-grams at all (every hypothesis shorter than n)
+// stays 0 and makes the score 0.
+void bleu_from_counts(const std::vector<double>& matches, const std::vector<double>& totals, BleuScore& s) {
+  s.precisions.assign(4, 0.0);
+  double smooth = 1, log_sum = 0;
+  bool zero = std::all_of(matches.begin(), matches.end(), [](double m) { return m == 0; });
+  for (int n = 0; n < 4 && !zero; ++n) {
+    if (totals[n] == 0) {
+      zero = true;
+      break;
+    }
+    if (matches[n] == 0) smooth *= 2, s.precisions[n] = 100.0 / (smooth * totals[n]);
+    else s.precisions[n] = 100.0 * matches[n] / totals[n];
+    log_sum += std::log(s.precisions[n]);
+  }
+  const double c = static_cast<double>(s.hypothesis_length), r = static_cast<double>(s.reference_length);
+  s.brevity_penalty = c == 0 ? 0.0 : (c < r ? std::exp(1.0 - r / c) : 1.0);
+  s.bleu = zero || c == 0 ? 0.0 : s.brevity_penalty * std::exp(log_sum / 4.0);
+}
+
+}  // namespace
+
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references) {
   check_input(!references.empty(), "BLEU: no references");
@@ -154,17 +183,163 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
       totals[n - 1] += h.size() >= n ? static_cast<double>(h.size() - n + 1) : 0;
     }
   }
-  double log_sum = 0;
-  bool zero = false;
-  for (int n = 0; n < 4; ++n) {
-    const double p = totals[n] > 0 ? 100.0 * matches[n] / totals[n] : 0.0;
-    s.precisions.push_back(p);
-    if (matches[n] == 0) zero = true;
-    else log_sum += std::log(p);
+  bleu_from_counts(matches, totals, s);
+  return s;
+}
+
+namespace {
+
+namespace uni = tokenizer::unicode;
+
+// Python's str.split(): runs of Unicode whitespace separate.
+std::vector<std::u32string> split_whitespace(const std::u32string& text) {
+  std::vector<std::u32string> words;
+  std::u32string word;
+  for (const char32_t c : text) {
+    if (!uni::is_whitespace(c)) {
+      word += c;
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
   }
-  const double c = static_cast<double>(s.hypothesis_length), r = static_cast<double>(s.reference_length);
-  s.brevity_penalty = c == 0 ? 0.0 : (c < r ? std::exp(1.0 - r / c) : 1.0);
-  s.bleu = zero ? 0.0 : s.brevity_penalty * std::exp(log_sum / 4.0);
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+// A character of Python's Unicode \w, as far as normalised answers hold them:
+// not whitespace, punctuation, a control/format character or a combining mark.
+bool word_char(char32_t c) {
+  return !uni::is_whitespace(c) && !uni::is_punctuation(c) && !uni::is_other(c) && !uni::is_mark_nonspacing(c);
+}
+
+// re.sub(r'\b(a|an|the)\b', ' ', text)
+std::u32string remove_articles(const std::u32string& t) {
+  static const std::u32string articles[] = {U"the", U"an", U"a"};
+  std::u32string out;
+  size_t i = 0;
+  while (i < t.size()) {
+    bool removed = false;
+    if (i == 0 || !word_char(t[i - 1])) {
+      for (const auto& w : articles) {
+        const size_t end = i + w.size();
+        if (t.compare(i, w.size(), w) == 0 && (end == t.size() || !word_char(t[end]))) {
+          out += U' ', i = end, removed = true;
+          break;
+        }
+      }
+    }
+    if (!removed) out += t[i++];
+  }
+  return out;
+}
+
+template <typename Gram>
+double clipped_overlap(const std::map<Gram, int>& target, const std::map<Gram, int>& prediction) {
+  double overlap = 0;
+  for (const auto& [gram, count] : target) {
+    auto it = prediction.find(gram);
+    if (it != prediction.end()) overlap += std::min(count, it->second);
+  }
+  return overlap;
+}
+
+double f_measure(double precision, double recall) {
+  return precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0.0;
+}
+
+}  // namespace
+
+std::string squad_normalize(const std::string& text) {
+  std::u32string t;
+  for (const char32_t c : uni::lowercase(uni::decode_utf8(text))) {
+    // string.punctuation: the ASCII punctuation and symbol characters
+    const bool ascii_punct = c < 128 && std::ispunct(static_cast<int>(c));
+    if (!ascii_punct) t += c;
+  }
+  std::string out;
+  for (const auto& w : split_whitespace(remove_articles(t))) out += (out.empty() ? "" : " ") + uni::encode_utf8(w);
+  return out;
+}
+
+double squad_exact_match(const std::string& prediction, const std::string& truth) {
+  return squad_normalize(prediction) == squad_normalize(truth) ? 1.0 : 0.0;
+}
+
+double squad_f1(const std::string& prediction, const std::string& truth) {
+  std::map<std::string, int> p, g;
+  double np = 0, ng = 0;
+  std::istringstream pin(squad_normalize(prediction)), gin(squad_normalize(truth));
+  for (std::string w; pin >> w;) ++p[w], ++np;
+  for (std::string w; gin >> w;) ++g[w], ++ng;
+  const double same = clipped_overlap(g, p);
+  if (same == 0) return 0.0;
+  return f_measure(same / np, same / ng);
+}
+
+std::vector<std::string> rouge_tokenize(const std::string& text) {
+  std::vector<std::string> tokens;
+  std::string token;
+  for (const char32_t c : uni::lowercase(uni::decode_utf8(text))) {
+    if ((c >= U'a' && c <= U'z') || (c >= U'0' && c <= U'9')) {
+      token += static_cast<char>(c);
+    } else if (!token.empty()) {
+      tokens.push_back(std::move(token));
+      token.clear();
+    }
+  }
+  if (!token.empty()) tokens.push_back(std::move(token));
+  return tokens;
+}
+
+RougeScore rouge_n(const std::vector<std::string>& target, const std::vector<std::string>& prediction, int n) {
+  using Counts = std::map<std::vector<std::string>, int>;
+  auto ngrams = [n](const std::vector<std::string>& w, double& total) {
+    Counts counts;
+    const auto len = static_cast<size_t>(n);
+    for (size_t j = 0; j + len <= w.size(); ++j) ++counts[std::vector<std::string>(w.begin() + j, w.begin() + j + len)], ++total;
+    return counts;
+  };
+  double nt = 0, np = 0;
+  const Counts t = ngrams(target, nt), p = ngrams(prediction, np);
+  const double overlap = clipped_overlap(t, p);
+  RougeScore s;
+  s.precision = overlap / std::max(np, 1.0), s.recall = overlap / std::max(nt, 1.0);
+  s.fmeasure = f_measure(s.precision, s.recall);
+  return s;
+}
+
+RougeScore rouge_l(const std::vector<std::string>& target, const std::vector<std::string>& prediction) {
+  RougeScore s;
+  if (target.empty() || prediction.empty()) return s;
+  std::vector<size_t> row(prediction.size() + 1, 0), prev(prediction.size() + 1, 0);
+  for (size_t i = 1; i <= target.size(); ++i) {
+    for (size_t j = 1; j <= prediction.size(); ++j) {
+      row[j] = target[i - 1] == prediction[j - 1] ? prev[j - 1] + 1 : std::max(prev[j], row[j - 1]);
+    }
+    std::swap(row, prev);
+  }
+  const auto lcs = static_cast<double>(prev[prediction.size()]);
+  s.precision = lcs / static_cast<double>(prediction.size()), s.recall = lcs / static_cast<double>(target.size());
+  s.fmeasure = f_measure(s.precision, s.recall);
+  return s;
+}
+
+GenerationScores generation_scores(const std::vector<std::string>& predictions, const std::vector<std::string>& references) {
+  check_input(predictions.size() == references.size(), std::to_string(predictions.size()) + " predictions but " +
+                                                           std::to_string(references.size()) + " references");
+  GenerationScores s;
+  s.examples = static_cast<int64_t>(predictions.size());
+  if (predictions.empty()) return s;
+  s.bleu = corpus_bleu(predictions, {references}).bleu;
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    s.exact_match += squad_exact_match(predictions[i], references[i]);
+    s.f1 += squad_f1(predictions[i], references[i]);
+    const auto t = rouge_tokenize(references[i]), p = rouge_tokenize(predictions[i]);
+    s.rouge1 += rouge_n(t, p, 1).fmeasure, s.rouge2 += rouge_n(t, p, 2).fmeasure, s.rougeL += rouge_l(t, p).fmeasure;
+  }
+  const double scale = 100.0 / static_cast<double>(predictions.size());
+  for (double* x : {&s.exact_match, &s.f1, &s.rouge1, &s.rouge2, &s.rougeL}) *x *= scale;
   return s;
 }
 

@@ -89,6 +89,10 @@ const std::string& Family::token_classifier_or_error() const {
   return head_or_error(*this, &Family::token_classifier, "token classifier");
 }
 
+const std::string& Family::text_to_text_or_error() const {
+  return head_or_error(*this, &Family::text_to_text, "text-to-text architecture");
+}
+
 int64_t count_targets(const Model& model, const Batch& b) {
   if (!b.input_ids.defined()) return 0;
   if (!b.labels.defined()) return b.input_ids.size(0);

@@ -28,6 +28,7 @@ struct Family {
   std::vector<Objective> objectives;       ///< pretraining objectives; the first is the default
   std::string classifier;                  ///< its sequence-classification architecture ("" for none)
   std::string token_classifier;            ///< its token-classification architecture ("" for none)
+  std::string text_to_text;                ///< the architecture it finetunes text-to-text with ("" for none)
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
   /// The longest input for a config when it is not config[positions_key] (RoBERTa: less padding_idx + 1).
@@ -51,6 +52,8 @@ struct Family {
   const std::string& classifier_or_error() const;
   /// The token-classification architecture; InputError if the family has none.
   const std::string& token_classifier_or_error() const;
+  /// The text-to-text (generation) architecture; InputError if the family has none.
+  const std::string& text_to_text_or_error() const;
 };
 
 /// Every family, in the order errors list them.

@@ -256,6 +256,7 @@ Family gpt_family() {
   f.objectives = {{"clm", "GPT2LMHeadModel"}};
   f.classifier = "GPT2ForSequenceClassification";
   f.token_classifier = "GPT2ForTokenClassification";
+  f.text_to_text = "GPT2LMHeadModel";
   f.tokenizer_family = "gpt2";
   f.positions_key = "n_positions";
   f.metrics = {"perplexity"};

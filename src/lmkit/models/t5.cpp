@@ -348,6 +348,7 @@ Family t5_family() {
   f.objectives = {{"span", "T5ForConditionalGeneration"}};
   f.classifier = "T5EncoderForSequenceClassification";
   f.token_classifier = "T5ForTokenClassification";
+  f.text_to_text = "T5ForConditionalGeneration";
   f.tokenizer_family = "t5";
   f.metrics = {"span"};
   f.encoder_decoder = true;

@@ -194,6 +194,7 @@ Family transformer_family() {
   f.model_type = "transformer";
   f.architectures = {"TransformerForSeq2Seq"};
   f.objectives = {{"seq2seq", "TransformerForSeq2Seq"}};
+  f.text_to_text = "TransformerForSeq2Seq";
   f.tokenizer_family = "t5";
   f.positions_key = "max_position_embeddings";
   f.encoder_decoder = true;

@@ -1,0 +1,36 @@
+#include "lmkit/eval/text_to_text.h"
+
+#include <algorithm>
+
+#include "lmkit/eval/metrics.h"
+
+namespace lmkit::eval {
+
+Json evaluate_text_to_text(models::Model& model, const tokenizer::Tokenizer& tok, const data::Seq2SeqDataset& dataset,
+                           const GenerationOptions& options, int64_t batch_size, int32_t pad_id, c10::Device device,
+                           std::vector<std::string>* predictions) {
+  auto texts = generate_texts(model, tok, dataset.prompts(), options, batch_size, pad_id, device);
+  const GenerationScores s = generation_scores(texts, dataset.references());
+  if (predictions) *predictions = std::move(texts);
+  return {{"bleu", s.bleu},
+          {"exact_match", s.exact_match},
+          {"f1", s.f1},
+          {"rouge1", s.rouge1},
+          {"rouge2", s.rouge2},
+          {"rougeL", s.rougeL},
+          {"examples", s.examples},
+          {"truncated_sources", dataset.truncated_sources()},
+          {"truncated_targets", dataset.truncated_targets()}};
+}
+
+std::string predictions_lines(const std::vector<std::string>& predictions) {
+  std::string out;
+  for (std::string p : predictions) {
+    std::replace(p.begin(), p.end(), '\n', ' ');
+    std::replace(p.begin(), p.end(), '\r', ' ');
+    out += p + "\n";
+  }
+  return out;
+}
+
+}  // namespace lmkit::eval
