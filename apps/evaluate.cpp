@@ -16,6 +16,7 @@
 #include "lmkit/data/token_tasks.h"
 #include "lmkit/eval/classification.h"
 #include "lmkit/eval/generation.h"
+#include "lmkit/eval/in_context.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/eval/text_to_text.h"
 #include "lmkit/eval/perplexity.h"
@@ -31,6 +32,8 @@ namespace {
 struct Args {
   RuntimeOptions runtime;
   std::string checkpoint, data, metric, output, references, predictions;
+  std::vector<std::string> data_files;  ///< --data, repeatable for the in-context metrics
+  eval::IclOptions icl;
   data::ColumnSpec columns;
   data::PairSpec pairs;        ///< generation: where sources and targets are
   data::Seq2SeqOptions s2s;    ///< generation: prefix, separator, lengths
@@ -195,6 +198,79 @@ Json generation(Args a, const CLI::App& app, const tokenizer::Tokenizer& tok, c1
   return r;
 }
 
+bool in_context_metric(const std::string& metric) {
+  return metric == "multiple-choice" || metric == "completion" || metric == "in-context";
+}
+
+// The task files: each --data, a directory's *.jsonl in name order.
+std::vector<std::string> icl_files(const Args& a) {
+  std::vector<std::string> files;
+  for (const auto& d : a.data_files) {
+    check_input(fs::exists(d), d + ": no such file or directory");
+    if (!fs::is_directory(d)) {
+      files.push_back(d);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(d)) {
+      if (e.path().extension() == ".jsonl") found.push_back(e.path().string());
+    }
+    check_input(!found.empty(), d + ": no .jsonl task files");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+// The formats a metric name takes: multiple choice and schemas, completions, or any.
+void check_icl_format(const Args& a, const eval::IclTask& task) {
+  const bool completion = task.format == eval::IclFormat::kCompletion;
+  check_input(a.metric == "in-context" || completion == (a.metric == "completion"),
+              task.path + ": a " + (completion ? "completion" : "multiple-choice") + " task, not --metric " + a.metric +
+                  " (use --metric " + (completion ? "completion" : "multiple-choice") + ", or in-context for any)");
+}
+
+void print_icl_table(const Json& tasks) {
+  std::printf("%-20s %-16s %5s %9s %9s %10s %8s %9s %6s\n", "task", "format", "shots", "accuracy", "acc_norm", "perplexity",
+              "examples", "truncated", "ex/s");
+  for (const auto& t : tasks) {
+    auto figure = [&](const char* key) { return t.contains(key) ? std::to_string(t[key].get<double>()).substr(0, 6) : "-"; };
+    std::printf("%-20s %-16s %5lld %9s %9s %10s %8lld %9lld %6.1f\n", t["task"].get<std::string>().c_str(),
+                t["format"].get<std::string>().c_str(), static_cast<long long>(t["shots"].get<int64_t>()),
+                figure("accuracy").c_str(), figure("accuracy_norm").c_str(), figure("perplexity").c_str(),
+                static_cast<long long>(t["examples"].get<int64_t>()), static_cast<long long>(t["truncated"].get<int64_t>()),
+                t["examples_per_second"].get<double>());
+  }
+}
+
+// Zero- and few-shot scoring of a causal LM on one or more task files.
+Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
+  auto model = load_model(a, tok);
+  const auto& family = models::family(model->model_type());
+  check_input(!family.encoder_decoder && model->architecture() == family.text_to_text,
+              a.checkpoint + ": --metric " + a.metric + " scores causal language models (GPT2LMHeadModel), not " +
+                  model->architecture());
+  std::vector<eval::IclTask> tasks;
+  for (const auto& file : icl_files(a)) {
+    tasks.push_back(eval::read_icl_task(file));
+    check_icl_format(a, tasks.back());
+  }
+  model->to(device);
+  Json results = Json::array();
+  std::string predictions;
+  for (const auto& task : tasks) {
+    std::vector<eval::IclScore> scores;
+    results.push_back(eval::evaluate_in_context(*model, tok, task, a.icl, device, &scores));
+    predictions += eval::icl_predictions_jsonl(task, scores);
+  }
+  if (!a.predictions.empty()) write_file_atomic(a.predictions, predictions);
+  print_icl_table(results);
+  Json r = results.size() == 1 ? results[0] : Json::object();
+  r["tasks"] = results;
+  r["seed"] = a.icl.seed, r["delimiter"] = a.icl.delimiter, r["example_delimiter"] = a.icl.example_delimiter;
+  return r;
+}
+
 // Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
 Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
   const Json config = load_json_file(a.checkpoint + "/config.json");
@@ -229,18 +305,23 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
 
 void run(const Args& a, const CLI::App& app) {
   const c10::Device device = init_runtime(a.runtime);
-  const std::set<std::string> metrics = {"perplexity", "mlm-perplexity",       "pseudo-perplexity", "span",
-                                         "classification", "token-classification", "bleu",             "generation"};
+  const std::set<std::string> metrics = {"perplexity",     "mlm-perplexity",       "pseudo-perplexity", "span",
+                                         "classification", "token-classification", "bleu",              "generation",
+                                         "multiple-choice", "completion",          "in-context"};
   check_input(metrics.count(a.metric), "--metric '" + a.metric +
                                            "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
-                                           "classification, token-classification, bleu, generation");
-  const bool writes_predictions = a.metric == "token-classification" || a.metric == "generation";
-  check_input(a.predictions.empty() || writes_predictions, "--predictions applies to --metric token-classification or generation");
+                                           "classification, token-classification, bleu, generation, multiple-choice, "
+                                           "completion, in-context");
+  const bool icl = in_context_metric(a.metric);
+  check_input(a.data_files.size() == 1 || icl, "--data is repeatable for the in-context metrics only");
+  const bool writes_predictions = a.metric == "token-classification" || a.metric == "generation" || icl;
+  check_input(a.predictions.empty() || writes_predictions,
+              "--predictions applies to --metric token-classification, generation or the in-context metrics");
   if (!a.predictions.empty()) check_output_file(a.predictions, a.overwrite, "--predictions");
   // Parallel files are PREFIX.SRC and PREFIX.TGT: the reader names the one that is missing.
   const bool parallel = a.metric == "generation" && (app.count("--source-lang") || app.count("--target-lang") ||
                                                      finetune_info(a.checkpoint).value("source_lang", "") != "");
-  if (!parallel) {
+  if (!parallel && !icl) {
     check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
     if (!data::is_corpus(a.data)) check_readable_file(a.data);
   }
@@ -253,12 +334,22 @@ void run(const Args& a, const CLI::App& app) {
            : a.metric == "token-classification" ? token_classification(a, app, tok, device)
            : a.metric == "bleu"                 ? bleu(a, tok, device)
            : a.metric == "generation"           ? generation(a, app, tok, device)
+           : icl                                ? in_context(a, tok, device)
                                                 : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
-  r["data"] = a.data;
-  print_table(r);
+  r["data"] = icl ? Json(a.data_files) : Json(a.data);
+  if (!icl) print_table(r);
   save_json_file(a.output.empty() ? "result.json" : a.output, r);
+}
+
+// The flags of the in-context metrics (multiple-choice, completion, in-context).
+void add_in_context_flags(CLI::App& app, Args& a) {
+  app.add_option("--shots", a.icl.shots, "in-context: demonstrations before each example, drawn from the same file")
+      ->check(non_negative());
+  app.add_option("--delimiter", a.icl.delimiter, "in-context: between context and continuation (default a space)");
+  app.add_option("--example-delimiter", a.icl.example_delimiter,
+                 "in-context: after each demonstration (default a newline)");
 }
 
 // The flags of --metric generation; each defaults to the finetuning's (finetune.json).
@@ -281,10 +372,14 @@ int main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Args a;
   app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
-  app.add_option("--data", a.data, "text file, corpus directory, labelled file, or source sentences (bleu)")->required();
+  app.add_option("--data", a.data_files,
+                 "text file, corpus directory, labelled file, source sentences (bleu); in-context: task files or "
+                 "directories of them, repeatable")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--metric", a.metric,
                  "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | token-classification | bleu | "
-                 "generation")
+                 "generation | multiple-choice | completion | in-context")
       ->required();
   app.add_option("--output", a.output, "result JSON file (default result.json)");
   app.add_flag("--overwrite", a.overwrite, "replace --output (and --predictions) although lmkit-evaluate did not write it");
@@ -312,6 +407,12 @@ int main(int argc, char** argv) {
                  "bleu, generation: longest generated text (bleu: 64; generation: as finetuned)")
       ->check(positive());
   add_generation_flags(app, a);
+  add_in_context_flags(app, a);
   add_runtime_flags(app, a.runtime);
-  return run_app(app, argc, argv, [&] { run(a, app); });
+  return run_app(app, argc, argv, [&] {
+    a.data = a.data_files.back();
+    a.icl.batch_size = a.batch_size;
+    a.icl.seed = app.count("--seed") ? a.runtime.seed : 1234;  // lm-evaluation-harness' few-shot seed
+    run(a, app);
+  });
 }

@@ -267,3 +267,44 @@ TEST_CASE("finetune: bad text-to-text input is one error line and exit 2", "[app
     CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
   }
 }
+
+TEST_CASE("evaluate: in-context metrics on a GPT, several tasks in one call, and their bad input",
+          "[apps][evaluate][icl]") {
+  test::TempDir dir;
+  const std::string icl = test::source_dir() + "/tests/fixtures/icl/";
+  { std::ofstream(dir / "gpt.json") << R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 64})"; }
+  auto p = run("lmkit-pretrain --model " + (dir / "gpt.json") + " --train " + test::source_dir() +
+               "/data/wikitext-2-sample/valid.txt --output " + (dir / "gpt") + " --vocab-size 600 --steps 2 --batch-size 4 "
+               "--seq-len 32 --threads 1");
+  REQUIRE(p.code == 0);
+  const std::string gpt = dir / "gpt/final";
+  auto r = run("lmkit-evaluate --checkpoint " + gpt + " --metric in-context --data " + icl + " --shots 2 --output " +
+               (dir / "icl.json") + " --predictions " + (dir / "icl.jsonl") + " --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("multiple_choice") && Catch::Contains("lambada"));
+  const Json result = load_json_file(dir / "icl.json");
+  REQUIRE(result["tasks"].size() == 4);  // the directory's four files, in name order
+  CHECK(result["tasks"][0]["task"] == "completion");
+  CHECK(result["tasks"][2]["accuracy_norm"].is_number());
+  CHECK(read_lines(dir / "icl.jsonl").size() == 16 + 12 + 24 + 16);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--metric completion --data " + icl + "schema.jsonl", "a multiple-choice task, not --metric completion"},
+      {"--metric multiple-choice --data " + icl + "completion.jsonl", "a completion task, not --metric multiple-choice"},
+      {"--metric in-context --data " + (dir / "missing.jsonl"), "missing.jsonl: no such file"},
+      {"--metric perplexity --data " + icl + "schema.jsonl --data " + icl + "schema.jsonl", "--data is repeatable"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto e = run("lmkit-evaluate --checkpoint " + gpt + " " + args + " --output " + (dir / "x.json"));
+    INFO(args << "\n" << e.out);
+    CHECK(e.code == 2);
+    CHECK_THAT(e.out, Catch::StartsWith("error: ") && Catch::Contains(message));
+  }
+  // A classifier is not a causal language model.
+  auto c = finetune_separable(dir, "cls", "--epochs 1 --threads 1");
+  REQUIRE(c.code == 0);
+  const auto e = run("lmkit-evaluate --checkpoint " + (dir / "cls/best") + " --metric multiple-choice --data " + icl +
+                     "schema.jsonl --output " + (dir / "y.json"));
+  CHECK(e.code == 2);
+  CHECK_THAT(e.out, Catch::Contains("scores causal language models (GPT2LMHeadModel), not BertForSequenceClassification"));
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The finetuning results of docs/results.md (section 7): what pretraining buys on
+# token classification (CoNLL-2003 NER) and text-to-text tasks (SST-2 as text,
+# Multi30k de→en), each against the same model from random initialisation.
+#
+#   scripts/finetune_results.sh conll   bert-mini (result 1's checkpoint) vs random, 3 seeds
+#   scripts/finetune_results.sh t2t     t5-mini (result 3) and gpt-mini (result 2) vs random
+#
+# Needs the pretrained checkpoints of sections 1-3 (runs/bert-mini-wt2, runs/gpt-mini-wt2,
+# runs/t5-mini-wt2; their commands are in docs/results.md) and the datasets in
+# ${DATA:-../shared/datasets} (CoNLL-2003 is research use only: bring your own copy).
+# Every run uses one thread, so two of these can run side by side on two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/bin
+D=${DATA:-../shared/datasets}
+T=(--threads 1)
+
+conll() {
+  local C=$D/conll2003
+  for seed in 1 2 3; do
+    for init in pretrained random; do
+      local out=runs/conll-$init-s$seed
+      local from=(--checkpoint runs/bert-mini-wt2/final)
+      [ "$init" = random ] && from=(--init random --model models/bert-mini.json --tokenizer runs/bert-mini-wt2/final/tokenizer.model)
+      [ -f "$out/result.json" ] || $B/lmkit-finetune --task token-classification "${from[@]}" --train "$C/train.txt" \
+        --dev "$C/valid.txt" --output "$out" --overwrite --epochs 1 --lr 3e-4 --batch-size 32 --max-length 64 \
+        --seed "$seed" "${T[@]}"
+      $B/lmkit-evaluate --checkpoint "$out/best" --data "$C/test.txt" --metric token-classification \
+        --output "$out/test.json" "${T[@]}" > /dev/null
+    done
+  done
+}
+
+# SST-2 as text: "sst2 sentence: ..." -> positive / negative (T5's layout); the first
+# 8,000 training sentences (of 67,349: the budget of a two-core machine), the whole dev set.
+# Multi30k de-en: the first 10,000 training pairs.
+subsets() {
+  mkdir -p runs/sst2-text runs/m30k-10k
+  for split in train dev; do
+    awk -F'\t' 'NR == 1 { print "source\ttarget"; next } { sub(/ +$/, "", $1); print $1 "\t" ($2 == 1 ? "positive" : "negative") }' \
+      "$D/sst2/$split.tsv" > "runs/sst2-text/$split.all.tsv"
+  done
+  head -n 8001 runs/sst2-text/train.all.tsv > runs/sst2-text/train.tsv
+  mv runs/sst2-text/dev.all.tsv runs/sst2-text/dev.tsv
+  for lang in de en; do head -n 10000 "$D/multi30k/train.$lang" > "runs/m30k-10k/train.$lang"; done
+}
+
+t2t() {
+  subsets
+  local M=$D/multi30k common=(--overwrite --seed 1 "${T[@]}")
+  for init in pretrained random; do
+    local t5=(--checkpoint runs/t5-mini-wt2/final) gpt=(--checkpoint runs/gpt-mini-wt2/final)
+    if [ "$init" = random ]; then
+      t5=(--init random --model models/t5-mini.json --tokenizer runs/t5-mini-wt2/final/tokenizer.model)
+      gpt=(--init random --model models/gpt-mini.json --tokenizer runs/gpt-mini-wt2/final/tokenizer.model)
+    fi
+    for model in t5 gpt; do
+      local from=("${t5[@]}")
+      [ "$model" = gpt ] && from=("${gpt[@]}")
+      [ -f "runs/sst2-text-$model-$init/result.json" ] || $B/lmkit-finetune --task seq2seq "${from[@]}" \
+        --train runs/sst2-text/train.tsv --dev runs/sst2-text/dev.tsv --source-prefix "sst2 sentence: " --separator " =" \
+        --output "runs/sst2-text-$model-$init" --epochs 1 --lr 5e-4 --batch-size 32 --max-length 96 \
+        --max-target-length 4 --best-metric exact_match "${common[@]}"
+    done
+    [ -f "runs/m30k-t5-$init/result.json" ] || $B/lmkit-finetune --task seq2seq "${t5[@]}" --train runs/m30k-10k/train \
+      --dev "$M/val" --source-lang de --target-lang en --source-prefix "translate German to English: " \
+      --output "runs/m30k-t5-$init" --epochs 1 --lr 1e-3 --batch-size 32 --max-length 96 --max-target-length 64 "${common[@]}"
+    $B/lmkit-evaluate --checkpoint "runs/m30k-t5-$init/best" --data "$M/test_2016_flickr" --metric generation \
+      --output "runs/m30k-t5-$init/test.json" --predictions "runs/m30k-t5-$init/test.en" --overwrite "${T[@]}" > /dev/null
+  done
+}
+
+case "${1:-}" in
+  conll) conll ;;
+  t2t) t2t ;;
+  *) echo "usage: $0 conll|t2t" >&2; exit 2 ;;
+esac
