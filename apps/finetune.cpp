@@ -32,6 +32,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
+  TensorBoardFlags tensorboard;
   dist::GroupOptions dist;
   std::string checkpoint, init, model, tokenizer, train, dev, output, dtype = "fp32", task = "classification";
   data::ColumnSpec columns;
@@ -92,6 +93,7 @@ train::TrainerOptions trainer_options(const Args& a, int64_t per_epoch, std::sha
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
   o.output = a.output, o.resume = a.resume;
+  o.tensorboard = a.tensorboard.resolve(a.output);
   o.patience = a.patience;
   o.best_metric = seq2seq_task(a) ? a.best_metric : token_task(a) ? "f1" : a.columns.regression ? "pearson" : "accuracy";
   o.higher_is_better = true;
@@ -442,6 +444,7 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", a.resume, "continue the run in OUTPUT from its latest checkpoint (after a stop or a signal)");
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, predictions and results)");
   add_runtime_flags(app, a.runtime);
+  add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
   return run_app(app, argc, argv, [&] {

@@ -25,6 +25,7 @@ namespace {
 
 struct Args {
   RuntimeOptions runtime;
+  TensorBoardFlags tensorboard;
   dist::GroupOptions dist;
   std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
   std::string source_lang, target_lang;
@@ -122,6 +123,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
   o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
   o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
+  o.tensorboard = a.tensorboard.resolve(a.output);
   o.bf16 = a.dtype == "bf16";
   o.group = std::move(group);
   return o;
@@ -247,6 +249,7 @@ int main(int argc, char** argv) {
   app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
       ->check(non_negative());
   add_runtime_flags(app, a.runtime);
+  add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
   return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });

@@ -68,7 +68,7 @@ TEST_CASE("in-context: the four layouts read, and bad lines are named", "[icl]")
   }
 }
 
-TEST_CASE("in-context: a GPT scores every choice; shots and truncation are counted", "[icl]") {
+TEST_CASE("in-context: a GPT scores every choice, and shots and truncation are counted", "[icl]") {
   const auto& f = test::data_fixture("gpt2");
   torch::manual_seed(0);
   auto model = models::create_model({{"model_type", "gpt2"}, {"vocab_size", f.tok->vocab_size()}, {"n_embd", 32},

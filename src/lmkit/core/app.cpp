@@ -202,4 +202,10 @@ Json resolved_options(const CLI::App& app) {
   return j;
 }
 
+void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags) {
+  auto* dir = app.add_option("--tensorboard", flags.dir,
+                             "TensorBoard event files here (default: the run directory; tensorboard --logdir runs/)");
+  app.add_flag("--no-tensorboard", flags.off, "write no TensorBoard event files")->excludes(dir);
+}
+
 }  // namespace lmkit

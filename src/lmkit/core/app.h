@@ -22,6 +22,15 @@ CLI::Validator in_range(double min, double max);  ///< min <= value <= max
 /// Adds --threads, --device and --seed to `app`, filling `options`.
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
 
+/// A training app's --tensorboard DIR and --no-tensorboard.
+struct TensorBoardFlags {
+  std::string dir;   ///< "" : the run directory
+  bool off = false;
+  /// Where event files go for a run in `run_dir` ("" when off).
+  std::string resolve(const std::string& run_dir) const { return off ? "" : dir.empty() ? run_dir : dir; }
+};
+void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags);
+
 /// Adds `--config run.json`: a JSON object whose keys are the app's long option
 /// names without dashes ("steps", "batch-size"); command-line flags override it.
 /// Unknown keys and wrong types are errors naming the key and the file. Call

@@ -22,6 +22,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/tensorboard.h"
 #include "lmkit/eval/loss.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
@@ -318,11 +319,30 @@ struct Trainer::Loop {
   ProgressBar bar;
   CheckpointDir checkpoints;
   std::optional<MetricsWriter> metrics;
+  std::optional<tensorboard::EventWriter> events;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), window_start = start;
   int64_t step, window_tokens = 0, bad_in_row = 0;
   double last_loss = NAN;
   Json last_valid;
   bool interrupted = false;
+
+  // TensorBoard: one event file, rewritten from metrics.jsonl (already cut to the resumed
+  // step) and the run's config, so that a resumed run shows one curve with no step twice.
+  void open_events(const std::string& dir, const std::string& run_dir) {
+    tensorboard::remove_event_files(dir);
+    events.emplace(dir);
+    const double t = tensorboard::now();
+    if (fs::exists(run_dir + "/config.json")) {
+      events->text("config", "```\n" + load_json_file(run_dir + "/config.json").dump(2) + "\n```", 0, t);
+    }
+    std::ifstream in(metrics->path());
+    for (std::string line; std::getline(in, line);) events->record(Json::parse(line), t);
+  }
+  // One metrics.jsonl record, and its scalars in TensorBoard.
+  void log(const Json& line) {
+    metrics->write(line);
+    if (events) events->record(line, tensorboard::now());
+  }
 };
 
 Json Trainer::run() {
@@ -332,6 +352,7 @@ Json Trainer::run() {
   if (writer()) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
   Loop loop(*this, position);
   if (writer()) loop.metrics.emplace(o_.output + "/metrics.jsonl");
+  if (writer() && !o_.tensorboard.empty()) loop.open_events(o_.tensorboard, o_.output);
   model_->to(device_);
   model_->train();
   loop.bar.update(start_step_);
@@ -430,7 +451,7 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
                {"elapsed_s", std::chrono::duration<double>(now - loop.start).count()}};
   // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
   if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
-  loop.metrics->write(line);
+  loop.log(line);
   loop.window_start = now, loop.window_tokens = 0;
 }
 
@@ -439,7 +460,7 @@ bool Trainer::validate_and_keep_best(Loop& loop) {
   if (!(valid_ || o_.evaluator) || !((o_.eval_every > 0 && step % o_.eval_every == 0) || step == o_.steps)) return false;
   loop.last_valid = validate(step);
   loop.last_valid["epoch"] = loop.loader.position().epoch;
-  if (writer()) loop.metrics->write(loop.last_valid);
+  if (writer()) loop.log(loop.last_valid);
   if (!loop.last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
   const double v = loop.last_valid[o_.best_metric].get<double>();
   const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);

@@ -40,6 +40,7 @@ struct TrainerOptions {
   bool resume = false;          ///< continue from checkpoints/latest
   int64_t stop_at = 0;          ///< stop after this step as if interrupted (0: run to `steps`)
   std::string output;           ///< the run directory
+  std::string tensorboard;      ///< where TensorBoard event files go ("": none); rank 0 writes them
   /// Data-parallel training (nullptr: one process): identical initial weights
   /// (rank 0's), each rank its share of every batch, gradients summed over ranks
   /// while backward runs, and only rank 0 logs and writes checkpoints.
