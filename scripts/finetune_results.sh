@@ -5,6 +5,7 @@
 #
 #   scripts/finetune_results.sh conll   bert-mini (result 1's checkpoint) vs random, 3 seeds
 #   scripts/finetune_results.sh t2t     t5-mini (result 3) and gpt-mini (result 2) vs random
+#   scripts/finetune_results.sh icl     gpt-mini (result 2): LAMBADA and every ICL set, 0 and 5 shots
 #
 # Needs the pretrained checkpoints of sections 1-3 (runs/bert-mini-wt2, runs/gpt-mini-wt2,
 # runs/t5-mini-wt2; their commands are in docs/results.md) and the datasets in
@@ -71,8 +72,22 @@ t2t() {
   done
 }
 
+icl() {
+  local G=runs/gpt-mini-wt2/final
+  $B/lmkit-evaluate --checkpoint $G --metric completion --data "$D/lambada/lambada_test.jsonl" --batch-size 16 \
+    --output runs/gpt-mini-wt2/lambada.json --overwrite "${T[@]}"
+  $B/lmkit-evaluate --checkpoint $G --metric in-context --data "$D/icl" --batch-size 16 \
+    --output runs/gpt-mini-wt2/icl-0.json --predictions runs/gpt-mini-wt2/icl-0.jsonl --overwrite "${T[@]}"
+  # 5-shot: the sets with short examples (BoolQ's passages and LAMBADA's would take an hour on one thread here).
+  local five=()
+  for t in arc_easy arc_challenge piqa openbook_qa winograd_wsc; do five+=(--data "$D/icl/$t.jsonl"); done
+  $B/lmkit-evaluate --checkpoint $G --metric in-context "${five[@]}" --shots 5 --batch-size 16 \
+    --output runs/gpt-mini-wt2/icl-5.json --predictions runs/gpt-mini-wt2/icl-5.jsonl --overwrite "${T[@]}"
+}
+
 case "${1:-}" in
   conll) conll ;;
   t2t) t2t ;;
-  *) echo "usage: $0 conll|t2t" >&2; exit 2 ;;
+  icl) icl ;;
+  *) echo "usage: $0 conll|t2t|icl" >&2; exit 2 ;;
 esac
