@@ -145,7 +145,8 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   const Json before = load_json_file(path);
   static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
                                                    "keep-last", "log-every", "prefetch", "threads", "device",
-                                                   "backend", "dist-timeout", "allow-changes", "output", "overwrite"};
+                                                   "backend", "dist-timeout", "allow-changes", "output", "overwrite",
+                                                   "tensorboard", "no-tensorboard"};
   std::string changed;
   for (auto it = now.begin(); it != now.end(); ++it) {
     if (may_change.count(it.key()) || !before.contains(it.key()) || before[it.key()] == it.value()) continue;
