@@ -8,13 +8,15 @@
 #   scripts/finetune_results.sh icl     gpt-mini (result 2): LAMBADA and every ICL set, 0 and 5 shots
 #
 # Needs the pretrained checkpoints of sections 1-3 (runs/bert-mini-wt2, runs/gpt-mini-wt2,
-# runs/t5-mini-wt2; their commands are in docs/results.md) and the datasets in
-# ${DATA:-../shared/datasets} (CoNLL-2003 is research use only: bring your own copy).
+# runs/t5-mini-wt2; their commands are in docs/results.md) and DATA=<folder> naming a
+# datasets folder with conll2003/, sst2/, multi30k/, lambada/ and icl/ (not part of the
+# project; CoNLL-2003 is research use only: bring your own copy).
 # Every run uses one thread, so two of these can run side by side on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/bin
-D=${DATA:-../shared/datasets}
+D=${DATA:-}
+[ -n "$D" ] && [ -d "$D" ] || { echo "error: set DATA to the datasets folder (conll2003/, sst2/, multi30k/, lambada/, icl/)" >&2; exit 2; }
 T=(--threads 1)
 
 conll() {
