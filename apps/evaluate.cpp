@@ -23,6 +23,7 @@
 #include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
+#include "text_pair_flags.h"
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -93,23 +94,21 @@ Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device 
   return r;
 }
 
+// A finetuned checkpoint's finetune.json; {} for others (HF's, pretrained ones).
+Json finetune_info(const std::string& dir) {
+  const std::string file = dir + "/finetune.json";
+  return fs::exists(file) ? load_json_file(file) : Json::object();
+}
+
 // How the token classifier read its data (finetune.json), --text-column / --label-column over it.
 data::TaggedFormat tagged_format(const Args& a, const CLI::App& app, bool& label_all_subwords) {
   data::TaggedFormat f;
-  const std::string file = a.checkpoint + "/finetune.json";
-  if (fs::exists(file)) {
-    const Json j = load_json_file(file);
-    f.tag_column = j.value("tag_column", f.tag_column);
-    f.tokens_field = j.value("tokens_field", f.tokens_field), f.tags_field = j.value("tags_field", f.tags_field);
-    label_all_subwords = j.value("label_all_subwords", false);
-  }
+  const Json j = finetune_info(a.checkpoint);
+  f.tag_column = j.value("tag_column", f.tag_column);
+  f.tokens_field = j.value("tokens_field", f.tokens_field), f.tags_field = j.value("tags_field", f.tags_field);
+  label_all_subwords = j.value("label_all_subwords", false);
   if (app.count("--text-column")) f.tokens_field = a.columns.text;
-  if (app.count("--label-column")) {
-    const std::string& label = a.columns.label;
-    const bool index = !label.empty() && label.size() < 6 && label.find_first_not_of("0123456789") == std::string::npos;
-    if (index) f.tag_column = std::stoll(label);
-    else f.tags_field = label;
-  }
+  if (app.count("--label-column")) data::set_tag_source(f, a.columns.label);
   return f;
 }
 
@@ -152,12 +151,6 @@ Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
           {"sentences", hypotheses.size()}};
 }
 
-// A finetuned checkpoint's finetune.json; {} for others (HF's, pretrained ones).
-Json finetune_info(const std::string& dir) {
-  const std::string file = dir + "/finetune.json";
-  return fs::exists(file) ? load_json_file(file) : Json::object();
-}
-
 // How the text-to-text model read its data (finetune.json), the flags given over it.
 void seq2seq_format(Args& a, const CLI::App& app, const models::Family& family, eval::GenerationOptions& g) {
   const Json j = finetune_info(a.checkpoint);
@@ -167,17 +160,13 @@ void seq2seq_format(Args& a, const CLI::App& app, const models::Family& family, 
   pick("--source-column", "source_column", a.pairs.source), pick("--target-column", "target_column", a.pairs.target);
   pick("--source-lang", "source_lang", a.pairs.source_lang), pick("--target-lang", "target_lang", a.pairs.target_lang);
   pick("--source-prefix", "source_prefix", a.s2s.source_prefix), pick("--separator", "separator", a.s2s.separator);
-  pick("--seq-len", "max_length", a.s2s.max_source_length);
   pick("--max-target-length", "max_target_length", a.s2s.max_target_length);
-  int64_t beams = 1, new_tokens = 0;
-  if (!app.count("--beams")) a.beams = j.value("beams", beams);
-  if (!app.count("--max-new-tokens")) new_tokens = j.value("max_new_tokens", new_tokens), a.max_new_tokens = new_tokens;
-  if (app.count("--seq-len")) a.s2s.max_source_length = a.seq_len;
+  a.s2s.max_source_length = app.count("--seq-len") ? a.seq_len : j.value("max_length", a.s2s.max_source_length);
+  if (!app.count("--beams")) a.beams = j.value("beams", int64_t{1});
+  if (!app.count("--max-new-tokens")) a.max_new_tokens = j.value("max_new_tokens", int64_t{0});
   a.s2s.decoder_only = !family.encoder_decoder;
   a.pairs.format = a.columns.format;
-  g.search = a.beams > 1 ? eval::Search::kBeam : eval::Search::kGreedy;
-  g.num_beams = a.beams;
-  g.max_new_tokens = a.max_new_tokens > 0 ? a.max_new_tokens : a.s2s.max_target_length;
+  g = eval::text_generation_options(a.beams, a.max_new_tokens, a.s2s.max_target_length);
 }
 
 Json generation(Args a, const CLI::App& app, const tokenizer::Tokenizer& tok, c10::Device device) {
@@ -352,18 +341,6 @@ void add_in_context_flags(CLI::App& app, Args& a) {
                  "in-context: after each demonstration (default a newline)");
 }
 
-// The flags of --metric generation; each defaults to the finetuning's (finetune.json).
-void add_generation_flags(CLI::App& app, Args& a) {
-  app.add_option("--source-column", a.pairs.source, "generation: source column or JSONL field (default source)");
-  app.add_option("--target-column", a.pairs.target, "generation: target column or JSONL field (default target)");
-  app.add_option("--source-lang", a.pairs.source_lang, "generation: parallel files, --data PREFIX reads PREFIX.SRC");
-  app.add_option("--target-lang", a.pairs.target_lang, "generation: parallel files, --data PREFIX reads PREFIX.TGT");
-  app.add_option("--source-prefix", a.s2s.source_prefix, "generation: text before every source");
-  app.add_option("--separator", a.s2s.separator, "generation, GPT-2: text between the source and the target");
-  app.add_option("--max-target-length", a.s2s.max_target_length, "generation: target tokens kept, EOS included")
-      ->check(in_range(2, 1 << 16));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -406,7 +383,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-new-tokens", a.max_new_tokens,
                  "bleu, generation: longest generated text (bleu: 64; generation: as finetuned)")
       ->check(positive());
-  add_generation_flags(app, a);
+  add_text_pair_flags(app, a.pairs, a.s2s, "generation", "--data", " (default: as finetuned)");
   add_in_context_flags(app, a);
   add_runtime_flags(app, a.runtime);
   return run_app(app, argc, argv, [&] {

@@ -24,6 +24,7 @@
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/trainer.h"
+#include "text_pair_flags.h"
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -57,26 +58,32 @@ const std::string& head_of(const Args& a, const models::Family& family) {
                          : family.classifier_or_error();
 }
 
+// The model's config (the checkpoint's, or the preset's) and family, before the model exists.
+const models::Family& family_of_run(const Args& a, Json* config) {
+  *config = load_json_file(a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json");
+  check_input(config->contains("model_type") && (*config)["model_type"].is_string(),
+              (a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json") + ": key 'model_type' is required");
+  return models::family((*config)["model_type"].get<std::string>());
+}
+
 // The model: the task's head on the pretrained body, or initialised at random.
 // num_labels 0: a text-to-text model, whose head is the pretrained LM head.
 std::shared_ptr<models::Model> make_model(const Args& a, const tokenizer::Tokenizer& tok, int64_t num_labels) {
+  check_input(!a.checkpoint.empty() || !a.model.empty(), "--init random needs --model PRESET.json");
+  Json config;
+  const models::Family& family = family_of_run(a, &config);
+  const std::string& head = head_of(a, family);
   std::shared_ptr<models::Model> model;
   if (!a.checkpoint.empty()) {
-    const Json config = load_json_file(a.checkpoint + "/config.json");
-    const std::string& head = head_of(a, models::family(config.value("model_type", "")));
     // A classification head starts from random initialisation (listed on stderr), the body from the checkpoint.
     model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true)
                            : models::load_pretrained(a.checkpoint, head);
   } else {
-    check_input(!a.model.empty(), "--init random needs --model PRESET.json");
-    Json config = load_json_file(a.model);
-    check_input(config.contains("model_type") && config["model_type"].is_string(), a.model + ": key 'model_type' is required");
-    const auto& family = models::family(config["model_type"].get<std::string>());
     config["vocab_size"] = tok.vocab_size();
     if (num_labels > 0) config["num_labels"] = num_labels;
     // A generator's special ids (decoder start, EOS) are the tokenizer's, as pretraining sets them.
     else family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
-    model = models::create_model(config, a.model, head_of(a, family));
+    model = models::create_model(config, a.model, head);
   }
   models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");
   return model;
@@ -281,23 +288,6 @@ void save_seq2seq_info(const Args& a, const std::string& dir) {
                                           {"max_new_tokens", a.max_new_tokens}});
 }
 
-// Greedy, or beam search with --beams; at most --max-new-tokens (default: the target length).
-eval::GenerationOptions generation_options(const Args& a) {
-  eval::GenerationOptions g;
-  g.search = a.beams > 1 ? eval::Search::kBeam : eval::Search::kGreedy;
-  g.num_beams = a.beams;
-  g.max_new_tokens = a.max_new_tokens > 0 ? a.max_new_tokens : a.s2s.max_target_length;
-  return g;
-}
-
-// The model's config (the checkpoint's, or the preset's) and family, before the model exists.
-const models::Family& family_of_run(const Args& a, Json* config) {
-  *config = load_json_file(a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json");
-  check_input(config->contains("model_type") && (*config)["model_type"].is_string(),
-              (a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json") + ": key 'model_type' is required");
-  return models::family((*config)["model_type"].get<std::string>());
-}
-
 // Source and target lengths within the model's positions (a decoder-only model holds both in one sequence).
 void check_seq2seq_lengths(const Args& a, const models::Family& family, const Json& config) {
   const int64_t positions = family.max_length(config);
@@ -344,7 +334,7 @@ void run_seq2seq(Args b, Session& s, const Json& resolved) {
   task.train_set = train_set;
   task.dev_examples = dev_set->size(0);
   const c10::Device device = s.started.device;
-  const eval::GenerationOptions g = generation_options(b);
+  const eval::GenerationOptions g = eval::text_generation_options(b.beams, b.max_new_tokens, b.s2s.max_target_length);
   task.evaluate = [&b, &s, dev = dev_set, g, device](models::Model& m) {
     return eval::evaluate_text_to_text(m, s.tok, *dev, g, b.batch_size, s.pad, device);
   };
@@ -374,28 +364,12 @@ void run(const Args& a, const Json& resolved) {
 void set_tagged_format(const CLI::App& app, Args& a) {
   a.tagged.format = a.columns.format;
   if (app.count("--text-column")) a.tagged.tokens_field = a.columns.text;
-  if (!app.count("--label-column")) return;
-  const std::string& label = a.columns.label;
-  const bool index = !label.empty() && label.find_first_not_of("0123456789") == std::string::npos;
-  if (!index) {
-    a.tagged.tags_field = label;
-    return;
-  }
-  check_input(label.size() < 6 && std::stoll(label) >= 1, "--label-column " + label + ": the tag column of a CoNLL file "
-              "is 1 or more (column 0 is the word)");
-  a.tagged.tag_column = std::stoll(label);
+  if (app.count("--label-column")) data::set_tag_source(a.tagged, a.columns.label);
 }
 
 // The flags of --task seq2seq.
 void add_seq2seq_flags(CLI::App& app, Args& a) {
-  app.add_option("--source-column", a.pairs.source, "seq2seq: source column, header name or 0-based index (JSONL: field)");
-  app.add_option("--target-column", a.pairs.target, "seq2seq: target column, header name or 0-based index (JSONL: field)");
-  app.add_option("--source-lang", a.pairs.source_lang, "seq2seq: parallel files, --train PREFIX reads PREFIX.SRC");
-  app.add_option("--target-lang", a.pairs.target_lang, "seq2seq: parallel files, --train PREFIX reads PREFIX.TGT");
-  app.add_option("--source-prefix", a.s2s.source_prefix, "seq2seq: text before every source (T5's 'translate German to English: ')");
-  app.add_option("--separator", a.s2s.separator, "seq2seq, GPT-2: text between the source and the target");
-  app.add_option("--max-target-length", a.s2s.max_target_length, "seq2seq: target tokens, EOS included")
-      ->check(in_range(2, 1 << 16));
+  add_text_pair_flags(app, a.pairs, a.s2s, "seq2seq", "--train", "");
   app.add_option("--beams", a.beams, "seq2seq: dev generation by beam search of this width (1: greedy)")->check(positive());
   app.add_option("--max-new-tokens", a.max_new_tokens, "seq2seq: longest generated text (default: --max-target-length)")
       ->check(non_negative());

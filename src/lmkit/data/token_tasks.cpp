@@ -82,6 +82,17 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
 
 }  // namespace
 
+void set_tag_source(TaggedFormat& f, const std::string& label) {
+  const bool index = !label.empty() && label.find_first_not_of("0123456789") == std::string::npos;
+  if (!index) {
+    f.tags_field = label;
+    return;
+  }
+  check_input(label.size() < 6 && std::stoll(label) >= 1, "--label-column " + label + ": the tag column of a CoNLL file "
+              "is 1 or more (column 0 is the word)");
+  f.tag_column = std::stoll(label);
+}
+
 std::vector<TaggedSentence> read_tagged_sentences(const std::string& path, const TaggedFormat& f) {
   std::string format = f.format;
   if (format == "auto") format = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0 ? "jsonl" : "conll";

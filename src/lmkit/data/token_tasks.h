@@ -25,6 +25,10 @@ struct TaggedFormat {
   std::string tokens_field = "tokens", tags_field = "tags";  ///< JSONL keys
 };
 
+/// Applies a --label-column value: digits name the CoNLL tag column (1 or more;
+/// InputError for 0, the word), anything else the JSONL tags field.
+void set_tag_source(TaggedFormat& format, const std::string& label_column);
+
 /// Reads sentences: CoNLL (one word per line, whitespace-separated columns, the word
 /// first; blank lines between sentences; -DOCSTART- lines skipped) or JSONL
 /// ({"tokens": [...], "tags": [...]} a line). InputError naming the file and line

@@ -6,6 +6,14 @@
 
 namespace lmkit::eval {
 
+GenerationOptions text_generation_options(int64_t beams, int64_t max_new_tokens, int64_t max_target_length) {
+  GenerationOptions g;
+  g.search = beams > 1 ? Search::kBeam : Search::kGreedy;
+  g.num_beams = beams;
+  g.max_new_tokens = max_new_tokens > 0 ? max_new_tokens : max_target_length;
+  return g;
+}
+
 Json evaluate_text_to_text(models::Model& model, const tokenizer::Tokenizer& tok, const data::Seq2SeqDataset& dataset,
                            const GenerationOptions& options, int64_t batch_size, int32_t pad_id, c10::Device device,
                            std::vector<std::string>* predictions) {

@@ -13,6 +13,10 @@
 
 namespace lmkit::eval {
 
+/// Greedy for beams <= 1, else beam search of that width; at most max_new_tokens
+/// tokens (0: the target length).
+GenerationOptions text_generation_options(int64_t beams, int64_t max_new_tokens, int64_t max_target_length);
+
 /// The metrics generation_scores computes, as lmkit-finetune's dev figures and
 /// lmkit-evaluate --metric generation report them: bleu, exact_match, f1, rouge1,
 /// rouge2, rougeL (0–100), examples, and the truncated sources and targets.
