@@ -43,7 +43,7 @@ struct Args {
   data::Seq2SeqOptions s2s;    ///< seq2seq: prefix, separator, target length
   int64_t beams = 1, max_new_tokens = 0;
   std::string best_metric = "bleu";
-  int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0;
+  int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0, max_train_examples = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   bool resume = false, overwrite = false;
 };
@@ -161,8 +161,14 @@ struct Task {
 
 // Trains the task's model with dev evaluation each epoch; returns the summary and sets per_epoch.
 // Every checkpoint carries the tokenizer, label_map.json and finetune.json.
-Json train_task(const Args& a, Session& s, const Json& resolved, const Task& task, int64_t& per_epoch) {
+Json train_task(const Args& a, Session& s, const Json& resolved, Task task, int64_t& per_epoch) {
   auto model = make_model(a, s.tok, task.num_labels);
+  const int64_t available = task.train_set->size(0);
+  if (a.max_train_examples > 0 && a.max_train_examples < available) {
+    task.train_set = std::make_shared<data::FirstExamples>(task.train_set, a.max_train_examples);
+    if (s.leader) std::fprintf(stderr, "training on the first %lld of %lld examples (--max-train-examples)\n",
+                               static_cast<long long>(a.max_train_examples), static_cast<long long>(available));
+  }
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = s.pad, lo.drop_last = false;
   // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
@@ -405,6 +411,9 @@ int main(int argc, char** argv) {
   add_seq2seq_flags(app, a);
   app.add_flag("--regression", a.columns.regression, "numeric labels, one output (MSE; Pearson/Spearman)");
   app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
+  app.add_option("--max-train-examples", a.max_train_examples,
+                 "train on the first N examples only (a long sentence's windows count one each; 0: all)")
+      ->check(non_negative());
   app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
   app.add_option("--batch-size", a.batch_size, "examples per batch")->check(positive());
   app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(in_range(4, 1 << 16));

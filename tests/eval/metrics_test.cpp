@@ -12,11 +12,15 @@ TEST_CASE("metrics: accuracy and macro-F1 and MCC against hand-computed cases", 
   CHECK(s.accuracy == Approx(0.75));
   CHECK(s.macro_f1 == Approx(0.75));                     // F1 of both classes = 0.75
   CHECK(s.mcc == Approx((3.0 * 3 - 1 * 1) / std::sqrt(4.0 * 4 * 4 * 4)));  // (TP·TN − FP·FN)/sqrt(...) = 0.5
+  CHECK(s.positive_f1 == Approx(0.75));
   // Every prediction in one class: MCC is undefined and reported as 0; F1 averages the classes present.
   auto one = classification_scores({1, 0, 1, 0}, {1, 1, 1, 1});
   CHECK(one.accuracy == Approx(0.5));
   CHECK(one.mcc == 0.0);
   CHECK(one.macro_f1 == Approx((2.0 * 2 / (2 + 4) + 0.0) / 2));
+  CHECK(one.positive_f1 == Approx(2.0 * 2 / (2 + 4)));  // class 1: TP 2, 2 true, 4 predicted
+  CHECK(classification_scores({1, 0, 1, 0}, {0, 0, 0, 0}).positive_f1 == 0.0);
+  CHECK(classification_scores({0, 0}, {0, 0}).positive_f1 == 0.0);  // no member of class 1: 0, as scikit-learn
   // Perfect and inverted predictions.
   CHECK(classification_scores({0, 1, 2, 1}, {0, 1, 2, 1}).mcc == Approx(1.0));
   CHECK(classification_scores({0, 1, 0, 1}, {1, 0, 1, 0}).mcc == Approx(-1.0));

@@ -1,7 +1,9 @@
 // Supervised data: parallel text for seq2seq, labelled rows for classification.
 #pragma once
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -128,5 +130,19 @@ std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t nu
 void save_finetune_info(const std::string& dir, int64_t max_length, const ColumnSpec& columns);
 /// The max length in `dir`'s finetune.json; 0 when there is none (HF checkpoints).
 int64_t finetuned_max_length(const std::string& dir);
+
+/// The first `n` examples of a dataset (all of them when it has fewer): a training
+/// budget, as HuggingFace's --max_train_samples.
+class FirstExamples : public Dataset {
+ public:
+  FirstExamples(std::shared_ptr<const Dataset> base, int64_t n) : base_(std::move(base)), n_(n) {}
+  int64_t size(int64_t epoch) const override { return std::min(base_->size(epoch), n_); }
+  Example get(int64_t index, int64_t epoch) const override { return base_->get(index, epoch); }
+  int64_t length_hint(int64_t index) const override { return base_->length_hint(index); }
+
+ private:
+  std::shared_ptr<const Dataset> base_;
+  int64_t n_;
+};
 
 }  // namespace lmkit::data

@@ -18,7 +18,7 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
   at::NoGradGuard no_grad;
   Predictions p;
   double loss_sum = 0;
-  int64_t examples = 0;
+  int64_t examples = 0, num_labels = 0;
   for (int64_t i = 0; i < n; ++i) {
     Batch b = loader.next();
     Output o = model.forward(b.to(device));
@@ -26,6 +26,7 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
     loss_sum += o.loss.item<double>() * static_cast<double>(rows);
     examples += rows;
     at::Tensor logits = o.logits.to(at::kCPU).to(at::kFloat);
+    num_labels = logits.size(1);
     if (logits.size(1) == 1) {
       for (int64_t r = 0; r < rows; ++r) {
         p.values.push_back(logits[r][0].item<double>());
@@ -54,6 +55,8 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
     r["accuracy"] = s.accuracy;
     r["macro_f1"] = s.macro_f1;
     r["mcc"] = s.mcc;
+    // A two-label task's F1 as GLUE reports it (MRPC): of label id 1, the second label in sorted order.
+    if (num_labels == 2) r["f1"] = s.positive_f1;
   }
   if (out) *out = std::move(p);
   return r;

@@ -43,6 +43,7 @@ ClassificationScores classification_scores(const std::vector<int64_t>& labels, c
   }
   s.accuracy = correct / n;
   s.macro_f1 = classes ? f1_sum / classes : 0;
+  if (k > 1 && true_count[1] + pred_count[1] > 0) s.positive_f1 = 2 * confusion[1][1] / (true_count[1] + pred_count[1]);
   // Gorodkin's R_K: (c·s − Σ p_k t_k) / sqrt((s² − Σ p_k²)(s² − Σ t_k²))
   double pt = 0, pp = 0, tt = 0;
   for (int64_t c = 0; c < k; ++c) {

@@ -11,6 +11,7 @@ namespace lmkit::eval {
 
 struct ClassificationScores {
   double accuracy = 0, macro_f1 = 0, mcc = 0;
+  double positive_f1 = 0;  ///< F1 of class 1 (scikit-learn's f1_score, pos_label=1: GLUE's MRPC F1); 0 if it has no members
   int64_t examples = 0;
 };
 

@@ -1,0 +1,419 @@
+// lmkit-suite: a checkpoint (or a model at random initialisation) through a suite of
+// tasks — finetuning with lmkit-finetune (then lmkit-evaluate on a test set) and
+// in-context scoring with lmkit-evaluate, each task for each seed — and a GLUE-style
+// table of the results (Markdown and JSON), beside a baseline when one is given.
+// Finished runs are kept: a second call (after a kill, or with more tasks) runs only
+// what is missing.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <filesystem>
+#include <fstream>
+
+#include "lmkit/core/app.h"
+#include "lmkit/core/file.h"
+#include "lmkit/eval/suite.h"
+#include "lmkit/models/family.h"
+
+extern char** environ;
+
+using namespace lmkit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  std::string suite, data_root, checkpoint, init, model, tokenizer, output, baseline, name;
+  std::vector<std::string> tasks, collect;
+  std::vector<int64_t> seeds;
+  std::string device = "cpu", dtype = "fp32";
+  int threads = 0;
+  bool dry_run = false;
+};
+
+// What the tasks start from: a checkpoint, or a model config and tokenizer at random initialisation.
+struct Init {
+  std::string checkpoint, model, tokenizer, label;
+  std::string model_type;  ///< decides which tasks apply
+  std::vector<std::string> flags() const {
+    return checkpoint.empty() ? std::vector<std::string>{"--init", "random", "--model", model, "--tokenizer", tokenizer}
+                              : std::vector<std::string>{"--checkpoint", checkpoint};
+  }
+  Json json() const {
+    return checkpoint.empty() ? Json{{"init", "random"}, {"model", model}, {"tokenizer", tokenizer}} : Json{{"checkpoint", checkpoint}};
+  }
+};
+
+std::string model_type_of(const std::string& config_path) {
+  const Json c = load_json_file(config_path);
+  check_input(c.is_object() && c.contains("model_type") && c["model_type"].is_string(), config_path + ": key 'model_type' is required");
+  return models::family(c["model_type"].get<std::string>()).model_type;
+}
+
+Init make_init(const Args& a) {
+  Init i;
+  if (a.init.empty()) {
+    check_input(!a.checkpoint.empty(), "give --checkpoint DIR, or --init random with --model and --tokenizer");
+    check_input(a.model.empty() && a.tokenizer.empty(), "--model and --tokenizer go with --init random");
+    check_input(fs::is_regular_file(a.checkpoint + "/config.json"), a.checkpoint + ": not a checkpoint directory (no config.json)");
+    i.checkpoint = a.checkpoint, i.label = a.checkpoint;
+    i.model_type = model_type_of(a.checkpoint + "/config.json");
+  } else {
+    check_input(a.init == "random", "--init takes 'random' (or give --checkpoint DIR)");
+    check_input(a.checkpoint.empty(), "give --checkpoint or --init random, not both");
+    check_input(!a.model.empty() && !a.tokenizer.empty(), "--init random needs --model PRESET.json and --tokenizer");
+    i.model = a.model, i.tokenizer = a.tokenizer, i.label = "random init";
+    i.model_type = model_type_of(a.model);
+  }
+  if (!a.name.empty()) i.label = a.name;
+  return i;
+}
+
+// The random-init twin of a checkpoint: its config and tokenizer, no weights.
+Init random_twin(const Init& pretrained) {
+  Init i;
+  i.model = pretrained.checkpoint + "/config.json", i.tokenizer = pretrained.checkpoint;
+  i.label = "random init (" + pretrained.model_type + ")", i.model_type = pretrained.model_type;
+  return i;
+}
+
+// Whether a task applies to a family: its head exists (in-context scoring needs a causal LM).
+bool applies(const eval::SuiteTask& t, const std::string& model_type) {
+  const models::Family& f = models::family(model_type);
+  switch (t.kind) {
+    case eval::SuiteTaskType::kClassification:
+    case eval::SuiteTaskType::kRegression: return !f.classifier.empty();
+    case eval::SuiteTaskType::kTokenClassification: return !f.token_classifier.empty();
+    case eval::SuiteTaskType::kSeq2Seq: return !f.text_to_text.empty();
+    case eval::SuiteTaskType::kInContext: return !f.text_to_text.empty() && !f.encoder_decoder;
+  }
+  return false;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,") == std::string::npos) {
+    return s;
+  }
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& x : argv) line += (line.empty() ? "" : " ") + shell_quote(x);
+  return line;
+}
+
+// The last "error: ..." line a failed app wrote to its log.
+std::string error_line(const std::string& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.rfind("error: ", 0) == 0) last = line.substr(7);
+  }
+  return last;
+}
+
+// Runs one app with stdout and stderr appended to `log`; an app's failure is the suite's, with its error line.
+void run_app_logged(const std::vector<std::string>& argv, const std::string& log, const std::string& what) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw RuntimeError(log + ": cannot write the log (" + std::strerror(errno) + ")");
+  const std::string header = "$ " + command_line(argv) + "\n";
+  if (::write(fd, header.data(), header.size()) < 0) std::perror(log.c_str());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  std::vector<char*> args;
+  for (const auto& x : argv) args.push_back(const_cast<char*>(x.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fd);
+  if (rc != 0) throw RuntimeError(argv[0] + ": cannot start (" + std::strerror(rc) + ")");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  const std::string app = fs::path(argv[0]).filename().string();
+  if (WIFSIGNALED(status)) throw RuntimeError(what + ": " + app + " ended by signal " + std::to_string(WTERMSIG(status)) + " (log: " + log + ")");
+  const std::string why = error_line(log);
+  const std::string message = what + ": " + app + " failed" + (why.empty() ? "" : ": " + why) + " (log: " + log + ")";
+  throw WEXITSTATUS(status) == 2 ? InputError(message) : RuntimeError(message);
+}
+
+// The apps beside this one (build/bin/lmkit-finetune, lmkit-evaluate).
+std::string sibling(const std::string& name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path app = (ec ? fs::path(".") : self.parent_path()) / name;
+  if (!fs::exists(app)) throw RuntimeError(app.string() + ": not found (lmkit-suite runs the apps built beside it)");
+  return app.string();
+}
+
+}  // namespace
+
+namespace {
+
+// Where one run of a task lives: its run directory, the stamp saying what finished there, its log.
+struct RunPaths {
+  std::string dir, stamp, log;
+};
+
+RunPaths run_paths(const std::string& out, const std::string& task, int64_t seed) {
+  const std::string s = "seed-" + std::to_string(seed);
+  return {out + "/" + task + "/" + s, out + "/" + task + "/" + s + ".json", out + "/logs/" + task + "-" + s + ".log"};
+}
+
+const char* finetune_task(eval::SuiteTaskType kind) {
+  return kind == eval::SuiteTaskType::kTokenClassification ? "token-classification"
+         : kind == eval::SuiteTaskType::kSeq2Seq           ? "seq2seq"
+                                                           : "classification";
+}
+
+const char* evaluate_metric(eval::SuiteTaskType kind) {
+  return kind == eval::SuiteTaskType::kTokenClassification ? "token-classification"
+         : kind == eval::SuiteTaskType::kSeq2Seq           ? "generation"
+         : kind == eval::SuiteTaskType::kInContext         ? "in-context"
+                                                           : "classification";
+}
+
+std::vector<std::string> runtime_flags(const Args& a, int64_t seed) {
+  std::vector<std::string> f = {"--seed", std::to_string(seed), "--device", a.device};
+  if (a.threads > 0) f.insert(f.end(), {"--threads", std::to_string(a.threads)});
+  return f;
+}
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& more) { to.insert(to.end(), more.begin(), more.end()); }
+
+// The commands of one run: finetune (then evaluate on the test set), or the in-context evaluation.
+std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::SuiteTask& t, const Init& init, const RunPaths& p,
+                                                   int64_t seed) {
+  const std::string evaluate = sibling("lmkit-evaluate");
+  if (!t.finetuned()) {
+    std::vector<std::string> c = {evaluate, "--checkpoint", init.checkpoint, "--metric", "in-context", "--data", t.data[0],
+                                  "--output", p.dir + "/result.json", "--predictions", p.dir + "/predictions.jsonl", "--overwrite"};
+    append(c, t.evaluate_flags), append(c, runtime_flags(a, seed));
+    return {c};
+  }
+  std::vector<std::string> f = {sibling("lmkit-finetune"), "--task", finetune_task(t.kind)};
+  append(f, init.flags()), append(f, t.finetune_flags);
+  append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--dtype", a.dtype});
+  append(f, runtime_flags(a, seed));
+  if (t.test.empty()) return {f};
+  std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", evaluate_metric(t.kind),
+                                "--output", p.dir + "/test.json", "--overwrite"};
+  if (t.kind == eval::SuiteTaskType::kTokenClassification) append(e, {"--predictions", p.dir + "/test-predictions.conll"});
+  if (t.kind == eval::SuiteTaskType::kSeq2Seq) append(e, {"--predictions", p.dir + "/test-predictions.txt"});
+  append(e, t.evaluate_flags), append(e, runtime_flags(a, seed));
+  return {f, e};
+}
+
+std::string result_file(const eval::SuiteTask& t, const RunPaths& p) {
+  return p.dir + (t.finetuned() && !t.test.empty() ? "/test.json" : "/result.json");
+}
+
+// What a finished run records: the task's definition, the start, the seed and dtype. Another stamp: run it again.
+Json stamp_of(const Args& a, const eval::SuiteTask& t, const Init& init, int64_t seed) {
+  return {{"task", t.definition}, {"init", init.json()}, {"seed", seed}, {"dtype", a.dtype}};
+}
+
+bool finished(const eval::SuiteTask& t, const RunPaths& p, const Json& stamp) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p.stamp, ec) || !fs::is_regular_file(result_file(t, p), ec)) return false;
+  try {
+    return Json::parse(read_file(p.stamp)) == stamp;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// One seed of one task: its figures, from the finished run or a new one.
+Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const std::string& out, int64_t seed) {
+  const RunPaths p = run_paths(out, t.name, seed);
+  const Json stamp = stamp_of(a, t, init, seed);
+  const std::string what = t.name + " seed " + std::to_string(seed);
+  if (!a.dry_run && finished(t, p, stamp)) {
+    std::fprintf(stderr, "%s: finished earlier (%s)\n", what.c_str(), result_file(t, p).c_str());
+    return load_json_file(result_file(t, p));
+  }
+  const auto commands = run_commands(a, t, init, p, seed);
+  if (a.dry_run) {
+    for (const auto& c : commands) std::printf("%s\n", command_line(c).c_str());
+    return Json();
+  }
+  std::error_code ec;
+  fs::remove(p.stamp, ec);
+  make_output_directory(t.finetuned() ? fs::path(p.dir).parent_path().string() : p.dir);
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& c : commands) {
+    std::fprintf(stderr, "%s: %s (log: %s)\n", what.c_str(), fs::path(c[0]).filename().c_str(), p.log.c_str());
+    run_app_logged(c, p.log, what);
+  }
+  const Json result = load_json_file(result_file(t, p));
+  save_json_file(p.stamp, stamp);
+  std::fprintf(stderr, "%s: done in %.0f s\n", what.c_str(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return result;
+}
+
+// A suite run directory: a fresh or empty one, or one of an earlier call with the same start.
+void prepare_output(const std::string& out, const Init& init) {
+  const std::string marker = out + "/suite-run.json";
+  std::error_code ec;
+  if (fs::exists(marker, ec)) {
+    const Json earlier = load_json_file(marker);
+    check_input(earlier.value("init", Json()) == init.json(), "--output " + out + " holds the suite runs of " +
+                                                                  earlier.value("init", Json()).dump() + ", not " +
+                                                                  init.json().dump() + ": give another --output");
+    return;
+  }
+  check_input(!fs::exists(out, ec) || (fs::is_directory(out, ec) && fs::is_empty(out, ec)),
+              "--output " + out + ": exists and is not a suite run directory (give a new or empty one)");
+  make_output_directory(out);
+  make_output_directory(out + "/logs");
+  save_json_file(marker, {{"init", init.json()}});
+}
+
+void write_results(const std::string& out, const eval::Suite& suite, const std::vector<Json>& rows, const Json& difference) {
+  const Json j = {{"suite", suite.name}, {"suite_file", suite.path}, {"rows", rows}, {"difference", difference}};
+  save_json_file(out + "/results.json", j);
+  write_file_atomic(out + "/results.md", "# " + suite.name + "\n\n" + eval::suite_markdown(suite, rows, difference));
+}
+
+// Every task of the suite from one start; its row of the table (null on --dry-run).
+Json run_suite(const Args& a, const eval::Suite& suite, const Init& init, const std::string& out) {
+  std::unique_ptr<RunLock> lock;
+  if (!a.dry_run) prepare_output(out, init), lock = std::make_unique<RunLock>(out);
+  Json tasks = Json::object();
+  for (const auto& t : suite.tasks) {
+    if (!applies(t, init.model_type) || (!t.finetuned() && init.checkpoint.empty())) {
+      std::fprintf(stderr, "%s: does not apply to %s (%s)\n", t.name.c_str(), init.label.c_str(),
+                   t.finetuned() ? ("no " + t.type + " head for " + init.model_type).c_str()
+                   : init.checkpoint.empty() ? "in-context scoring needs a checkpoint"
+                                             : "in-context scoring needs a causal LM");
+      tasks[t.name] = nullptr;
+      continue;
+    }
+    std::vector<Json> results;
+    for (int64_t seed : t.run_seeds()) results.push_back(run_seed(a, t, init, out, seed));
+    if (!a.dry_run) tasks[t.name] = eval::task_figures(t, results, t.run_seeds());
+  }
+  if (a.dry_run) return Json();
+  Json row = eval::suite_row(suite, init.label, init.json(), tasks);
+  write_results(out, suite, {row}, Json());
+  return row;
+}
+
+}  // namespace
+
+namespace {
+
+// Every data file exists before hours of runs begin (parallel text-to-text files are PREFIX.LANG).
+void check_task_files(const eval::Suite& suite) {
+  for (const auto& t : suite.tasks) {
+    const bool parallel = std::find(t.finetune_flags.begin(), t.finetune_flags.end(), "--source-lang") != t.finetune_flags.end();
+    for (const auto& f : {t.train, t.dev, t.test}) {
+      if (f.empty() || parallel) continue;
+      check_input(fs::exists(f), suite.path + ": task " + t.name + ": " + f + ": no such file (is --data-root right?)");
+    }
+    for (const auto& f : t.data) {
+      check_input(fs::exists(f), suite.path + ": task " + t.name + ": " + f + ": no such file (is --data-root right?)");
+    }
+  }
+}
+
+// A finished suite run's row: --baseline DIR.
+Json read_baseline(const std::string& dir, const eval::Suite& suite) {
+  const std::string file = dir + "/results.json";
+  check_input(fs::is_regular_file(file), "--baseline " + dir + ": no results.json (give a finished lmkit-suite --output, or 'random')");
+  const Json j = load_json_file(file);
+  check_input(j.is_object() && j.contains("rows") && j["rows"].is_array() && !j["rows"].empty(), file + ": not an lmkit-suite result");
+  check_input(j.value("suite", "") == suite.name, file + ": results of suite '" + j.value("suite", "") + "', not '" + suite.name + "'");
+  return j["rows"][0];
+}
+
+// --collect: the rows of finished suite runs in one table (a row in two of them, e.g. a shared baseline, once).
+void collect(const Args& a, const eval::Suite& suite) {
+  std::vector<Json> rows;
+  for (const auto& dir : a.collect) {
+    const std::string file = dir + "/results.json";
+    check_input(fs::is_regular_file(file), "--collect " + dir + ": no results.json (not a finished lmkit-suite --output)");
+    const Json j = load_json_file(file);
+    check_input(j.is_object() && j.contains("rows") && j["rows"].is_array(), file + ": not an lmkit-suite result");
+    check_input(j.value("suite", "") == suite.name, file + ": results of suite '" + j.value("suite", "") + "', not '" + suite.name + "'");
+    for (const auto& row : j["rows"]) {
+      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const Json& r) {
+        return r["label"] == row["label"] && r["init"] == row["init"];
+      });
+      if (!seen) rows.push_back(row);
+    }
+  }
+  std::printf("%s", eval::suite_markdown(suite, rows, Json()).c_str());
+}
+
+void run(const Args& a) {
+  eval::Suite suite = eval::read_suite(a.suite, a.data_root.empty() ? fs::path(a.suite).parent_path().string() : a.data_root);
+  eval::select_tasks(suite, a.tasks);
+  if (!a.collect.empty()) {
+    check_input(a.checkpoint.empty() && a.init.empty() && a.output.empty() && a.baseline.empty(),
+                "--collect makes a table of finished runs: no --checkpoint, --init, --output or --baseline");
+    return collect(a, suite);
+  }
+  check_input(!a.output.empty(), "--output DIR is required (the suite run directory)");
+  const Init init = make_init(a);
+  if (!a.seeds.empty()) {
+    for (auto& t : suite.tasks) t.seeds = a.seeds;
+  }
+  check_task_files(suite);
+  const bool random_baseline = a.baseline == "random";
+  check_input(!random_baseline || !init.checkpoint.empty(), "--baseline random compares a --checkpoint with its random initialisation");
+  const Json baseline_row = a.baseline.empty() || random_baseline ? Json() : read_baseline(a.baseline, suite);
+  std::vector<Json> rows = {run_suite(a, suite, init, a.output)};
+  if (random_baseline) rows.push_back(run_suite(a, suite, random_twin(init), a.output + "/random"));
+  if (a.dry_run) return;
+  if (!baseline_row.is_null()) rows.push_back(baseline_row);
+  const Json difference = rows.size() > 1 ? eval::row_difference(rows[0], rows[1]) : Json();
+  write_results(a.output, suite, rows, difference);
+  std::printf("%s", eval::suite_markdown(suite, rows, difference).c_str());
+  std::printf("\nresults: %s/results.md, %s/results.json\n", a.output.c_str(), a.output.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lmkit-suite: a checkpoint (or --init random) through a suite of finetuning and in-context tasks, "
+               "every task for every seed, into a GLUE-style table (docs/suite.md)");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  Args a;
+  app.add_option("--suite", a.suite, "suite file (JSON: suites/glue.json)")->required();
+  app.add_option("--data-root", a.data_root, "folder the suite's relative data paths start from (default: the suite file's)");
+  app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory");
+  app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");
+  app.add_option("--model", a.model, "model preset or config.json for --init random");
+  app.add_option("--tokenizer", a.tokenizer, "tokenizer for --init random (a directory, PATH.model or tokenizer.json)");
+  app.add_option("--output", a.output, "suite run directory (a second call goes on where the first stopped)");
+  app.add_option("--baseline", a.baseline, "'random': the checkpoint's config at random initialisation, run here too "
+                 "(into OUTPUT/random); or DIR: a finished lmkit-suite output to compare with");
+  app.add_option("--tasks", a.tasks, "only these tasks (comma-separated names)")->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--seeds", a.seeds, "these seeds for every task (comma-separated; default: the suite's)")->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->check(CLI::NonNegativeNumber);
+  app.add_option("--name", a.name, "the row's name in the table (default: the checkpoint's path, or 'random init')");
+  app.add_option("--device", a.device, "cpu, cuda or cuda:N (given to every run)");
+  app.add_option("--threads", a.threads, "CPU threads of every run (0: the apps' default, every core)")->check(non_negative());
+  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast in finetuning")->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_flag("--dry-run", a.dry_run, "print the commands of the runs still to do, run nothing");
+  app.add_option("--collect", a.collect, "print one table of these finished suite runs (comma-separated --output "
+                 "directories), run nothing")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return run_app(app, argc, argv, [&] { run(a); });
+}

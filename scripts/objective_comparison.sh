@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# "Which pretraining objective?" (docs/results.md, section 8): the same model size
+# and token budget pretrained on WikiText-2 + the English Wikipedia extract with
+# each objective, then every checkpoint and a random-init baseline of each family
+# through the same suite (lmkit-suite), 3 seeds.
+#
+#   scripts/objective_comparison.sh corpus     WikiText-2 train + enwiki-extract train as one text file
+#   scripts/objective_comparison.sh pretrain   mlm+nsp (BERT), mlm (RoBERTa), mlm+sbo (SpanBERT), span (T5), clm (GPT)
+#   scripts/objective_comparison.sh suite      every checkpoint and the random baselines through SUITE
+#   scripts/objective_comparison.sh table      one table of every run's suite average and tasks
+#
+# DATA=<folder> names a datasets folder with wikitext-2/, enwiki-extract/ and the
+# suite's task folders (not part of the project). Optional: OBJECTIVES (default
+# "bert roberta spanbert t5 gpt"), STEPS (pretraining steps of 32 x 128 tokens,
+# default 600), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
+# THREADS (default 2), OUT (default runs/objectives).
+# Every stage skips what is already finished, so a killed run goes on where it stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/bin
+D=${DATA:-}
+[ -n "$D" ] && [ -d "$D" ] || { echo "error: set DATA to the datasets folder (wikitext-2/, enwiki-extract/, the suite's tasks)" >&2; exit 2; }
+OUT=${OUT:-runs/objectives}
+OBJECTIVES=${OBJECTIVES:-bert roberta spanbert t5 gpt}
+STEPS=${STEPS:-600}
+SUITE=${SUITE:-data/suites/glue-cpu.json}
+SEEDS=${SEEDS:-1 2 3}
+THREADS=${THREADS:-2}
+CORPUS=$OUT/corpus
+
+corpus() {
+  mkdir -p "$CORPUS"
+  for split in train valid; do
+    local f=$CORPUS/$split.txt
+    [ -s "$f" ] && continue
+    { cat "$D/wikitext-2/$split.txt"; echo; cat "$D/enwiki-extract/$split.txt"; } > "$f.tmp" && mv "$f.tmp" "$f"
+  done
+}
+
+# The preset, objective and learning rate of each name. The BERT variants share one tokenizer.
+preset() {
+  case $1 in
+    bert) echo "models/bert-mini.json mlm+nsp 5e-4" ;;
+    roberta) echo "models/roberta-mini.json mlm 5e-4" ;;
+    spanbert) echo "models/bert-mini.json mlm+sbo 5e-4" ;;
+    t5) echo "models/t5-mini-matched.json span 1e-3" ;;
+    gpt) echo "models/gpt-mini.json clm 1e-3" ;;
+    *) echo "error: unknown objective '$1' (bert, roberta, spanbert, t5, gpt)" >&2; exit 2 ;;
+  esac
+}
+
+pretrain_one() {
+  local name=$1 run=$OUT/$1
+  [ -f "$run/final/model.safetensors" ] && return
+  read -r model objective lr <<< "$(preset "$name")"
+  local tok=()
+  [ "$name" = spanbert ] && [ -f "$OUT/bert/final/tokenizer.model" ] && tok=(--tokenizer "$OUT/bert/final/tokenizer.model")
+  local again=(--overwrite)
+  [ -f "$run/checkpoints/latest" ] && again=(--resume)
+  $B/lmkit-pretrain --model "$model" --objective "$objective" --train "$CORPUS/train.txt" --valid "$CORPUS/valid.txt" \
+    --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$STEPS" --batch-size 32 --seq-len 128 \
+    --lr "$lr" --warmup $((STEPS / 10)) --eval-every $((STEPS / 3)) --eval-batches 40 --save-every $((STEPS / 6)) \
+    --log-every 10 --seed 1 --threads "$THREADS"
+}
+
+pretrain() {
+  corpus
+  for name in $OBJECTIVES; do pretrain_one "$name"; done
+}
+
+# Each checkpoint through the suite beside its family's random initialisation (SpanBERT shares
+# BERT's: the same model and tokenizer, so the same baseline runs).
+suite() {
+  local seeds=${SEEDS// /,}
+  for name in $OBJECTIVES; do
+    local ckpt=$OUT/$name/final
+    [ -f "$ckpt/model.safetensors" ] || { echo "error: $ckpt: not pretrained yet (run the pretrain stage)" >&2; exit 2; }
+    local base=(--baseline random)
+    [ "$name" = spanbert ] && [ -f "$OUT/suite-bert/random/results.json" ] && base=(--baseline "$OUT/suite-bert/random")
+    $B/lmkit-suite --suite "$SUITE" --data-root "$D" --checkpoint "$ckpt" --name "$name" "${base[@]}" \
+      --output "$OUT/suite-$name" --seeds "$seeds" --threads "$THREADS"
+  done
+}
+
+table() {
+  local dirs=()
+  for name in $OBJECTIVES; do
+    [ -f "$OUT/suite-$name/results.json" ] && dirs+=("$OUT/suite-$name")
+    [ -f "$OUT/suite-$name/random/results.json" ] && dirs+=("$OUT/suite-$name/random")
+  done
+  [ ${#dirs[@]} -gt 0 ] || { echo "error: no finished suite runs under $OUT" >&2; exit 2; }
+  $B/lmkit-suite --suite "$SUITE" --collect "$(IFS=,; echo "${dirs[*]}")"
+}
+
+case ${1:-} in
+  corpus) corpus ;;
+  pretrain) pretrain ;;
+  suite) suite ;;
+  table) table ;;
+  *) echo "usage: DATA=<datasets> $0 corpus|pretrain|suite|table" >&2; exit 2 ;;
+esac

@@ -1,0 +1,423 @@
+#include "lmkit/eval/suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/names.h"
+
+namespace lmkit::eval {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Kind = SuiteTaskType;
+constexpr unsigned bit(Kind k) { return 1u << static_cast<unsigned>(k); }
+constexpr unsigned kClass = bit(Kind::kClassification), kReg = bit(Kind::kRegression);
+constexpr unsigned kTok = bit(Kind::kTokenClassification), kS2s = bit(Kind::kSeq2Seq), kIcl = bit(Kind::kInContext);
+constexpr unsigned kFinetuned = kClass | kReg | kTok | kS2s;
+
+enum class Value { kInt, kNumber, kString, kColumn, kBool };
+
+// A task key that becomes a flag: of lmkit-finetune (finetuned tasks), of lmkit-evaluate
+// on the test set (test_eval), of lmkit-evaluate's in-context metric (the kIcl tasks).
+struct FlagKey {
+  const char* key;
+  const char* flag;
+  Value value;
+  unsigned tasks;
+  unsigned test_eval;  ///< the task kinds whose test evaluation takes it too
+};
+
+const std::vector<FlagKey>& flag_keys() {
+  static const std::vector<FlagKey> keys = {
+      {"epochs", "--epochs", Value::kInt, kFinetuned, 0},
+      {"lr", "--lr", Value::kNumber, kFinetuned, 0},
+      {"batch_size", "--batch-size", Value::kInt, kFinetuned | kIcl, kFinetuned},
+      {"max_length", "--max-length", Value::kInt, kFinetuned, 0},
+      {"max_train_examples", "--max-train-examples", Value::kInt, kFinetuned, 0},
+      {"weight_decay", "--weight-decay", Value::kNumber, kFinetuned, 0},
+      {"warmup_ratio", "--warmup-ratio", Value::kNumber, kFinetuned, 0},
+      {"clip", "--clip", Value::kNumber, kFinetuned, 0},
+      {"patience", "--patience", Value::kInt, kFinetuned, 0},
+      {"format", "--format", Value::kString, kFinetuned, kClass | kReg},
+      {"text_column", "--text-column", Value::kColumn, kClass | kReg | kTok, kClass | kReg},
+      {"text_pair_column", "--text-pair-column", Value::kColumn, kClass | kReg, kClass | kReg},
+      {"label_column", "--label-column", Value::kColumn, kClass | kReg | kTok, kClass | kReg},
+      {"label_all_subwords", "--label-all-subwords", Value::kBool, kTok, 0},
+      {"source_column", "--source-column", Value::kColumn, kS2s, 0},
+      {"target_column", "--target-column", Value::kColumn, kS2s, 0},
+      {"source_lang", "--source-lang", Value::kString, kS2s, 0},
+      {"target_lang", "--target-lang", Value::kString, kS2s, 0},
+      {"source_prefix", "--source-prefix", Value::kString, kS2s, 0},
+      {"separator", "--separator", Value::kString, kS2s, 0},
+      {"max_target_length", "--max-target-length", Value::kInt, kS2s, 0},
+      {"beams", "--beams", Value::kInt, kS2s, 0},
+      {"max_new_tokens", "--max-new-tokens", Value::kInt, kS2s, 0},
+      {"best_metric", "--best-metric", Value::kString, kS2s, 0},
+      {"shots", "--shots", Value::kInt, kIcl, 0},
+      {"delimiter", "--delimiter", Value::kString, kIcl, 0},
+      {"example_delimiter", "--example-delimiter", Value::kString, kIcl, 0},
+  };
+  return keys;
+}
+
+const std::set<std::string>& plain_keys() {
+  static const std::set<std::string> keys = {"name", "label", "type", "train", "dev", "test", "data", "metrics", "seeds",
+                                             "description"};
+  return keys;
+}
+
+struct TypeInfo {
+  Kind kind;
+  std::vector<std::string> metrics;  ///< the ones it may report; the first is the default
+  std::vector<std::string> default_metrics;
+};
+
+const std::map<std::string, TypeInfo>& task_types() {
+  static const std::map<std::string, TypeInfo> types = {
+      {"classification", {Kind::kClassification, {"accuracy", "macro_f1", "mcc", "f1"}, {"accuracy"}}},
+      {"pair-classification", {Kind::kClassification, {"accuracy", "macro_f1", "mcc", "f1"}, {"accuracy"}}},
+      {"regression", {Kind::kRegression, {"pearson", "spearman"}, {"pearson", "spearman"}}},
+      {"token-classification", {Kind::kTokenClassification, {"f1", "precision", "recall", "accuracy"}, {"f1"}}},
+      {"seq2seq", {Kind::kSeq2Seq, {"bleu", "exact_match", "f1", "rouge1", "rouge2", "rougeL"}, {"bleu"}}},
+      {"in-context", {Kind::kInContext, {"accuracy", "accuracy_norm"}, {"accuracy"}}},
+  };
+  return types;
+}
+
+std::vector<std::string> names_of(const std::map<std::string, TypeInfo>& m) {
+  std::vector<std::string> v;
+  for (const auto& [k, _] : m) v.push_back(k);
+  return v;
+}
+
+std::string flag_value(const Json& v, Value kind, const std::string& where) {
+  const bool ok = kind == Value::kInt      ? v.is_number_integer()
+                  : kind == Value::kNumber ? v.is_number()
+                  : kind == Value::kString ? v.is_string()
+                  : kind == Value::kColumn ? v.is_string() || v.is_number_unsigned()
+                                           : v.is_boolean();
+  static const char* const expected[] = {"an integer", "a number", "a string", "a column name or 0-based index",
+                                         "true or false"};
+  check_input(ok, where + " must be " + expected[static_cast<int>(kind)]);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string resolve_path(const std::string& p, const std::string& root) {
+  return p.empty() || fs::path(p).is_absolute() || root.empty() ? p : (fs::path(root) / p).lexically_normal().string();
+}
+
+std::string string_key(const Json& task, const std::string& key, const std::string& where, bool required) {
+  if (!task.contains(key)) {
+    check_input(!required, where + ": key '" + key + "' is required");
+    return "";
+  }
+  check_input(task[key].is_string() && !task[key].get<std::string>().empty(), where + "." + key + " must be a non-empty string");
+  return task[key].get<std::string>();
+}
+
+void check_name(const std::string& name, const std::string& where) {
+  const bool ok = !name.empty() && name != "." && name != ".." && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+  check_input(ok, where + ".name '" + name + "' must be letters, digits, '_', '-' or '.' (it names the task's folder)");
+}
+
+std::vector<std::string> read_metrics(const Json& task, const TypeInfo& info, const std::string& where) {
+  if (!task.contains("metrics")) return info.default_metrics;
+  const Json& m = task["metrics"];
+  std::vector<std::string> metrics;
+  if (m.is_string()) metrics.push_back(m.get<std::string>());
+  else if (m.is_array() && !m.empty()) {
+    for (const auto& x : m) {
+      check_input(x.is_string(), where + ".metrics must be a metric name or a list of them");
+      metrics.push_back(x.get<std::string>());
+    }
+  } else {
+    throw InputError(where + ".metrics must be a metric name or a non-empty list of them");
+  }
+  for (const auto& x : metrics) {
+    check_input(std::find(info.metrics.begin(), info.metrics.end(), x) != info.metrics.end(),
+                where + ".metrics: '" + x + "' is not a figure of this task type (" + join_names(info.metrics, " or ") + ")");
+  }
+  return metrics;
+}
+
+std::vector<int64_t> read_seeds(const Json& v, const std::string& where) {
+  check_input(v.is_array() && !v.empty(), where + " must be a non-empty list of integers");
+  std::vector<int64_t> seeds;
+  for (const auto& s : v) {
+    check_input(s.is_number_unsigned(), where + " must be a non-empty list of non-negative integers");
+    const int64_t seed = s.get<int64_t>();
+    check_input(std::find(seeds.begin(), seeds.end(), seed) == seeds.end(), where + " lists seed " + std::to_string(seed) + " twice");
+    seeds.push_back(seed);
+  }
+  return seeds;
+}
+
+// The task's flags from its keys and the suite's defaults (a default that does not apply to a task type is not given to it).
+void read_flags(SuiteTask& t, const Json& task, const Json& defaults, const std::string& where) {
+  const unsigned kind = bit(t.kind);
+  for (const auto& k : flag_keys()) {
+    const bool own = task.contains(k.key), fallback = !own && defaults.contains(k.key);
+    if (!own && !fallback) continue;
+    check_input(!own || (k.tasks & kind), where + "." + k.key + " does not apply to " + t.type + " tasks");
+    if (!(k.tasks & kind)) continue;
+    const std::string value = flag_value(own ? task[k.key] : defaults[k.key], k.value, where + "." + k.key);
+    std::vector<std::string> flag = {k.flag};
+    if (k.value != Value::kBool) flag.push_back(value);
+    else if (value == "false") flag.clear();
+    auto& out = t.kind == Kind::kInContext ? t.evaluate_flags : t.finetune_flags;
+    out.insert(out.end(), flag.begin(), flag.end());
+    if (k.test_eval & kind) t.evaluate_flags.insert(t.evaluate_flags.end(), flag.begin(), flag.end());
+  }
+}
+
+void check_keys(const Json& object, const std::string& where, bool defaults) {
+  check_input(object.is_object(), where + " must be a JSON object");
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const bool flag = std::any_of(flag_keys().begin(), flag_keys().end(), [&](const FlagKey& k) { return it.key() == k.key; });
+    const bool plain = plain_keys().count(it.key()) && (!defaults || it.key() == "seeds");
+    check_input(flag || plain, where + ": unknown key '" + it.key() + "'");
+  }
+}
+
+SuiteTask read_task(const Json& task, const Json& defaults, const std::string& where, const std::string& root) {
+  check_keys(task, where, false);
+  SuiteTask t;
+  t.name = string_key(task, "name", where, true);
+  check_name(t.name, where);
+  t.label = task.contains("label") ? string_key(task, "label", where, true) : t.name;
+  t.type = string_key(task, "type", where, true);
+  const auto type = task_types().find(t.type);
+  check_input(type != task_types().end(),
+              where + ".type '" + t.type + "' is not one of " + join_names(names_of(task_types()), " or "));
+  t.kind = type->second.kind;
+  t.metrics = read_metrics(task, type->second, where);
+  t.seeds = task.contains("seeds") ? read_seeds(task["seeds"], where + ".seeds")
+            : defaults.contains("seeds") ? read_seeds(defaults["seeds"], "defaults.seeds")
+                                         : std::vector<int64_t>{1};
+  if (t.finetuned()) {
+    check_input(!task.contains("data"), where + ".data is for in-context tasks (a finetuned task has train, dev and test)");
+    t.train = resolve_path(string_key(task, "train", where, true), root);
+    t.dev = resolve_path(string_key(task, "dev", where, true), root);
+    t.test = resolve_path(string_key(task, "test", where, false), root);
+  } else {
+    for (const char* k : {"train", "dev", "test"}) check_input(!task.contains(k), where + "." + k + " is for finetuned tasks (an in-context task has data)");
+    t.data = {resolve_path(string_key(task, "data", where, true), root)};
+  }
+  check_input(t.type != "pair-classification" || task.contains("text_pair_column") || defaults.contains("text_pair_column"),
+              where + ": a pair-classification task needs text_pair_column");
+  read_flags(t, task, defaults, where);
+  if (t.kind == Kind::kRegression) t.finetune_flags.push_back("--regression");
+  t.definition = {{"type", t.type}, {"metrics", t.metrics}, {"train", t.train}, {"dev", t.dev}, {"test", t.test},
+                  {"data", t.data}, {"finetune_flags", t.finetune_flags}, {"evaluate_flags", t.evaluate_flags}};
+  return t;
+}
+
+}  // namespace
+
+std::vector<int64_t> SuiteTask::run_seeds() const {
+  return split() == "0-shot" ? std::vector<int64_t>{seeds.front()} : seeds;
+}
+
+std::string SuiteTask::split() const {
+  if (finetuned()) return test.empty() ? "dev" : "test";
+  const auto shots = std::find(evaluate_flags.begin(), evaluate_flags.end(), "--shots");
+  return (shots == evaluate_flags.end() ? "0" : *std::next(shots)) + "-shot";
+}
+
+Suite read_suite(const std::string& path, const std::string& data_root) {
+  const Json j = load_json_file(path);
+  check_input(j.is_object(), path + ": a suite file is a JSON object with 'tasks'");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    check_input(it.key() == "name" || it.key() == "description" || it.key() == "defaults" || it.key() == "tasks",
+                path + ": unknown key '" + it.key() + "' (a suite has name, description, defaults and tasks)");
+  }
+  Suite s;
+  s.path = path;
+  s.name = j.contains("name") ? string_key(j, "name", path, true) : fs::path(path).stem().string();
+  s.description = j.contains("description") ? string_key(j, "description", path, true) : "";
+  const Json defaults = j.value("defaults", Json::object());
+  check_keys(defaults, path + ": defaults", true);
+  check_input(j.contains("tasks") && j["tasks"].is_array() && !j["tasks"].empty(), path + ": key 'tasks' must be a non-empty list");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < j["tasks"].size(); ++i) {
+    const std::string where = path + ": tasks[" + std::to_string(i) + "]";
+    s.tasks.push_back(read_task(j["tasks"][i], defaults, where, data_root));
+    check_input(seen.insert(s.tasks.back().name).second, where + ": a second task named '" + s.tasks.back().name + "'");
+  }
+  return s;
+}
+
+void select_tasks(Suite& suite, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::vector<std::string> all;
+  for (const auto& t : suite.tasks) all.push_back(t.name);
+  for (const auto& n : names) {
+    check_input(std::find(all.begin(), all.end(), n) != all.end(),
+                "--tasks: '" + n + "' is not a task of " + suite.path + " (" + join_names(all) + ")");
+  }
+  std::vector<SuiteTask> kept;
+  for (auto& t : suite.tasks) {
+    if (std::find(names.begin(), names.end(), t.name) != names.end()) kept.push_back(std::move(t));
+  }
+  suite.tasks = std::move(kept);
+}
+
+std::pair<double, double> mean_sd(const std::vector<double>& values) {
+  if (values.empty()) return {0, 0};
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double ss = 0;
+  for (double v : values) ss += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(ss / static_cast<double>(values.size() - 1)) : 0.0};
+}
+
+namespace {
+
+Json stats(const std::vector<double>& values) {
+  const auto [mean, sd] = mean_sd(values);
+  return {{"mean", mean}, {"sd", sd}, {"values", values}};
+}
+
+}  // namespace
+
+Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const std::vector<int64_t>& seeds) {
+  // Text-to-text figures are percentages already (BLEU, SQuAD's EM and F1, ROUGE); the rest are fractions.
+  const double scale = task.kind == Kind::kSeq2Seq ? 1.0 : 100.0;
+  Json metrics = Json::object();
+  std::vector<double> scores(results.size(), 0.0);
+  for (const auto& m : task.metrics) {
+    std::vector<double> values;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Json& r = results[i];
+      check_input(r.contains(m) && r[m].is_number(), task.name + " (seed " + std::to_string(seeds[i]) + "): the result has no '" +
+                                                         m + "' figure");
+      values.push_back(r[m].get<double>() * scale);
+      scores[i] += values.back() / static_cast<double>(task.metrics.size());
+    }
+    metrics[m] = stats(values);
+  }
+  return {{"split", task.split()}, {"seeds", seeds}, {"metrics", metrics}, {"score", stats(scores)}};
+}
+
+Json suite_row(const Suite& suite, const std::string& label, const Json& init, const Json& tasks) {
+  // The average per seed: each task's score of that seed (a task run once, e.g. zero-shot, gives its one score).
+  size_t runs = 0;
+  std::vector<std::string> counted;
+  for (const auto& t : suite.tasks) {
+    if (!tasks.contains(t.name) || tasks[t.name].is_null()) continue;
+    counted.push_back(t.name);
+    runs = std::max(runs, tasks[t.name]["score"]["values"].size());
+  }
+  std::vector<double> averages(runs, 0.0);
+  for (const auto& name : counted) {
+    const Json& score = tasks[name]["score"];
+    const auto& values = score["values"];
+    for (size_t i = 0; i < runs; ++i) {
+      const double v = i < values.size() ? values[i].get<double>() : score["mean"].get<double>();
+      averages[i] += v / static_cast<double>(counted.size());
+    }
+  }
+  Json average = stats(averages);
+  average["tasks"] = counted;
+  return {{"label", label}, {"init", init}, {"tasks", tasks}, {"average", average}};
+}
+
+Json row_difference(const Json& a, const Json& b) {
+  Json tasks = Json::object();
+  for (auto it = a["tasks"].begin(); it != a["tasks"].end(); ++it) {
+    if (it.value().is_null() || !b["tasks"].contains(it.key()) || b["tasks"][it.key()].is_null()) continue;
+    const Json& x = it.value();
+    const Json& y = b["tasks"][it.key()];
+    Json metrics = Json::object();
+    for (auto m = x["metrics"].begin(); m != x["metrics"].end(); ++m) {
+      if (y["metrics"].contains(m.key())) metrics[m.key()] = m.value()["mean"].get<double>() - y["metrics"][m.key()]["mean"].get<double>();
+    }
+    tasks[it.key()] = {{"metrics", metrics}, {"score", x["score"]["mean"].get<double>() - y["score"]["mean"].get<double>()}};
+  }
+  const bool same_tasks = a["average"]["tasks"] == b["average"]["tasks"];
+  return {{"label", a["label"].get<std::string>() + " - " + b["label"].get<std::string>()},
+          {"tasks", tasks},
+          {"average", a["average"]["mean"].get<double>() - b["average"]["mean"].get<double>()},
+          {"same_tasks", same_tasks}};
+}
+
+namespace {
+
+std::string fixed(double v, bool sign = false) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, sign ? "%+.1f" : "%.1f", v);
+  return buf;
+}
+
+std::string cell(const Json& s) {
+  const bool spread = s["values"].size() > 1;
+  return fixed(s["mean"].get<double>()) + (spread ? " ± " + fixed(s["sd"].get<double>()) : "");
+}
+
+const std::map<std::string, std::string>& short_names() {
+  static const std::map<std::string, std::string> names = {
+      {"accuracy", "acc"},     {"macro_f1", "macro-F1"}, {"mcc", "MCC"},      {"f1", "F1"},       {"pearson", "Pearson"},
+      {"spearman", "Spearman"}, {"precision", "P"},      {"recall", "R"},     {"bleu", "BLEU"},   {"exact_match", "EM"},
+      {"rouge1", "ROUGE-1"},   {"rouge2", "ROUGE-2"},    {"rougeL", "ROUGE-L"}, {"accuracy_norm", "acc_norm"}};
+  return names;
+}
+
+std::string heading(const SuiteTask& t) {
+  std::string m;
+  for (const auto& x : t.metrics) m += (m.empty() ? "" : "/") + short_names().at(x);
+  return t.label + " " + m + (t.split() == "dev" ? "" : " (" + t.split() + ")");  // test, or K-shot
+}
+
+std::string metric_cells(const SuiteTask& t, const Json& figures) {
+  if (figures.is_null()) return "–";
+  std::string out;
+  for (const auto& m : t.metrics) out += (out.empty() ? "" : " / ") + cell(figures["metrics"][m]);
+  return out;
+}
+
+std::string difference_cells(const SuiteTask& t, const Json& difference) {
+  if (!difference["tasks"].contains(t.name)) return "–";
+  std::string out;
+  for (const auto& m : t.metrics) out += (out.empty() ? "" : " / ") + fixed(difference["tasks"][t.name]["metrics"][m].get<double>(), true);
+  return out;
+}
+
+}  // namespace
+
+std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, const Json& difference) {
+  std::string md = "| model | average |";
+  std::string rule = "|---|---|";
+  for (const auto& t : suite.tasks) md += " " + heading(t) + " |", rule += "---|";
+  md += "\n" + rule + "\n";
+  for (const auto& r : rows) {
+    md += "| " + r["label"].get<std::string>() + " | " + (r["average"]["tasks"].empty() ? "–" : cell(r["average"])) + " |";
+    for (const auto& t : suite.tasks) md += " " + metric_cells(t, r["tasks"].value(t.name, Json())) + " |";
+    md += "\n";
+  }
+  if (!difference.is_null()) {
+    md += "| difference | " + fixed(difference["average"].get<double>(), true) + (difference["same_tasks"].get<bool>() ? "" : "*") + " |";
+    for (const auto& t : suite.tasks) md += " " + difference_cells(t, difference) + " |";
+    md += "\n";
+  }
+  std::set<int64_t> seeds;
+  for (const auto& t : suite.tasks) seeds.insert(t.seeds.begin(), t.seeds.end());
+  std::vector<std::string> seed_names;
+  for (int64_t s : seeds) seed_names.push_back(std::to_string(s));
+  md += "\nFigures in %, mean ± sample sd over seeds " + join_names(seed_names) +
+        " (a zero-shot in-context task runs once); the average is the mean of the task scores (a task's score is the mean "
+        "of its figures, as GLUE averages MRPC's F1 and accuracy); dev sets unless a test split is named; –: the task does "
+        "not apply to the model." +
+        (!difference.is_null() && !difference["same_tasks"].get<bool>() ? " *: the rows average different tasks." : "") + "\n";
+  return md;
+}
+
+}  // namespace lmkit::eval
