@@ -35,7 +35,7 @@ struct Args {
   std::vector<int64_t> seeds;
   std::string device = "cpu", dtype = "fp32";
   int threads = 0;
-  bool dry_run = false;
+  bool dry_run = false, deterministic = false;
 };
 
 // What the tasks start from: a checkpoint, or a model config and tokenizer at random initialisation.
@@ -190,6 +190,7 @@ const char* evaluate_metric(eval::SuiteTaskType kind) {
 std::vector<std::string> runtime_flags(const Args& a, int64_t seed) {
   std::vector<std::string> f = {"--seed", std::to_string(seed), "--device", a.device};
   if (a.threads > 0) f.insert(f.end(), {"--threads", std::to_string(a.threads)});
+  if (a.deterministic) f.push_back("--deterministic");
   return f;
 }
 
@@ -412,6 +413,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", a.device, "cpu, cuda or cuda:N (given to every run)");
   app.add_option("--threads", a.threads, "CPU threads of every run (0: the apps' default, every core)")->check(non_negative());
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast in finetuning")->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_flag("--deterministic", a.deterministic, "given to every run: deterministic kernels only (docs/training.md)");
   app.add_flag("--dry-run", a.dry_run, "print the commands of the runs still to do, run nothing");
   app.add_option("--collect", a.collect, "print one table of these finished suite runs (comma-separated --output "
                  "directories), run nothing")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -2,10 +2,12 @@
 // a complete checkpoint; resumed runs equal uninterrupted ones; bad input is
 // one error line and exit 2.
 #include <catch2/catch.hpp>
+#include <caffe2/serialize/inline_container.h>
 
 #include <filesystem>
 #include <chrono>
 #include <fstream>
+#include <algorithm>
 #include <thread>
 
 #include "app_runner.h"
@@ -21,6 +23,21 @@ namespace {
 
 std::string sample(const std::string& name) { return test::source_dir() + "/data/wikitext-2-sample/" + name; }
 std::string preset(const std::string& name) { return test::source_dir() + "/models/" + name + ".json"; }
+
+// The tensors of a torch::save archive (optimizer.pt), sorted: LibTorch writes an optimizer's
+// state in the order of a hash map keyed by parameter address, and stamps a random id on every
+// save, so two saves of equal state differ as files but hold the same tensors.
+std::vector<std::string> archive_tensors(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  std::vector<std::string> out;
+  for (const auto& name : reader.getAllRecords()) {
+    if (name.rfind("data/", 0) != 0) continue;
+    auto [data, size] = reader.getRecord(name);
+    out.emplace_back(static_cast<const char*>(data.get()), size);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::vector<Json> metrics(const std::string& dir, const std::string& split) {
   std::vector<Json> out;
@@ -102,6 +119,30 @@ TEST_CASE("pretrain: a resumed run logs exactly what an uninterrupted one does",
     CHECK(std::abs(a[i]["loss"].get<double>() - b[i]["loss"].get<double>()) <= 1e-6);
   }
   CHECK(read_file(dir / "once/final/model.safetensors") == read_file(dir / "twice/final/model.safetensors"));
+}
+
+TEST_CASE("pretrain: the same command twice gives bitwise-identical losses and weights, --deterministic too", "[apps][pretrain]") {
+  // What a seed fixes (docs/training.md): the same machine and thread count, two threads here, dropout on.
+  test::TempDir dir;
+  for (const std::string mode : {"", "deterministic"}) {
+    const std::string a = dir / (mode + "a"), b = dir / (mode + "b");
+    for (const std::string& out : {a, b}) {
+      auto r = run(base_args("bert-tiny", out, 6) + " --threads 2 --seed 11" + (mode.empty() ? "" : " --deterministic"));
+      INFO(r.out);
+      REQUIRE(r.code == 0);
+    }
+    for (const char* split : {"train", "valid"}) {
+      auto x = metrics(a, split), y = metrics(b, split);
+      REQUIRE(x.size() == y.size());
+      REQUIRE(!x.empty());
+      for (size_t i = 0; i < x.size(); ++i) CHECK(x[i]["loss"].get<double>() == y[i]["loss"].get<double>());
+    }
+    CHECK(read_file(a + "/final/model.safetensors") == read_file(b + "/final/model.safetensors"));
+    const auto x = archive_tensors(a + "/final/optimizer.pt"), y = archive_tensors(b + "/final/optimizer.pt");
+    CHECK(x.size() > 3);
+    CHECK(x == y);
+  }
+  CHECK(load_json_file(dir / "deterministica/config.json")["deterministic"] == "true");
 }
 
 TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished run", "[apps][pretrain]") {

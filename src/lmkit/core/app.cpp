@@ -53,6 +53,9 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
   app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: every core)")->check(non_negative());
   app.add_option("--device", options.device, "cpu, cuda or cuda:N");
   app.add_option("--seed", options.seed, "seed for every random number generator");
+  app.add_flag("--deterministic", options.deterministic,
+               "deterministic kernels only (LibTorch's; CUDA: cuDNN's and a fixed cuBLAS workspace); an op without one "
+               "is an error");
 }
 
 void add_config_flag(CLI::App& app) {

@@ -132,8 +132,20 @@ bool lever_disabled(const std::string& name) {
   return std::find(disabled.begin(), disabled.end(), name) != disabled.end();
 }
 
+// --deterministic: LibTorch's deterministic kernels, and an error for an op that has none (never a
+// silently nondeterministic run); on CUDA also cuDNN's deterministic algorithms without autotuning,
+// and the fixed cuBLAS workspace deterministic cuBLAS needs (set before the first cuBLAS handle,
+// unless the user set one).
+static void set_deterministic() {
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setDeterministicCuDNN(true);
+  at::globalContext().setBenchmarkCuDNN(false);
+}
+
 c10::Device init_runtime(const RuntimeOptions& options) {
   if (!lever_disabled("allocator")) install_caching_cpu_allocator();
+  if (options.deterministic) set_deterministic();
   c10::Device device = parse_device(options.device);
   set_threads(options.threads);
   seed_everything(options.seed);

@@ -16,6 +16,7 @@ struct RuntimeOptions {
   int threads = 0;             ///< 0: every core (LibTorch defaults to half of them on x86-64)
   std::string device = "cpu";  ///< cpu, cuda, cuda:N
   uint64_t seed = 42;
+  bool deterministic = false;  ///< LibTorch's deterministic kernels only (docs/training.md, "What a seed fixes")
 };
 
 /// Parses `cpu`, `cuda`, `cuda:N`. Throws InputError when the device does not exist

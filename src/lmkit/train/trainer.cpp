@@ -144,7 +144,7 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   if (!fs::exists(path)) return;
   const Json before = load_json_file(path);
   static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
-                                                   "keep-last", "log-every", "prefetch", "threads", "device",
+                                                   "keep-last", "log-every", "prefetch", "threads", "device", "deterministic",
                                                    "backend", "dist-timeout", "allow-changes", "output", "overwrite",
                                                    "tensorboard", "no-tensorboard"};
   std::string changed;
