@@ -39,7 +39,7 @@ struct Args {
   data::PairSpec pairs;        ///< generation: where sources and targets are
   data::Seq2SeqOptions s2s;    ///< generation: prefix, separator, lengths
   int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
-  bool overwrite = false;
+  bool overwrite = false, rouge_stemmer = false;
 };
 
 // The checkpoint's model, its vocabulary checked against the tokenizer evaluation uses.
@@ -161,6 +161,7 @@ void seq2seq_format(Args& a, const CLI::App& app, const models::Family& family, 
   pick("--source-lang", "source_lang", a.pairs.source_lang), pick("--target-lang", "target_lang", a.pairs.target_lang);
   pick("--source-prefix", "source_prefix", a.s2s.source_prefix), pick("--separator", "separator", a.s2s.separator);
   pick("--max-target-length", "max_target_length", a.s2s.max_target_length);
+  pick("--rouge-stemmer", "rouge_stemmer", a.rouge_stemmer);
   a.s2s.max_source_length = app.count("--seq-len") ? a.seq_len : j.value("max_length", a.s2s.max_source_length);
   if (!app.count("--beams")) a.beams = j.value("beams", int64_t{1});
   if (!app.count("--max-new-tokens")) a.max_new_tokens = j.value("max_new_tokens", int64_t{0});
@@ -181,7 +182,7 @@ Json generation(Args a, const CLI::App& app, const tokenizer::Tokenizer& tok, c1
   model->to(device);
   const data::Seq2SeqDataset ds(data::read_text_pairs(a.data, a.pairs), a.data, tok, a.s2s);
   std::vector<std::string> texts;
-  Json r = eval::evaluate_text_to_text(*model, tok, ds, g, a.batch_size, data::pad_id(tok), device, &texts);
+  Json r = eval::evaluate_text_to_text(*model, tok, ds, g, a.batch_size, data::pad_id(tok), device, &texts, a.rouge_stemmer);
   if (!a.predictions.empty()) write_file_atomic(a.predictions, eval::predictions_lines(texts));
   r["beams"] = a.beams, r["max_new_tokens"] = g.max_new_tokens;
   return r;
@@ -384,9 +385,12 @@ int main(int argc, char** argv) {
                  "bleu, generation: longest generated text (bleu: 64; generation: as finetuned)")
       ->check(positive());
   add_text_pair_flags(app, a.pairs, a.s2s, "generation", "--data", " (default: as finetuned)");
+  app.add_flag("--rouge-stemmer,!--no-rouge-stemmer", a.rouge_stemmer,
+               "generation: ROUGE over Porter-stemmed words, rouge-score's use_stemmer (default: as finetuned)");
   add_in_context_flags(app, a);
   add_runtime_flags(app, a.runtime);
   return run_app(app, argc, argv, [&] {
+    check_input(a.metric == "generation" || !app.count("--rouge-stemmer"), "--rouge-stemmer applies to --metric generation");
     a.data = a.data_files.back();
     a.icl.batch_size = a.batch_size;
     a.icl.seed = app.count("--seed") ? a.runtime.seed : 1234;  // lm-evaluation-harness' few-shot seed

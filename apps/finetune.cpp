@@ -43,6 +43,7 @@ struct Args {
   data::Seq2SeqOptions s2s;    ///< seq2seq: prefix, separator, target length
   int64_t beams = 1, max_new_tokens = 0;
   std::string best_metric = "bleu";
+  bool rouge_stemmer = false;
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0, max_train_examples = 0;
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   bool resume = false, overwrite = false;
@@ -291,7 +292,8 @@ void save_seq2seq_info(const Args& a, const std::string& dir) {
                                           {"source_lang", a.pairs.source_lang},
                                           {"target_lang", a.pairs.target_lang},
                                           {"beams", a.beams},
-                                          {"max_new_tokens", a.max_new_tokens}});
+                                          {"max_new_tokens", a.max_new_tokens},
+                                          {"rouge_stemmer", a.rouge_stemmer}});
 }
 
 // Source and target lengths within the model's positions (a decoder-only model holds both in one sequence).
@@ -342,7 +344,7 @@ void run_seq2seq(Args b, Session& s, const Json& resolved) {
   const c10::Device device = s.started.device;
   const eval::GenerationOptions g = eval::text_generation_options(b.beams, b.max_new_tokens, b.s2s.max_target_length);
   task.evaluate = [&b, &s, dev = dev_set, g, device](models::Model& m) {
-    return eval::evaluate_text_to_text(m, s.tok, *dev, g, b.batch_size, s.pad, device);
+    return eval::evaluate_text_to_text(m, s.tok, *dev, g, b.batch_size, s.pad, device, nullptr, b.rouge_stemmer);
   };
   task.save_info = [&b](const std::string& dir) { save_seq2seq_info(b, dir); };
   int64_t per_epoch = 0;
@@ -350,7 +352,8 @@ void run_seq2seq(Args b, Session& s, const Json& resolved) {
   if (!s.leader) return;
   auto best = load_best(b, device);
   std::vector<std::string> predictions;
-  const Json dev = eval::evaluate_text_to_text(*best, s.tok, *dev_set, g, b.batch_size, s.pad, device, &predictions);
+  const Json dev = eval::evaluate_text_to_text(*best, s.tok, *dev_set, g, b.batch_size, s.pad, device, &predictions,
+                                               b.rouge_stemmer);
   write_file_atomic(b.output + "/predictions.txt", eval::predictions_lines(predictions));
   const Json result = best_result(b, dev, summary, per_epoch);
   const std::string what = "best dev (epoch " + std::to_string(result["best_epoch"].get<int64_t>()) + ")";
@@ -381,6 +384,7 @@ void add_seq2seq_flags(CLI::App& app, Args& a) {
       ->check(non_negative());
   app.add_option("--best-metric", a.best_metric, "seq2seq: the dev figure that picks the best epoch")
       ->check(CLI::IsMember({"bleu", "exact_match", "f1", "rouge1", "rouge2", "rougeL"}));
+  app.add_flag("--rouge-stemmer", a.rouge_stemmer, "seq2seq: ROUGE over Porter-stemmed words (rouge-score's use_stemmer)");
 }
 
 }  // namespace
@@ -433,7 +437,8 @@ int main(int argc, char** argv) {
   return run_app(app, argc, argv, [&] {
     if (token_task(a)) set_tagged_format(app, a);
     for (const char* flag : {"--source-column", "--target-column", "--source-lang", "--target-lang", "--source-prefix",
-                             "--separator", "--max-target-length", "--beams", "--max-new-tokens", "--best-metric"}) {
+                             "--separator", "--max-target-length", "--beams", "--max-new-tokens", "--best-metric",
+                             "--rouge-stemmer"}) {
       check_input(seq2seq_task(a) || !app.count(flag), std::string(flag) + " applies to --task seq2seq");
     }
     a.pairs.format = a.columns.format;

@@ -6,10 +6,17 @@
       random word sequences with casing, punctuation, articles, digits, non-ASCII
       letters and typographic quotes — and writes, per pair, SQuAD v1.1's exact match
       and F1 (its official evaluate script's formulas, below) and rouge-score's
-      ROUGE-1/2/L precision, recall and F-measure (default tokenizer, no stemming),
-      and per set sacreBLEU's corpus BLEU. With --run, runs `LMKIT_TESTS "[genmetrics]"`
-      with LMKIT_GENERATION_CASES=CASES.json, which compares lmkit's metrics to every
-      figure. tests/fixtures/generation/cases.json is `cases --seed 1 --sets 40`.
+      ROUGE-1/2/L precision, recall and F-measure (default tokenizer, without and with
+      its Porter stemmer), and per set sacreBLEU's corpus BLEU; and beside it,
+      CASES.porter.json, NLTK's Porter stems of words drawn as `stems` draws them. With
+      --run, runs `LMKIT_TESTS "[genmetrics]"` with LMKIT_GENERATION_CASES=CASES.json
+      and LMKIT_PORTER_CASES=CASES.porter.json, which compares lmkit's metrics and
+      stemmer to every figure. tests/fixtures/generation/cases.json is
+      `cases --seed 1 --sets 40` (its porter.json is `stems --seed 1`).
+  generation_metrics.py stems --out FILE [--seed N] [--words N]
+      NLTK's PorterStemmer() (rouge-score's use_stemmer) on every word of the bundled
+      WikiText-2 sample that rouge-score's tokenizer keeps, and on N made-up words:
+      roots with each rule's suffixes, y runs and the irregular forms.
   generation_metrics.py check --result RESULT.json --predictions FILE --references FILE
       The figures lmkit-evaluate --metric generation wrote in RESULT.json against the
       libraries' on its predictions (one per line) and the references.
@@ -72,17 +79,19 @@ def squad_exact_match(prediction, ground_truth):
 
 
 SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+STEMMING_SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
 
 
 def pair_figures(prediction, reference):
-    r = SCORER.score(reference, prediction)  # score(target, prediction)
     out = {"exact_match": float(squad_exact_match(prediction, reference)), "f1": float(squad_f1(prediction, reference))}
-    for k, v in r.items():
+    for k, v in SCORER.score(reference, prediction).items():  # score(target, prediction)
         out[k] = [v.precision, v.recall, v.fmeasure]
+    for k, v in STEMMING_SCORER.score(reference, prediction).items():
+        out[k + "_stemmed"] = [v.precision, v.recall, v.fmeasure]
     return out
 
 
-def corpus_figures(predictions, references):
+def corpus_figures(predictions, references, stemmed=False):
     """What lmkit's generation_scores reports (0-100): corpus BLEU, the other figures averaged."""
     n = len(predictions)
     pairs = [pair_figures(p, r) for p, r in zip(predictions, references)]
@@ -90,8 +99,49 @@ def corpus_figures(predictions, references):
     for k in ("exact_match", "f1"):
         out[k] = 100.0 * sum(x[k] for x in pairs) / n
     for k in ("rouge1", "rouge2", "rougeL"):
-        out[k] = 100.0 * sum(x[k][2] for x in pairs) / n
+        out[k] = 100.0 * sum(x[k + ("_stemmed" if stemmed else "")][2] for x in pairs) / n
     return out
+
+
+SUFFIXES = ["ational", "tional", "enci", "anci", "izer", "bli", "abli", "alli", "entli", "eli", "ousli", "ization",
+            "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti", "iviti", "biliti", "fulli", "logi", "icate",
+            "ative", "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant",
+            "ement", "ment", "ent", "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "ll", "ies",
+            "ied", "sses", "ss", "s", "ed", "ing", "eed", "y", "yy", "ly", "ing", "ings", "edly", "iness", "ably", ""]
+IRREGULAR = ["sky", "skies", "dying", "lying", "tying", "news", "innings", "inning", "outings", "outing", "cannings",
+             "canning", "howe", "proceed", "exceed", "succeed", "yyyy", "ayyy", "syzygy", "toy", "ies", "ied", "tied",
+             "cries", "agreed", "feed", "bled", "sing", "hopping", "falling", "hissing", "fizzed", "failing", "filing",
+             "controll", "roll", "happy", "generalizations", "oscillators", "analogousli", "archaeology", "a", "is",
+             "as", "ye", "yo", "xyz", "1984", "b2b", "mp3s"]
+
+
+def porter_words(rng, n):
+    """Every token of the bundled WikiText-2 sample (rouge-score's tokenizer) and n made-up words."""
+    from rouge_score import tokenize
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(source, "data", "wikitext-2-sample", "valid.txt"), encoding="utf-8") as f:
+        words = set(tokenize.tokenize(f.read(), None))
+    roots = sorted(w for w in words if w.isalpha())
+    words.update(IRREGULAR)
+    for _ in range(n):
+        root = rng.choice(roots)[: rng.randint(1, 8)] if rng.random() < 0.7 else "".join(
+            rng.choice("aeiouybcdlmnrstyy") for _ in range(rng.randint(1, 7)))
+        words.add(root + rng.choice(SUFFIXES) + (rng.choice(SUFFIXES) if rng.random() < 0.3 else ""))
+    return sorted(words)
+
+
+def porter_cases(seed, n):
+    from nltk.stem import porter
+    import nltk
+    stemmer = porter.PorterStemmer()
+    return {"nltk": nltk.__version__, "stems": {w: stemmer.stem(w) for w in porter_words(random.Random(seed), n)}}
+
+
+def stems(a):
+    cases = porter_cases(a.seed, a.words)
+    with open(a.out, "w") as f:
+        json.dump(cases, f, indent=0, sort_keys=True)
+    print(f"{len(cases['stems'])} Porter stems (NLTK {cases['nltk']}) written to {a.out}")
 
 
 WORDS = ["the", "a", "an", "The", "cat", "Cat", "sat", "on", "mat", "dog", "ran", "far", "away", "in", "Paris", "1984",
@@ -137,8 +187,12 @@ def cases(a):
     with open(a.out, "w") as f:
         json.dump(sets, f, ensure_ascii=False)
     print(f"{len(sets)} generation-metric sets ({sum(len(s['pairs']) for s in sets)} pairs) written to {a.out}")
+    porter_out = os.path.splitext(a.out)[0] + ".porter.json"
+    a_stems = argparse.Namespace(out=porter_out, seed=a.seed, words=4000)
+    stems(a_stems)
     if a.run:
-        r = subprocess.run([a.run, "[genmetrics]"], env={**os.environ, "LMKIT_GENERATION_CASES": a.out})
+        env = {**os.environ, "LMKIT_GENERATION_CASES": a.out, "LMKIT_PORTER_CASES": porter_out}
+        r = subprocess.run([a.run, "[genmetrics]"], env=env)
         sys.exit(r.returncode)
 
 
@@ -149,7 +203,8 @@ def check(a):
     with open(a.references, encoding="utf-8") as f:
         references = f.read().split("\n")[:-1]
     assert len(predictions) == len(references) == result["examples"], (len(predictions), len(references))
-    want = corpus_figures(predictions, references)
+    want = corpus_figures(predictions, references, stemmed=result.get("rouge_stemmer", False))
+    print(f"ROUGE {'with' if result.get('rouge_stemmer', False) else 'without'} the Porter stemmer")
     bad = 0
     for k, v in want.items():
         ok = abs(result[k] - v) <= 1e-9 * max(1.0, abs(v))
@@ -188,6 +243,15 @@ def real(a):
     a.references = os.path.join(a.work, "references.txt")
     with open(dev) as f, open(a.references, "w") as out:
         out.writelines(line.rstrip("\n").split("\t")[1] + "\n" for line in list(f)[1:])
+    try:
+        check(a)
+    except SystemExit as e:
+        if e.code:
+            raise
+    # The same outputs with rouge-score's stemmer.
+    a.result = os.path.join(a.work, "eval-stemmed.json")
+    run("lmkit-evaluate", "--checkpoint", os.path.join(a.work, "ft", "best"), "--data", dev, "--metric", "generation",
+        "--output", a.result, "--rouge-stemmer")
     check(a)
 
 
@@ -203,11 +267,15 @@ def main():
     k.add_argument("--result", required=True)
     k.add_argument("--predictions", required=True)
     k.add_argument("--references", required=True)
+    p = sub.add_parser("stems")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--words", type=int, default=2000)
     r = sub.add_parser("real")
     r.add_argument("--bin", required=True)
     r.add_argument("--work", required=True)
     a = ap.parse_args()
-    {"cases": cases, "check": check, "real": real}[a.command](a)
+    {"cases": cases, "check": check, "real": real, "stems": stems}[a.command](a)
 
 
 if __name__ == "__main__":

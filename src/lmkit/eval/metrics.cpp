@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "lmkit/core/error.h"
+#include "lmkit/eval/porter.h"
 #include "lmkit/tokenizer/unicode.h"
 
 namespace lmkit::eval {
@@ -278,7 +279,7 @@ double squad_f1(const std::string& prediction, const std::string& truth) {
   return f_measure(same / np, same / ng);
 }
 
-std::vector<std::string> rouge_tokenize(const std::string& text) {
+std::vector<std::string> rouge_tokenize(const std::string& text, bool stem) {
   std::vector<std::string> tokens;
   std::string token;
   for (const char32_t c : uni::lowercase(uni::decode_utf8(text))) {
@@ -290,6 +291,11 @@ std::vector<std::string> rouge_tokenize(const std::string& text) {
     }
   }
   if (!token.empty()) tokens.push_back(std::move(token));
+  if (stem) {
+    for (auto& t : tokens) {
+      if (t.size() > 3) t = porter_stem(t);
+    }
+  }
   return tokens;
 }
 
@@ -326,7 +332,8 @@ RougeScore rouge_l(const std::vector<std::string>& target, const std::vector<std
   return s;
 }
 
-GenerationScores generation_scores(const std::vector<std::string>& predictions, const std::vector<std::string>& references) {
+GenerationScores generation_scores(const std::vector<std::string>& predictions, const std::vector<std::string>& references,
+                                   bool rouge_stemmer) {
   check_input(predictions.size() == references.size(), std::to_string(predictions.size()) + " predictions but " +
                                                            std::to_string(references.size()) + " references");
   GenerationScores s;
@@ -336,7 +343,7 @@ GenerationScores generation_scores(const std::vector<std::string>& predictions, 
   for (size_t i = 0; i < predictions.size(); ++i) {
     s.exact_match += squad_exact_match(predictions[i], references[i]);
     s.f1 += squad_f1(predictions[i], references[i]);
-    const auto t = rouge_tokenize(references[i]), p = rouge_tokenize(predictions[i]);
+    const auto t = rouge_tokenize(references[i], rouge_stemmer), p = rouge_tokenize(predictions[i], rouge_stemmer);
     s.rouge1 += rouge_n(t, p, 1).fmeasure, s.rouge2 += rouge_n(t, p, 2).fmeasure, s.rougeL += rouge_l(t, p).fmeasure;
   }
   const double scale = 100.0 / static_cast<double>(predictions.size());

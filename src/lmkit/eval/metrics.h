@@ -54,9 +54,10 @@ double squad_exact_match(const std::string& prediction, const std::string& truth
 /// strings' whitespace tokens (0 when they share none, an empty pair included).
 double squad_f1(const std::string& prediction, const std::string& truth);
 
-/// rouge-score's default tokenizer (no stemming): lower case, every run of
-/// characters other than a-z and 0-9 a separator.
-std::vector<std::string> rouge_tokenize(const std::string& text);
+/// rouge-score's default tokenizer: lower case, every run of characters other than
+/// a-z and 0-9 a separator; with `stem` (its use_stemmer=True), every token longer
+/// than three characters replaced by its Porter stem (eval/porter.h).
+std::vector<std::string> rouge_tokenize(const std::string& text, bool stem = false);
 
 struct RougeScore {
   double precision = 0, recall = 0, fmeasure = 0;
@@ -74,6 +75,8 @@ struct GenerationScores {
   double bleu = 0, exact_match = 0, f1 = 0, rouge1 = 0, rouge2 = 0, rougeL = 0;
   int64_t examples = 0;
 };
-GenerationScores generation_scores(const std::vector<std::string>& predictions, const std::vector<std::string>& references);
+/// `rouge_stemmer`: ROUGE over Porter-stemmed tokens, as rouge-score's use_stemmer=True.
+GenerationScores generation_scores(const std::vector<std::string>& predictions, const std::vector<std::string>& references,
+                                   bool rouge_stemmer = false);
 
 }  // namespace lmkit::eval

@@ -59,6 +59,7 @@ const std::vector<FlagKey>& flag_keys() {
       {"beams", "--beams", Value::kInt, kS2s, 0},
       {"max_new_tokens", "--max-new-tokens", Value::kInt, kS2s, 0},
       {"best_metric", "--best-metric", Value::kString, kS2s, 0},
+      {"rouge_stemmer", "--rouge-stemmer", Value::kBool, kS2s, 0},
       {"shots", "--shots", Value::kInt, kIcl, 0},
       {"delimiter", "--delimiter", Value::kString, kIcl, 0},
       {"example_delimiter", "--example-delimiter", Value::kString, kIcl, 0},

@@ -16,9 +16,9 @@ GenerationOptions text_generation_options(int64_t beams, int64_t max_new_tokens,
 
 Json evaluate_text_to_text(models::Model& model, const tokenizer::Tokenizer& tok, const data::Seq2SeqDataset& dataset,
                            const GenerationOptions& options, int64_t batch_size, int32_t pad_id, c10::Device device,
-                           std::vector<std::string>* predictions) {
+                           std::vector<std::string>* predictions, bool rouge_stemmer) {
   auto texts = generate_texts(model, tok, dataset.prompts(), options, batch_size, pad_id, device);
-  const GenerationScores s = generation_scores(texts, dataset.references());
+  const GenerationScores s = generation_scores(texts, dataset.references(), rouge_stemmer);
   if (predictions) *predictions = std::move(texts);
   return {{"bleu", s.bleu},
           {"exact_match", s.exact_match},
@@ -26,6 +26,7 @@ Json evaluate_text_to_text(models::Model& model, const tokenizer::Tokenizer& tok
           {"rouge1", s.rouge1},
           {"rouge2", s.rouge2},
           {"rougeL", s.rougeL},
+          {"rouge_stemmer", rouge_stemmer},
           {"examples", s.examples},
           {"truncated_sources", dataset.truncated_sources()},
           {"truncated_targets", dataset.truncated_targets()}};

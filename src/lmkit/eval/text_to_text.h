@@ -19,10 +19,11 @@ GenerationOptions text_generation_options(int64_t beams, int64_t max_new_tokens,
 
 /// The metrics generation_scores computes, as lmkit-finetune's dev figures and
 /// lmkit-evaluate --metric generation report them: bleu, exact_match, f1, rouge1,
-/// rouge2, rougeL (0–100), examples, and the truncated sources and targets.
+/// rouge2, rougeL (0–100; over Porter-stemmed tokens with `rouge_stemmer`), examples,
+/// and the truncated sources and targets.
 Json evaluate_text_to_text(models::Model& model, const tokenizer::Tokenizer& tokenizer, const data::Seq2SeqDataset& dataset,
                            const GenerationOptions& options, int64_t batch_size, int32_t pad_id, c10::Device device,
-                           std::vector<std::string>* predictions = nullptr);
+                           std::vector<std::string>* predictions = nullptr, bool rouge_stemmer = false);
 
 /// One prediction per line; a line break inside a generated text becomes a space so
 /// that line i stays example i.
