@@ -340,6 +340,9 @@ void add_in_context_flags(CLI::App& app, Args& a) {
   app.add_option("--delimiter", a.icl.delimiter, "in-context: between context and continuation (default a space)");
   app.add_option("--example-delimiter", a.icl.example_delimiter,
                  "in-context: after each demonstration (default a newline)");
+  app.add_flag("!--no-context-cache", a.icl.share_context,
+               "in-context: read an example's context once per choice (lm-evaluation-harness' way), not once "
+               "through the KV cache for all its choices");
 }
 
 }  // namespace

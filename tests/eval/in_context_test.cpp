@@ -72,7 +72,7 @@ TEST_CASE("in-context: a GPT scores every choice, and shots and truncation are c
   const auto& f = test::data_fixture("gpt2");
   torch::manual_seed(0);
   auto model = models::create_model({{"model_type", "gpt2"}, {"vocab_size", f.tok->vocab_size()}, {"n_embd", 32},
-                                     {"n_layer", 1}, {"n_head", 2}, {"n_positions", 32}},
+                                     {"n_layer", 2}, {"n_head", 2}, {"n_positions", 32}},
                                     "test");
   const auto task = eval::read_icl_task(icl("multiple_choice.jsonl"));
   eval::IclOptions o;
@@ -93,6 +93,20 @@ TEST_CASE("in-context: a GPT scores every choice, and shots and truncation are c
       CHECK(single[i].loglikelihoods[c] == Approx(scores[i].loglikelihoods[c]).margin(1e-4));
     }
   }
+  // Every choice reading its own context gives the same scores as one pass through the KV cache.
+  CHECK(r["shared_contexts"].get<int64_t>() > 10);
+  o.share_context = false;
+  std::vector<eval::IclScore> unshared;
+  const Json plain = eval::evaluate_in_context(*model, *f.tok, task, o, c10::Device("cpu"), &unshared);
+  CHECK(plain["shared_contexts"] == 0);
+  for (size_t i = 0; i < 24; ++i) {
+    CHECK(unshared[i].greedy == scores[i].greedy);
+    CHECK(unshared[i].tokens == scores[i].tokens);
+    for (size_t c = 0; c < unshared[i].loglikelihoods.size(); ++c) {
+      CHECK(unshared[i].loglikelihoods[c] == Approx(scores[i].loglikelihoods[c]).margin(1e-5));
+    }
+  }
+  o.share_context = true;
   // Five shots overflow 32 positions: contexts keep their last tokens and are counted.
   o.shots = 5;
   const Json five = eval::evaluate_in_context(*model, *f.tok, task, o, c10::Device("cpu"));

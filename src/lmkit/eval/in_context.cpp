@@ -259,6 +259,14 @@ struct Scored {
   bool greedy = true, truncated = false;
 };
 
+// Scores continuation `cont` from the logits predicting its tokens (n, V), the first row from the context's end.
+void score_continuation(const at::Tensor& logits, const std::vector<int32_t>& cont, c10::Device device, Scored& out) {
+  const at::Tensor lp = logits.to(at::kFloat).log_softmax(-1);
+  const at::Tensor target = at::tensor(std::vector<int64_t>(cont.begin(), cont.end()), at::kLong).to(device);
+  out.loglikelihood = lp.gather(1, target.unsqueeze(1)).sum().item<double>();
+  out.greedy = lp.argmax(-1).eq(target).all().item<bool>();
+}
+
 // The model's input for a request: context then continuation, the last token predicted
 // rather than read, left-truncated to the model's positions (lm-evaluation-harness' rule).
 std::vector<int64_t> model_input(const Request& r, int64_t max_positions, bool* truncated) {
@@ -294,10 +302,57 @@ void score_batch(models::Model& model, const std::vector<Request>& requests, con
     // A continuation longer than the model's window is scored on its last tokens that fit.
     const int64_t n = std::min(static_cast<int64_t>(cont.size()), length);
     if (n == 0) continue;
-    const at::Tensor lp = logits[static_cast<int64_t>(k)].slice(0, length - n, length).to(at::kFloat).log_softmax(-1);
-    const at::Tensor target = at::tensor(std::vector<int64_t>(cont.end() - n, cont.end()), at::kLong).to(device);
-    out[rows[k]].loglikelihood = lp.gather(1, target.unsqueeze(1)).sum().item<double>();
-    out[rows[k]].greedy = lp.argmax(-1).eq(target).all().item<bool>();
+    score_continuation(logits[static_cast<int64_t>(k)].slice(0, length - n, length),
+                       std::vector<int32_t>(cont.end() - n, cont.end()), device, out[rows[k]]);
+  }
+}
+
+// Whether requests [first, first + count) of one example share their context, and it pays: two or
+// more, the same context tokens, each continuation non-empty, none truncated, and the context tokens
+// saved ((count - 1) x context) at least the tokens the choices still read — one example at a time
+// forgoes the batching of examples, so two long choices after a short question (PIQA at 0 shots)
+// are faster batched.
+bool shares_context(const std::vector<Request>& requests, size_t first, size_t count, int64_t max_positions) {
+  if (count < 2) return false;
+  size_t read = 0;
+  for (size_t r = first; r < first + count; ++r) {
+    const Request& q = requests[r];
+    if (q.context != requests[first].context || q.continuation.empty()) return false;
+    if (max_positions > 0 && static_cast<int64_t>(q.context.size() + q.continuation.size()) > max_positions + 1) {
+      return false;
+    }
+    read += q.continuation.size();
+  }
+  return (count - 1) * requests[first].context.size() >= read;
+}
+
+// One example's choices against one pass over their shared context: the context fills the KV
+// cache once and predicts every choice's first token; the cache is copied to one row per choice,
+// which reads the rest of its tokens (right-padded: a causal model's padding changes nothing before it).
+void score_shared(models::Model& model, const std::vector<Request>& requests, size_t first, size_t count, int32_t pad,
+                  c10::Device device, std::vector<Scored>& out) {
+  const auto& context = requests[first].context;
+  auto session = model.start_decoding({}, {}, /*use_cache=*/true);
+  const at::Tensor ctx = at::tensor(std::vector<int64_t>(context.begin(), context.end()), at::kLong).view({1, -1});
+  const at::Tensor head = session->step(ctx.to(device));  // (1, V)
+  size_t width = 0;
+  for (size_t r = first; r < first + count; ++r) width = std::max(width, requests[r].continuation.size() - 1);
+  at::Tensor rest;  // (count, width, V)
+  if (width > 0) {
+    std::vector<int64_t> ids(count * width, pad);
+    for (size_t k = 0; k < count; ++k) {
+      const auto& cont = requests[first + k].continuation;
+      std::copy(cont.begin(), cont.end() - 1, ids.begin() + static_cast<std::ptrdiff_t>(k * width));
+    }
+    session->select(at::zeros({static_cast<int64_t>(count)}, at::kLong).to(device));
+    const std::vector<int64_t> shape{static_cast<int64_t>(count), static_cast<int64_t>(width)};
+    rest = session->step_all(at::tensor(ids, at::kLong).view(shape).to(device));
+  }
+  for (size_t k = 0; k < count; ++k) {
+    const auto& cont = requests[first + k].continuation;
+    at::Tensor logits = head;
+    if (cont.size() > 1) logits = at::cat({head, rest[static_cast<int64_t>(k)].slice(0, 0, cont.size() - 1)}, 0);
+    score_continuation(logits, cont, device, out[first + k]);
   }
 }
 
@@ -384,15 +439,26 @@ Json evaluate_in_context(models::Model& model, const tokenizer::Tokenizer& tok, 
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Request> requests = build_requests(tok, task, o, eos);
   const int64_t max_positions = model.generation_spec().max_positions;
-  // Longest first, so that a batch holds similar lengths (and the first one shows a memory problem at once).
-  std::vector<size_t> order(requests.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+  // The examples whose choices share a context go through the KV cache one by one; every other
+  // request is batched, longest first, so that a batch holds similar lengths (and the first one
+  // shows a memory problem at once).
+  std::vector<std::pair<size_t, size_t>> shared;  // (first request, count)
+  std::vector<size_t> order;
+  for (size_t first = 0, count = 0; first < requests.size(); first += count) {
+    for (count = 1; first + count < requests.size() && requests[first + count].example == requests[first].example;) ++count;
+    if (o.share_context && shares_context(requests, first, count, max_positions)) {
+      shared.emplace_back(first, count);
+    } else {
+      for (size_t r = first; r < first + count; ++r) order.push_back(r);
+    }
+  }
   auto length = [&](size_t r) { return requests[r].context.size() + requests[r].continuation.size(); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return length(a) > length(b); });
   std::vector<Scored> scored(requests.size());
   {
     c10::InferenceMode inference;
     nn::EvalMode eval_mode(model);
+    for (const auto& [first, count] : shared) score_shared(model, requests, first, count, eos, device, scored);
     for (size_t first = 0; first < order.size(); first += static_cast<size_t>(o.batch_size)) {
       const size_t last = std::min(order.size(), first + static_cast<size_t>(o.batch_size));
       score_batch(model, requests, std::vector<size_t>(order.begin() + first, order.begin() + last), max_positions, eos,
@@ -407,6 +473,7 @@ Json evaluate_in_context(models::Model& model, const tokenizer::Tokenizer& tok, 
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r["truncated"] = truncated.size();
+  r["shared_contexts"] = shared.size();
   r["requests"] = requests.size();
   r["seconds"] = seconds;
   r["examples_per_second"] = seconds > 0 ? static_cast<double>(scores.size()) / seconds : 0.0;

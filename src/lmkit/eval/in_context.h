@@ -66,6 +66,9 @@ struct IclOptions {
   std::string delimiter = " ";           ///< between context and continuation
   std::string example_delimiter = "\n";  ///< after each demonstration
   int64_t batch_size = 8;
+  /// The choices of an example that share one context score it once, through the KV cache
+  /// (false: every choice re-reads its context, as lm-evaluation-harness does).
+  bool share_context = true;
 };
 
 /// Per example: each pair's log-likelihood, continuation token count and whether

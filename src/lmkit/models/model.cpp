@@ -17,15 +17,18 @@ class StandardSession : public DecodingSession {
       : decode_(std::move(decode)), head_(std::move(head)), memory_(std::move(memory)),
         memory_mask_(std::move(memory_mask)), use_cache_(use_cache) {}
 
-  at::Tensor step(const at::Tensor& tokens) override {
-    at::Tensor hidden;
-    if (use_cache_) {
-      hidden = decode_(tokens, &caches_, memory_, memory_mask_);  // (B, n, D)
-    } else {
-      history_ = history_.defined() ? at::cat({history_, tokens}, 1) : tokens;
-      hidden = decode_(history_, nullptr, memory_, memory_mask_);  // (B, T, D)
-    }
-    return head_(hidden.select(1, -1));  // (B, V)
+  at::Tensor step(const at::Tensor& tokens) override { return head_(append(tokens).select(1, -1)); }  // (B, V)
+
+  at::Tensor step_all(const at::Tensor& tokens) override {
+    const at::Tensor hidden = append(tokens);
+    return head_(hidden.slice(1, hidden.size(1) - tokens.size(1)));  // (B, n, V)
+  }
+
+  // The hidden states of the new positions (B, n, D), or with no cache of the whole sequence (B, T, D).
+  at::Tensor append(const at::Tensor& tokens) {
+    if (use_cache_) return decode_(tokens, &caches_, memory_, memory_mask_);
+    history_ = history_.defined() ? at::cat({history_, tokens}, 1) : tokens;
+    return decode_(history_, nullptr, memory_, memory_mask_);
   }
 
   void select(const at::Tensor& index) override {

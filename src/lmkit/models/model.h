@@ -30,6 +30,8 @@ class DecodingSession {
   virtual ~DecodingSession() = default;
   /// Appends `tokens` (B, n) to every row; returns the next-token logits (B, V).
   virtual at::Tensor step(const at::Tensor& tokens) = 0;
+  /// As step(), but the logits of every new position (B, n, V): scoring continuations of a cached context.
+  virtual at::Tensor step_all(const at::Tensor& tokens) = 0;
   /// Keeps rows `index` (B') of the state, in that order: beam search reorders and expands.
   virtual void select(const at::Tensor& index) = 0;
 };
