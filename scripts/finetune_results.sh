@@ -6,11 +6,13 @@
 #   scripts/finetune_results.sh conll   bert-mini (result 1's checkpoint) vs random, 3 seeds
 #   scripts/finetune_results.sh t2t     t5-mini (result 3) and gpt-mini (result 2) vs random
 #   scripts/finetune_results.sh icl     gpt-mini (result 2): LAMBADA and every ICL set, 0 and 5 shots
+#   scripts/finetune_results.sh gpt-corpus  the same gpt-mini on WikiText-2 + enwiki-extract, then the same figures
 #
 # Needs the pretrained checkpoints of sections 1-3 (runs/bert-mini-wt2, runs/gpt-mini-wt2,
 # runs/t5-mini-wt2; their commands are in docs/results.md) and DATA=<folder> naming a
-# datasets folder with conll2003/, sst2/, multi30k/, lambada/ and icl/ (not part of the
-# project; CoNLL-2003 is research use only: bring your own copy).
+# datasets folder with conll2003/, sst2/, multi30k/, lambada/ and icl/ (gpt-corpus: also
+# wikitext-2/ and enwiki-extract/; not part of the project; CoNLL-2003 is research use only:
+# bring your own copy).
 # Every run uses one thread, so two of these can run side by side on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,22 +76,40 @@ t2t() {
   done
 }
 
+# The in-context figures of a GPT run directory (default runs/gpt-mini-wt2): LAMBADA, every ICL set at 0 shots, five at 5.
 icl() {
-  local G=runs/gpt-mini-wt2/final
+  local R=${1:-runs/gpt-mini-wt2}
+  local G=$R/final
   $B/lmkit-evaluate --checkpoint $G --metric completion --data "$D/lambada/lambada_test.jsonl" --batch-size 16 \
-    --output runs/gpt-mini-wt2/lambada.json --overwrite "${T[@]}"
+    --output $R/lambada.json --overwrite "${T[@]}"
   $B/lmkit-evaluate --checkpoint $G --metric in-context --data "$D/icl" --batch-size 16 \
-    --output runs/gpt-mini-wt2/icl-0.json --predictions runs/gpt-mini-wt2/icl-0.jsonl --overwrite "${T[@]}"
+    --output $R/icl-0.json --predictions $R/icl-0.jsonl --overwrite "${T[@]}"
   # 5-shot: the sets with short examples (BoolQ's passages and LAMBADA's would take an hour on one thread here).
   local five=()
   for t in arc_easy arc_challenge piqa openbook_qa winograd_wsc; do five+=(--data "$D/icl/$t.jsonl"); done
   $B/lmkit-evaluate --checkpoint $G --metric in-context "${five[@]}" --shots 5 --batch-size 16 \
-    --output runs/gpt-mini-wt2/icl-5.json --predictions runs/gpt-mini-wt2/icl-5.jsonl --overwrite "${T[@]}"
+    --output $R/icl-5.json --predictions $R/icl-5.jsonl --overwrite "${T[@]}"
+}
+
+# gpt-mini as in docs/results.md section 2 (1,000 steps of 32 x 128 tokens), on WikiText-2 + the Wikipedia
+# extract (the corpus of scripts/objective_comparison.sh), then the in-context figures: what a 4.4x larger corpus moves.
+gpt_corpus() {
+  OUT=runs/objectives bash scripts/objective_comparison.sh corpus
+  local C=runs/objectives/corpus R=runs/gpt-mini-wt2-enwiki
+  [ -f $R/final/model.safetensors ] || $B/lmkit-pretrain --model models/gpt-mini.json --train $C/train.txt --valid $C/valid.txt \
+    --output $R --overwrite --vocab-size 8000 --steps 1000 --batch-size 32 --seq-len 128 --lr 1e-3 --warmup 100 \
+    --schedule cosine --eval-every 200 --eval-batches 60 --save-every 200 --log-every 10 --seed 1 "${T[@]}"
+  for split in valid test; do
+    $B/lmkit-evaluate --checkpoint $R/final --data "$D/wikitext-2/$split.txt" --metric perplexity --context 128 --stride 64 \
+      --batch-size 16 --output $R/eval-$split.json --overwrite "${T[@]}" > /dev/null
+  done
+  icl $R
 }
 
 case "${1:-}" in
   conll) conll ;;
   t2t) t2t ;;
   icl) icl ;;
-  *) echo "usage: $0 conll|t2t|icl" >&2; exit 2 ;;
+  gpt-corpus) gpt_corpus ;;
+  *) echo "usage: $0 conll|t2t|icl|gpt-corpus" >&2; exit 2 ;;
 esac

@@ -13,7 +13,8 @@
 # suite's task folders (not part of the project). Optional: OBJECTIVES (default
 # "bert roberta spanbert t5 gpt"), STEPS (pretraining steps of 32 x 128 tokens,
 # default 600), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
-# THREADS (default 2), OUT (default runs/objectives).
+# THREADS (default 2), OUT (default runs/objectives), BASELINES (shared: the encoders share
+# BERT's random baseline; own: one each).
 # Every stage skips what is already finished, so a killed run goes on where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,15 +69,20 @@ pretrain() {
   for name in $OBJECTIVES; do pretrain_one "$name"; done
 }
 
-# Each checkpoint through the suite beside its family's random initialisation (SpanBERT shares
-# BERT's: the same model and tokenizer, so the same baseline runs).
+# Each checkpoint through the suite beside its family's random initialisation. The three encoders
+# share one: SpanBERT has BERT's model and tokenizer, RoBERTa the same size (its own tokenizer
+# of the same 8,000 pieces), so BERT's random runs are the baseline of all three (BASELINES=own
+# gives each its own).
 suite() {
   local seeds=${SEEDS// /,}
   for name in $OBJECTIVES; do
     local ckpt=$OUT/$name/final
     [ -f "$ckpt/model.safetensors" ] || { echo "error: $ckpt: not pretrained yet (run the pretrain stage)" >&2; exit 2; }
     local base=(--baseline random)
-    [ "$name" = spanbert ] && [ -f "$OUT/suite-bert/random/results.json" ] && base=(--baseline "$OUT/suite-bert/random")
+    case $name in spanbert|roberta)
+      [ "${BASELINES:-shared}" = shared ] && [ -f "$OUT/suite-bert/random/results.json" ] &&
+        base=(--baseline "$OUT/suite-bert/random") ;;
+    esac
     $B/lmkit-suite --suite "$SUITE" --data-root "$D" --checkpoint "$ckpt" --name "$name" "${base[@]}" \
       --output "$OUT/suite-$name" --seeds "$seeds" --threads "$THREADS"
   done
