@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
                "every task for every seed, into a GLUE-style table (docs/suite.md)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
-  app.add_option("--suite", a.suite, "suite file (JSON: suites/glue.json)")->required();
+  app.add_option("--suite", a.suite, "suite file (JSON: data/suites/glue.json)")->required();
   app.add_option("--data-root", a.data_root, "folder the suite's relative data paths start from (default: the suite file's)");
   app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory");
   app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");

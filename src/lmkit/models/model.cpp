@@ -24,13 +24,6 @@ class StandardSession : public DecodingSession {
     return head_(hidden.slice(1, hidden.size(1) - tokens.size(1)));  // (B, n, V)
   }
 
-  // The hidden states of the new positions (B, n, D), or with no cache of the whole sequence (B, T, D).
-  at::Tensor append(const at::Tensor& tokens) {
-    if (use_cache_) return decode_(tokens, &caches_, memory_, memory_mask_);
-    history_ = history_.defined() ? at::cat({history_, tokens}, 1) : tokens;
-    return decode_(history_, nullptr, memory_, memory_mask_);
-  }
-
   void select(const at::Tensor& index) override {
     auto pick = [&](at::Tensor& t) {
       if (t.defined()) t = t.index_select(0, index);
@@ -42,6 +35,13 @@ class StandardSession : public DecodingSession {
   }
 
  private:
+  // The hidden states of the new positions (B, n, D), or with no cache of the whole sequence (B, T, D).
+  at::Tensor append(const at::Tensor& tokens) {
+    if (use_cache_) return decode_(tokens, &caches_, memory_, memory_mask_);
+    history_ = history_.defined() ? at::cat({history_, tokens}, 1) : tokens;
+    return decode_(history_, nullptr, memory_, memory_mask_);
+  }
+
   DecodeFn decode_;
   std::function<at::Tensor(const at::Tensor&)> head_;
   at::Tensor memory_, memory_mask_, history_;
