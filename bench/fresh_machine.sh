@@ -57,7 +57,7 @@ chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/
 # Phases from the timestamps of the lines that open and close them.
 at() { grep -m1 -- "$1" "$log" | sed -E 's/^\[ *([0-9]+) s\].*/\1/'; }
 last_at() { grep -- "$1" "$log" | tail -1 | sed -E 's/^\[ *([0-9]+) s\].*/\1/'; }
-venv=$(at 'setup: installing scripts/requirements.txt'); venv=${venv:-0}
+venv=$(at 'setup: installing scripts/requirements'); venv=${venv:-0}
 setup=$(at 'setup: all packages present')
 built=$(last_at '\] \[[0-9]*/[0-9]*\] ')
 trained=$(at 'validation (from')
@@ -66,4 +66,4 @@ echo "  Debian packages (apt-get)       $venv"
 echo "  .venv (pip, pinned)             $(( setup - venv ))"
 echo "  build (lmkit-info, -pretrain)   $(( built - setup ))"
 echo "  pretraining and evaluation      $(( trained - built ))"
-echo "  the whole demo                  $(grep -m1 'real' "$log" | awk '{print $NF}')"
+echo "  the whole demo                  $(grep -P '\] real\t' "$log" | awk '{print $NF}')"

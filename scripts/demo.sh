@@ -6,7 +6,7 @@
 #   RUN=runs/demo STEPS=300 bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --main
 # Only what the job runs (the library, its sentencepiece module and two apps): the tests,
 # benchmarks and tools are for scripts/test.sh.
 LMKIT_TARGETS="lmkit-info lmkit-pretrain" bash scripts/build.sh

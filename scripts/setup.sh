@@ -3,21 +3,30 @@
 #  - system packages (compiler, CMake, sentencepiece, nlohmann_json, CLI11, Catch2;
 #    clang with its sanitizer and libFuzzer runtimes for scripts/sanitize.sh);
 #  - the project's Python environment .venv with the pinned packages of
-#    scripts/requirements.txt: torch provides LibTorch, the others are the
-#    HuggingFace peers of the interop tests and benchmarks.
+#    scripts/requirements.txt: torch provides LibTorch (requirements-main.txt),
+#    the others are the HuggingFace peers of the interop tests and benchmarks.
+# --main installs only what building and running lmkit needs (no clang, only
+# requirements-main.txt): scripts/demo.sh, the main job on a fresh machine.
 # Idempotent: packages already present are left as they are, the package lists
 # are refreshed only when something is missing, and pip runs only when the
 # requirements changed since the last successful install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+main=0
+case "${1:-}" in
+  --main) main=1 ;;
+  "") ;;
+  *) echo "error: scripts/setup.sh: unknown argument '$1' (expected --main or nothing)" >&2; exit 2 ;;
+esac
+
 packages=(
   build-essential cmake ninja-build pkgconf ccache
   python3 python3-venv
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
   nlohmann-json3-dev libcli11-dev catch2
-  clang libclang-rt-14-dev
 )
+[ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
@@ -35,13 +44,23 @@ fi
 # Debian's interpreter, not whatever python3 comes first on PATH (pyenv, conda):
 # the venv must not depend on a per-user installation.
 venv=.venv
+# A stamp holds the requirements of the last successful install: the full set
+# (requirements-main.txt then requirements.txt) or, after --main, the main set only.
+wanted=$(mktemp); full=$(mktemp); trap 'rm -f "$wanted" "$full"' EXIT
+cat scripts/requirements-main.txt > "$wanted"
+[ "$main" = 1 ] || cat scripts/requirements.txt >> "$wanted"
+cat scripts/requirements-main.txt scripts/requirements.txt > "$full"
 stamp=$venv/.lmkit-requirements
-if [ -f "$stamp" ] && cmp -s "$stamp" scripts/requirements.txt && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
-  echo "setup: $venv up to date ($(grep -m1 '^torch==' scripts/requirements.txt))"
+torch_pin=$(grep -m1 '^torch==' scripts/requirements-main.txt)
+if [ -f "$stamp" ] && { cmp -s "$stamp" "$wanted" || cmp -s "$stamp" "$full"; } \
+   && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+  echo "setup: $venv up to date ($torch_pin)"
 else
-  echo "setup: installing scripts/requirements.txt into $venv (LibTorch comes with torch: ~4.5 GB)"
+  file=scripts/requirements.txt
+  if [ "$main" = 1 ]; then file=scripts/requirements-main.txt; fi
+  echo "setup: installing $file into $venv (LibTorch comes with torch: ~4.5 GB)"
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
-  cp scripts/requirements.txt "$stamp"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$file"
+  cp "$wanted" "$stamp"
 fi
 echo "setup: all packages present"

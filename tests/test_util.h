@@ -30,5 +30,7 @@ struct TempDir {
 
 inline std::string source_dir() { return LMKIT_SOURCE_DIR; }
 inline std::string bin_dir() { return LMKIT_BIN_DIR; }
+// A model preset shipped in models/ ("bert-tiny" -> .../models/bert-tiny.json).
+inline std::string model_preset(const std::string& name) { return source_dir() + "/models/" + name + ".json"; }
 
 }  // namespace lmkit::test

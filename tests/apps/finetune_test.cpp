@@ -13,8 +13,6 @@ using namespace lmkit;
 using test::run;
 
 namespace {
-std::string preset(const std::string& name) { return test::source_dir() + "/models/" + name + ".json"; }
-
 void write_separable(const std::string& path) {
   std::ofstream out(path);
   out << "sentence\tlabel\n";
@@ -27,7 +25,7 @@ void write_separable(const std::string& path) {
 test::Run finetune_separable(const test::TempDir& dir, const std::string& out, const std::string& extra) {
   const auto& f = test::data_fixture("bert");
   write_separable(dir / "train.tsv");
-  return run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+  return run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
              " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / out) + " " + extra);
 }
 }  // namespace
@@ -72,14 +70,14 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
   const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   write_separable(dir / "train.tsv");
-  REQUIRE(run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+  REQUIRE(run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
               " --train " + (dir / "train.tsv") + " --dev " + (dir / "train.tsv") + " --output " + (dir / "ft") +
               " --epochs 1 --batch-size 4 --max-length 16 --threads 1")
               .code == 0);
   { std::ofstream(dir / "odd.tsv") << "sentence\tlabel\ngreat\tpos\nmeh\tmaybe\n"; }
   { std::ofstream(dir / "nocol.tsv") << "text\tlabel\ngreat\tpos\n"; }
   // A pretraining checkpoint (no classification head) with a tokenizer.
-  REQUIRE(run("lmkit-pretrain --model " + preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --tokenizer " +
+  REQUIRE(run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --tokenizer " +
               (*f.dir / "tok.model") + " --output " + (dir / "pre") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1")
               .code == 0);
   // A finetuned checkpoint without its label map, or with one that does not fit the head.
@@ -116,7 +114,7 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
     CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains(message));
   }
   // Finetuning data errors are caught the same way.
-  auto bad = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+  auto bad = run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
                  " --train " + (dir / "train.tsv") + " --dev " + (dir / "odd.tsv") + " --output " + (dir / "ft2"));
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("label 'maybe' is not in the label map"));
@@ -129,7 +127,7 @@ std::string ner(const std::string& name) { return test::source_dir() + "/tests/f
 TEST_CASE("finetune: token classification learns the NER fixture and evaluate reproduces its dev scores", "[apps][finetune][tokcls]") {
   const auto& f = test::data_fixture("bert");
   test::TempDir dir;
-  auto r = run("lmkit-finetune --task token-classification --init random --model " + preset("bert-tiny") + " --tokenizer " +
+  auto r = run("lmkit-finetune --task token-classification --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " +
                (*f.dir / "tok.model") + " --train " + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " +
                (dir / "ft") + " --epochs 4 --lr 2e-3 --batch-size 16 --max-length 24 --threads 1");
   INFO(r.out);
@@ -163,7 +161,7 @@ TEST_CASE("finetune: bad token-classification input is one error line and exit 2
   test::TempDir dir;
   { std::ofstream(dir / "short.conll") << "John B-PER\nlives\n"; }
   { std::ofstream(dir / "unseen.conll") << "Paris B-CITY\n"; }
-  const std::string base = "lmkit-finetune --task token-classification --init random --model " + preset("bert-tiny") +
+  const std::string base = "lmkit-finetune --task token-classification --init random --model " + test::model_preset("bert-tiny") +
                            " --tokenizer " + (*f.dir / "tok.model") + " --epochs 1 --threads 1 --train ";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {base + (dir / "short.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "a"), "short.conll:2: 1 column(s)"},
@@ -173,7 +171,7 @@ TEST_CASE("finetune: bad token-classification input is one error line and exit 2
        "--label-column 0"},
       {base + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "d") + " --regression",
        "--regression applies to --task classification only"},
-      {"lmkit-finetune --task token-classification --init random --model " + preset("transformer-small") + " --tokenizer " +
+      {"lmkit-finetune --task token-classification --init random --model " + test::model_preset("transformer-small") + " --tokenizer " +
            (*f.dir / "tok.model") + " --train " + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "e"),
        "has no token classifier"},
   };
@@ -252,11 +250,11 @@ TEST_CASE("finetune: bad text-to-text input is one error line and exit 2", "[app
       {base + gpt + " --train " + (dir / "empty.tsv") + " --dev " + s2s("dev.tsv") + " --output " + (dir / "a"),
        "empty.tsv:2: empty target"},
       {base + gpt + data + " --target-column label --output " + (dir / "b"), "train.tsv:1: no column 'label'"},
-      {base + preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text architecture"},
+      {base + test::model_preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text architecture"},
       {base + gpt + data + " --max-target-length 40 --output " + (dir / "d"), "exceeds the model's 64 positions"},
       {base + gpt + data + " --max-new-tokens 9 --output " + (dir / "e"), "--max-new-tokens 9 exceeds --max-target-length 8"},
       {base + gpt + data + " --source-lang de --output " + (dir / "f"), "need both --source-lang and --target-lang"},
-      {"lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") + data +
+      {"lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") + data +
            " --output " + (dir / "g") + " --source-prefix x",
        "--source-prefix applies to --task seq2seq"},
   };

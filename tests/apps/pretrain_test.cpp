@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "../data/data_fixture.h"
 #include "app_runner.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/file.h"
@@ -20,9 +21,6 @@ using test::run;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string sample(const std::string& name) { return test::source_dir() + "/data/wikitext-2-sample/" + name; }
-std::string preset(const std::string& name) { return test::source_dir() + "/models/" + name + ".json"; }
 
 // The tensors of a torch::save archive (optimizer.pt), sorted: LibTorch writes an optimizer's
 // state in the order of a hash map keyed by parameter address, and stamps a random id on every
@@ -58,7 +56,7 @@ double mean_loss(const std::vector<Json>& lines, size_t begin, size_t end) {
 
 // A small, quick run: the 110 KB valid split as training text, a 2000-token tokenizer.
 std::string base_args(const std::string& model, const std::string& out, int steps) {
-  return "lmkit-pretrain --model " + preset(model) + " --train " + sample("valid.txt") + " --valid " + sample("valid.txt") +
+  return "lmkit-pretrain --model " + test::model_preset(model) + " --train " + test::sample("valid.txt") + " --valid " + test::sample("valid.txt") +
          " --output " + out + " --vocab-size 2000 --steps " + std::to_string(steps) +
          " --batch-size 8 --seq-len 64 --lr 1e-3 --warmup 2 --log-every 1 --eval-batches 4 --threads 1";
 }
@@ -252,30 +250,30 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
   REQUIRE(run(base_args("bert-tiny", tok_run, 2)).code == 0);
   const std::string bert_tok = tok_run + "/tokenizer.model";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"lmkit-pretrain --model " + preset("bert-tiny") + " --train " + (dir / "none.txt") + " --output " + (dir / "o1"),
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "none.txt") + " --output " + (dir / "o1"),
        "none.txt: no such text file or corpus directory"},
-      {"lmkit-pretrain --model " + preset("bert-tiny") + " --train " + (dir / "empty.txt") + " --output " + (dir / "o2") +
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "empty.txt") + " --output " + (dir / "o2") +
            " --tokenizer " + bert_tok,
        "empty corpus"},
-      {"lmkit-pretrain --model " + preset("gpt-mini") + " --train " + sample("valid.txt") + " --output " + (dir / "o3") +
+      {"lmkit-pretrain --model " + test::model_preset("gpt-mini") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o3") +
            " --objective mlm",
        "objective 'mlm' does not apply to model_type 'gpt2'"},
-      {"lmkit-pretrain --model " + preset("bert-tiny") + " --train " + sample("valid.txt") + " --output " + (dir / "o4") +
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o4") +
            " --tokenizer " + bert_tok + " --seq-len 1024",
        "--seq-len 1024 exceeds the model's max_position_embeddings (512)"},
-      {"lmkit-pretrain --model " + preset("bert-tiny") + " --train " + tok_run + "/cache/" +
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + tok_run + "/cache/" +
            fs::directory_iterator(tok_run + "/cache")->path().filename().string() + " --output " + (dir / "o5") +
            " --tokenizer " + (dir / "other/tokenizer.model"),
        "different tokenizer"},
-      {"lmkit-pretrain --model " + preset("bert-tiny") + " --train " + sample("valid.txt") + " --output " + (dir / "o6") +
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o6") +
            " --objective sop",
        "objective 'sop' does not apply"},
-      {"lmkit-pretrain --config " + (dir / "run.json") + " --model " + preset("bert-tiny") + " --train " +
-           sample("valid.txt") + " --output " + (dir / "o7"),
+      {"lmkit-pretrain --config " + (dir / "run.json") + " --model " + test::model_preset("bert-tiny") + " --train " +
+           test::sample("valid.txt") + " --output " + (dir / "o7"),
        "run.json: unknown key 'batch-sise' (did you mean 'batch-size'?)"},
   };
   // A second BERT tokenizer, for the corpus/tokenizer mismatch.
-  REQUIRE(run("lmkit-pretrain --model " + preset("bert-tiny") + " --train " + sample("valid.txt") + " --output " +
+  REQUIRE(run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " +
               (dir / "other") + " --vocab-size 1500 --steps 1 --batch-size 2 --seq-len 16 --threads 1")
               .code == 0);
   for (const auto& [cmd, message] : cases) {
@@ -292,7 +290,7 @@ TEST_CASE("pretrain: the Transformer learns seq2seq from parallel files and eval
   // A copy task on real sentences: PREFIX.src and PREFIX.tgt hold the same lines.
   int n = 0;
   {
-    std::ifstream in(sample("valid.txt"));
+    std::ifstream in(test::sample("valid.txt"));
     std::ofstream src(dir / "pairs.src"), tgt(dir / "pairs.tgt");
     std::string line;
     while (std::getline(in, line) && n < 300) {
@@ -304,7 +302,7 @@ TEST_CASE("pretrain: the Transformer learns seq2seq from parallel files and eval
     }
   }
   const std::string out = dir / "s2s";
-  auto r = run("lmkit-pretrain --model " + preset("transformer-small") + " --train " + (dir / "pairs") + " --valid " +
+  auto r = run("lmkit-pretrain --model " + test::model_preset("transformer-small") + " --train " + (dir / "pairs") + " --valid " +
                (dir / "pairs") + " --source-lang src --target-lang tgt --output " + out +
                " --vocab-size 1000 --steps 25 --batch-size 16 --seq-len 48 --lr 1e-3 --warmup 3 --log-every 1 --threads 1");
   INFO(r.out);
@@ -322,7 +320,7 @@ TEST_CASE("pretrain: the Transformer learns seq2seq from parallel files and eval
   CHECK(b["sentences"] == n);
   CHECK(b["bleu"].get<double>() >= 0.0);
   // Missing language flags are an input error.
-  auto bad = run("lmkit-pretrain --model " + preset("transformer-small") + " --train " + (dir / "pairs") + " --output " +
+  auto bad = run("lmkit-pretrain --model " + test::model_preset("transformer-small") + " --train " + (dir / "pairs") + " --output " +
                  (dir / "bad"));
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("--source-lang and --target-lang"));

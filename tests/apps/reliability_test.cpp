@@ -25,20 +25,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string preset(const std::string& name) { return test::source_dir() + "/models/" + name + ".json"; }
-
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // A short bert-tiny pretraining run on the sample's valid split.
 std::string pretrain_args(const std::string& out, int steps) {
-  return "lmkit-pretrain --model " + preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " + out +
+  return "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " + out +
          " --vocab-size 2000 --steps " + std::to_string(steps) + " --batch-size 4 --seq-len 32 --lr 1e-3 --warmup 1 --threads 1";
 }
 
 // A bert-tiny checkpoint (ARCH) with the BERT fixture's tokenizer in DIR.
 std::shared_ptr<models::Model> bert_checkpoint(const std::string& dir, const std::string& arch, int64_t num_labels = 0) {
   const auto& f = test::data_fixture("bert");
-  Json config = load_json_file(preset("bert-tiny"));
+  Json config = load_json_file(test::model_preset("bert-tiny"));
   config["vocab_size"] = f.tok->vocab_size();
   if (num_labels) config["num_labels"] = num_labels;
   auto model = models::create_model(config, "bert-tiny.json", arch);
@@ -124,7 +122,7 @@ TEST_CASE("reliability: a fresh run into a used run directory needs --resume or 
     CHECK_THAT(r.out, Catch::StartsWith("error: --output " + out + ": cannot create the directory"));
   }
   // lmkit-finetune keeps the same rule.
-  const auto ft = run("lmkit-finetune --init random --model " + preset("bert-tiny") + " --tokenizer " + (dir / "r/tokenizer.model") +
+  const auto ft = run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (dir / "r/tokenizer.model") +
                       " --train x.tsv --dev x.tsv --output " + (dir / "mine"));
   CHECK(ft.code == 2);
   CHECK_THAT(ft.out, Catch::Contains("holds files lmkit did not write"));
@@ -263,7 +261,7 @@ TEST_CASE("reliability: hangs and raw library text become one line", "[apps][rel
     CHECK_THAT(r.out, Catch::Contains("is out of range: must be > 0"));
     CHECK(r.out.size() < 160);
   }
-  r = run("lmkit-bench train --model " + preset("bert-tiny") + " --vocab-size 1 --steps 1 --warmup 0");
+  r = run("lmkit-bench train --model " + test::model_preset("bert-tiny") + " --vocab-size 1 --steps 1 --warmup 0");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("--vocab-size: 1 is out of range: must be in [128, 2147483648]"));
   // --seed -1 wrapped to 2^64-1; a list for a one-value key ran its last element; a string for a number.
@@ -284,7 +282,7 @@ TEST_CASE("reliability: hangs and raw library text become one line", "[apps][rel
   CHECK(r.code == 0);
   CHECK(load_json_file(dir / "flag/config.json")["whole-word"] != load_json_file(dir / "flag/config.json")["resume"]);
   // A profile into a missing folder wrote nothing and exited 0.
-  r = run("lmkit-bench train --model " + preset("bert-tiny") + " --steps 1 --warmup 0 --profile " + (dir / "no/t.json"));
+  r = run("lmkit-bench train --model " + test::model_preset("bert-tiny") + " --steps 1 --warmup 0 --profile " + (dir / "no/t.json"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("the folder " + (dir / "no") + " does not exist"));
   // SentencePiece's "Internal: trainer_interface.cc(580) ... 200 vs 339".
