@@ -10,6 +10,7 @@
 # DIR names the build folder (default: a temporary one, removed after; KEEP=1 keeps
 # it, e.g. to run its tests); LMKIT_JOBS the parallelism (2).
 set -euo pipefail
+shopt -s inherit_errexit  # a failed step inside $(...) stops the script, not a time
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "error: .venv missing: run scripts/setup.sh" >&2; exit 1; }
 dir=${DIR:-$(mktemp -d /tmp/lmkit-clean-build.XXXXXX)}
