@@ -10,8 +10,8 @@
 #
 # Needs the pretrained checkpoints of sections 1-3 (runs/bert-mini-wt2, runs/gpt-mini-wt2,
 # runs/t5-mini-wt2; their commands are in docs/results.md) and DATA=<folder> naming a
-# datasets folder with conll2003/, sst2/, multi30k/, lambada/ and icl/ (gpt-corpus: also
-# wikitext-2/ and enwiki-extract/; not part of the project; CoNLL-2003 is research use only:
+# datasets folder with conll2003/, sst2/, multi30k/, lambada/, icl/ and wikitext-2/ (gpt-corpus:
+# also enwiki-extract/; not part of the project; CoNLL-2003 is research use only:
 # bring your own copy).
 # Every run uses one thread, so two of these can run side by side on two cores.
 set -euo pipefail
@@ -76,7 +76,8 @@ t2t() {
   done
 }
 
-# The in-context figures of a GPT run directory (default runs/gpt-mini-wt2): LAMBADA, every ICL set at 0 shots, five at 5.
+# The in-context figures of a GPT run directory (default runs/gpt-mini-wt2): LAMBADA, every ICL set at 0 and 5 shots,
+# and WikiText-2 valid/test perplexity.
 icl() {
   local R=${1:-runs/gpt-mini-wt2}
   local G=$R/final
@@ -84,11 +85,18 @@ icl() {
     --output $R/lambada.json --overwrite "${T[@]}"
   $B/lmkit-evaluate --checkpoint $G --metric in-context --data "$D/icl" --batch-size 16 \
     --output $R/icl-0.json --predictions $R/icl-0.jsonl --overwrite "${T[@]}"
-  # 5-shot: the sets with short examples (BoolQ's passages and LAMBADA's would take an hour on one thread here).
+  # 5-shot: the sets with short examples, then BoolQ's passages and LAMBADA (about 45 minutes on one thread here).
   local five=()
   for t in arc_easy arc_challenge piqa openbook_qa winograd_wsc; do five+=(--data "$D/icl/$t.jsonl"); done
   $B/lmkit-evaluate --checkpoint $G --metric in-context "${five[@]}" --shots 5 --batch-size 16 \
     --output $R/icl-5.json --predictions $R/icl-5.jsonl --overwrite "${T[@]}"
+  $B/lmkit-evaluate --checkpoint $G --metric in-context --data "$D/icl/boolq.jsonl" --data "$D/icl/lambada_openai.jsonl" \
+    --shots 5 --batch-size 16 --output $R/icl-5-long.json --predictions $R/icl-5-long.jsonl --overwrite "${T[@]}"
+  # WikiText-2's own splits, as section 2 measures them: what the in-domain corpus is worth.
+  for split in valid test; do
+    $B/lmkit-evaluate --checkpoint $G --data "$D/wikitext-2/$split.txt" --metric perplexity --context 128 --stride 64 \
+      --batch-size 16 --output $R/eval-$split.json --overwrite "${T[@]}" > /dev/null
+  done
 }
 
 # The gpt-mini of section 7's in-context table (500 steps of 32 x 128 tokens, cosine, lr 1e-3) on WikiText-2 +
@@ -100,10 +108,6 @@ gpt_corpus() {
   [ -f $R/final/model.safetensors ] || $B/lmkit-pretrain --model models/gpt-mini.json --train $C/train.txt --valid $C/valid.txt \
     --output $R --overwrite --vocab-size 8000 --steps 500 --batch-size 32 --seq-len 128 --lr 1e-3 --warmup 50 \
     --schedule cosine --eval-every 100 --eval-batches 60 --save-every 200 --log-every 10 --seed 1 "${T[@]}"
-  for split in valid test; do
-    $B/lmkit-evaluate --checkpoint $R/final --data "$D/wikitext-2/$split.txt" --metric perplexity --context 128 --stride 64 \
-      --batch-size 16 --output $R/eval-$split.json --overwrite "${T[@]}" > /dev/null
-  done
   icl $R
 }
 
