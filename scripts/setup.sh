@@ -45,22 +45,22 @@ fi
 # the venv must not depend on a per-user installation.
 venv=.venv
 # A stamp holds the requirements of the last successful install: the full set
-# (requirements-main.txt then requirements.txt) or, after --main, the main set only.
-wanted=$(mktemp); full=$(mktemp); trap 'rm -f "$wanted" "$full"' EXIT
-cat scripts/requirements-main.txt > "$wanted"
-[ "$main" = 1 ] || cat scripts/requirements.txt >> "$wanted"
-cat scripts/requirements-main.txt scripts/requirements.txt > "$full"
+# (requirements-main.txt then requirements.txt), or the main set after --main,
+# which the full set also satisfies.
+main_set=$(cat scripts/requirements-main.txt)
+full_set=$(cat scripts/requirements-main.txt scripts/requirements.txt)
 stamp=$venv/.lmkit-requirements
+have=$(cat "$stamp" 2>/dev/null || true)
 torch_pin=$(grep -m1 '^torch==' scripts/requirements-main.txt)
-if [ -f "$stamp" ] && { cmp -s "$stamp" "$wanted" || cmp -s "$stamp" "$full"; } \
+if { [ "$have" = "$full_set" ] || { [ "$main" = 1 ] && [ "$have" = "$main_set" ]; }; } \
    && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
   echo "setup: $venv up to date ($torch_pin)"
 else
-  file=scripts/requirements.txt
-  if [ "$main" = 1 ]; then file=scripts/requirements-main.txt; fi
+  file=scripts/requirements.txt wanted=$full_set
+  if [ "$main" = 1 ]; then file=scripts/requirements-main.txt wanted=$main_set; fi
   echo "setup: installing $file into $venv (LibTorch comes with torch: ~4.5 GB)"
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$file"
-  cp "$wanted" "$stamp"
+  printf '%s\n' "$wanted" > "$stamp"
 fi
 echo "setup: all packages present"
