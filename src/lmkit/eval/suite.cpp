@@ -392,6 +392,22 @@ std::string difference_cells(const SuiteTask& t, const Json& difference) {
   return out;
 }
 
+// The seeds a row's figures cover: every seed its tasks ran (a zero-shot task runs its first only).
+std::set<int64_t> row_seeds(const Json& row) {
+  std::set<int64_t> seeds;
+  for (const auto& t : row["tasks"]) {
+    if (!t.is_object() || !t.contains("seeds")) continue;
+    for (const auto& s : t["seeds"]) seeds.insert(s.get<int64_t>());
+  }
+  return seeds;
+}
+
+std::string seed_list(const std::set<int64_t>& seeds) {
+  std::vector<std::string> names;
+  for (int64_t s : seeds) names.push_back(std::to_string(s));
+  return (names.size() == 1 ? "seed " : "seeds ") + join_names(names);
+}
+
 }  // namespace
 
 std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, const Json& difference) {
@@ -409,11 +425,22 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
     for (const auto& t : suite.tasks) md += " " + difference_cells(t, difference) + " |";
     md += "\n";
   }
+  // The seeds the rows' figures cover (--collect may table runs of other seeds than the suite file's), and
+  // each row that covers fewer.
   std::set<int64_t> seeds;
-  for (const auto& t : suite.tasks) seeds.insert(t.seeds.begin(), t.seeds.end());
-  std::vector<std::string> seed_names;
-  for (int64_t s : seeds) seed_names.push_back(std::to_string(s));
-  md += "\nFigures in %, mean ± sample sd over seeds " + join_names(seed_names) +
+  for (const auto& r : rows) {
+    const auto s = row_seeds(r);
+    seeds.insert(s.begin(), s.end());
+  }
+  if (seeds.empty()) {
+    for (const auto& t : suite.tasks) seeds.insert(t.seeds.begin(), t.seeds.end());
+  }
+  std::string fewer;
+  for (const auto& r : rows) {
+    const auto s = row_seeds(r);
+    if (!s.empty() && s != seeds) fewer += (fewer.empty() ? "" : "; ") + r["label"].get<std::string>() + ": " + seed_list(s);
+  }
+  md += "\nFigures in %, mean ± sample sd over " + seed_list(seeds) + (fewer.empty() ? "" : " (" + fewer + ")") +
         " (a zero-shot in-context task runs once); the average is the mean of the task scores (a task's score is the mean "
         "of its figures, as GLUE averages MRPC's F1 and accuracy); dev sets unless a test split is named; –: the task does "
         "not apply to the model." +
