@@ -361,8 +361,11 @@ Json Trainer::run() {
   StopSignals signals;
   while (loop.step < stop && !loop.interrupted) {
     if (!train_one(loop)) continue;
+    const auto pause = std::chrono::steady_clock::now();
     const bool stop_early = validate_and_keep_best(loop);
     save_step(loop);
+    // Validation and checkpoints are not training: the throughput window (tok/s) leaves their time out.
+    loop.window_start += std::chrono::steady_clock::now() - pause;
     if (stop_early) {
       early_stopped_ = true;
       break;
