@@ -104,12 +104,18 @@ TEST_CASE("suite: figures in %, mean and sample sd, the average over task scores
   CHECK(d["tasks"]["mrpc"]["score"].get<double>() == Approx(0));
   CHECK_FALSE(d["tasks"].contains("t2t"));
   CHECK(d["same_tasks"] == false);
+  CHECK(d["average"].get<double>() == Approx(0));  // over mrpc, the one task both rows have: not 36.7 - 75
+  CHECK(d["average_tasks"] == Json::array({"mrpc"}));
+  CHECK(row_difference(a, a)["average"].get<double>() == Approx(0));
+  const Json a2 = suite_row(s, "pre2", {{"checkpoint", "q"}}, {{"mrpc", mrpc}, {"t2t", task_figures(s.tasks[1], {{{"bleu", 10.0}}, {{"bleu", 20.0}}}, {1, 2})}, {"lam", lam}});
+  CHECK(row_difference(a, a2)["average"].get<double>() == Approx(a["average"]["mean"].get<double>() - a2["average"]["mean"].get<double>()));
+  CHECK(row_difference(a, a2)["same_tasks"] == true);
   const std::string md = suite_markdown(s, {a, b}, d);
   CHECK(md.find("| model | average | mrpc F1/acc | t2t BLEU (test) | lam acc (0-shot) |") != std::string::npos);
   CHECK(md.find("| pre | 36.7 ± 2.4 | 85.0 ± 7.1 / 65.0 ± 7.1 | 25.0 ± 7.1 | 10.0 |") != std::string::npos);
   CHECK(md.find("| random | 75.0 ± 0.0 | 85.0 ± 7.1 / 65.0 ± 7.1 | – | – |") != std::string::npos);
-  CHECK(md.find("| difference | -38.3* | +0.0 / +0.0 | – | – |") != std::string::npos);
-  CHECK(md.find("*: the rows average different tasks") != std::string::npos);
+  CHECK(md.find("| difference | +0.0* | +0.0 / +0.0 | – | – |") != std::string::npos);
+  CHECK(md.find("*: the rows average different tasks; the difference is over the 1 task both have.") != std::string::npos);
   // The footer names the seeds the rows ran (not the suite file's: it has none here, so seed 1), and a row with fewer.
   CHECK(md.find("mean ± sample sd over seeds 1, 2 (a zero-shot") != std::string::npos);
   const Json one = suite_row(s, "one seed", {{"init", "random"}}, {{"mrpc", task_figures(s.tasks[0], {{{"f1", 0.8}, {"accuracy", 0.7}}}, {3})}});

@@ -344,10 +344,16 @@ Json row_difference(const Json& a, const Json& b) {
     }
     tasks[it.key()] = {{"metrics", metrics}, {"score", x["score"]["mean"].get<double>() - y["score"]["mean"].get<double>()}};
   }
+  // The average's difference is over the tasks both rows have (a decoder's in-context task beside a random init's
+  // row without it would otherwise enter one side only); it equals the difference of the averages when the tasks agree.
+  double sum = 0;
+  Json common = Json::array();
+  for (auto it = tasks.begin(); it != tasks.end(); ++it) sum += it.value()["score"].get<double>(), common.push_back(it.key());
   const bool same_tasks = a["average"]["tasks"] == b["average"]["tasks"];
   return {{"label", a["label"].get<std::string>() + " - " + b["label"].get<std::string>()},
           {"tasks", tasks},
-          {"average", a["average"]["mean"].get<double>() - b["average"]["mean"].get<double>()},
+          {"average", common.empty() ? 0.0 : sum / static_cast<double>(common.size())},
+          {"average_tasks", common},
           {"same_tasks", same_tasks}};
 }
 
@@ -444,7 +450,12 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
         " (a zero-shot in-context task runs once); the average is the mean of the task scores (a task's score is the mean "
         "of its figures, as GLUE averages MRPC's F1 and accuracy); dev sets unless a test split is named; –: the task does "
         "not apply to the model." +
-        (!difference.is_null() && !difference["same_tasks"].get<bool>() ? " *: the rows average different tasks." : "") + "\n";
+        (!difference.is_null() && !difference["same_tasks"].get<bool>()
+             ? " *: the rows average different tasks; the difference is over the " +
+                   std::to_string(difference["average_tasks"].size()) +
+                   (difference["average_tasks"].size() == 1 ? " task" : " tasks") + " both have."
+             : "") +
+        "\n";
   return md;
 }
 

@@ -59,7 +59,7 @@ Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const
 /// to the model), and the average of the task scores with its sd over seeds.
 Json suite_row(const Suite& suite, const std::string& label, const Json& init, const Json& tasks);
 
-/// The difference of two rows (a - b), task by task and in the average.
+/// The difference of two rows (a - b), task by task and in the average (over the tasks both rows have).
 Json row_difference(const Json& a, const Json& b);
 
 /// The Markdown table of rows (and the difference row when given), with a line
