@@ -116,7 +116,8 @@ TEST_CASE("suite: figures in %, mean and sample sd, the average over task scores
   CHECK(md.find("| random | 75.0 ± 0.0 | 85.0 ± 7.1 / 65.0 ± 7.1 | – | – |") != std::string::npos);
   CHECK(md.find("| difference | +0.0* | +0.0 / +0.0 | – | – |") != std::string::npos);
   CHECK(md.find("*: the rows average different tasks; the difference is over the 1 task both have.") != std::string::npos);
-  // The footer names the seeds the rows ran (not the suite file's: it has none here, so seed 1), and a row with fewer.
+  // The footer names the seeds the rows ran (1 and 2; the suite file lists none, so its tasks default to seed 1), and
+  // each row that ran fewer.
   CHECK(md.find("mean ± sample sd over seeds 1, 2 (a zero-shot") != std::string::npos);
   const Json one = suite_row(s, "one seed", {{"init", "random"}}, {{"mrpc", task_figures(s.tasks[0], {{{"f1", 0.8}, {"accuracy", 0.7}}}, {3})}});
   CHECK(suite_markdown(s, {a, one}, Json()).find("over seeds 1, 2, 3 (pre: seeds 1, 2; one seed: seed 3)") != std::string::npos);

@@ -433,18 +433,19 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
   }
   // The seeds the rows' figures cover (--collect may table runs of other seeds than the suite file's), and
   // each row that covers fewer.
+  std::vector<std::set<int64_t>> per_row;
   std::set<int64_t> seeds;
   for (const auto& r : rows) {
-    const auto s = row_seeds(r);
-    seeds.insert(s.begin(), s.end());
+    per_row.push_back(row_seeds(r));
+    seeds.insert(per_row.back().begin(), per_row.back().end());
   }
   if (seeds.empty()) {
     for (const auto& t : suite.tasks) seeds.insert(t.seeds.begin(), t.seeds.end());
   }
   std::string fewer;
-  for (const auto& r : rows) {
-    const auto s = row_seeds(r);
-    if (!s.empty() && s != seeds) fewer += (fewer.empty() ? "" : "; ") + r["label"].get<std::string>() + ": " + seed_list(s);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (per_row[i].empty() || per_row[i] == seeds) continue;
+    fewer += (fewer.empty() ? "" : "; ") + rows[i]["label"].get<std::string>() + ": " + seed_list(per_row[i]);
   }
   md += "\nFigures in %, mean ± sample sd over " + seed_list(seeds) + (fewer.empty() ? "" : " (" + fewer + ")") +
         " (a zero-shot in-context task runs once); the average is the mean of the task scores (a task's score is the mean "
