@@ -2,7 +2,7 @@
 # The sanitizer job (docs/testing.md), built with clang in its own folders:
 #   asan  build-asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer);
 #         runs the C++ test suite (every Catch2 case, the apps end to end) and each
-#         libFuzzer harness for LMKIT_FUZZ_SECONDS (20 s; scripts/fuzz.sh runs longer).
+#         libFuzzer harness for LMKIT_FUZZ_RUNS executions from a fixed seed (scripts/fuzz.sh runs longer).
 #   tsan  build-tsan: ThreadSanitizer over the data, loader and trainer tests
 #         (the prefetch thread, dropout masks made in parallel, checkpoint writes).
 #   fuzzers  only the libFuzzer harnesses of build-asan (what scripts/test.sh needs

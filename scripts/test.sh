@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # The libFuzzer harnesses, built with clang under AddressSanitizer + UBSan in build-asan;
-# the main build's CTest runs each for LMKIT_FUZZ_SECONDS (docs/testing.md).
+# the main build's CTest runs each for LMKIT_FUZZ_RUNS executions from a fixed seed (docs/testing.md).
 LMKIT_SETUP_DONE=1 bash scripts/sanitize.sh fuzzers
 bash scripts/build.sh -DLMKIT_FUZZ_BIN="$PWD/build-asan/bin"
 cd build

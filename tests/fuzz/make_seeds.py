@@ -2,9 +2,13 @@
 """Seed corpora for the libFuzzer harnesses (tests/fuzz/*_fuzz.cpp), made from the
 test fixtures: real HF files where HF makes them, lmkit's formats where lmkit does.
 
-    make_seeds.py OUT        writes OUT/<target>/<seed> for every harness
+    make_seeds.py tests/fuzz/seeds     remakes the committed seed corpus, OUT/<target>/<seed>
 
-Deterministic: the same files every run. Needs the project venv (tokenizers, safetensors).
+The seeds are committed (tests/fuzz/seeds), not made per run: HF's tokenizer
+trainers break ties in an order of their own, so two runs of this script write
+different tokenizer seeds, and CI's fuzz step must start from the same files every
+time (docs/testing.md). Run it after a fixture changes, and commit what it writes.
+Needs the project venv (tokenizers, safetensors).
 """
 import json
 import shutil

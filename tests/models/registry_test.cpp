@@ -93,6 +93,87 @@ TEST_CASE("registry: bad configs are named errors", "[models][registry]") {
   }
 }
 
+TEST_CASE("registry: every special-token id at the vocabulary's edge builds, one past it is a named input error",
+          "[models][registry]") {
+  // Each family's tiny config (vocabulary of 50 ids); RoBERTa needs positions past its padding id.
+  const std::vector<Json> configs = {
+      {{"model_type", "bert"}, {"vocab_size", 50}, {"hidden_size", 8}, {"num_hidden_layers", 1},
+       {"num_attention_heads", 2}, {"intermediate_size", 8}, {"max_position_embeddings", 8}},
+      {{"model_type", "roberta"}, {"vocab_size", 50}, {"hidden_size", 8}, {"num_hidden_layers", 1},
+       {"num_attention_heads", 2}, {"intermediate_size", 8}, {"max_position_embeddings", 60}},
+      {{"model_type", "gpt2"}, {"vocab_size", 50}, {"n_embd", 8}, {"n_layer", 1}, {"n_head", 2}, {"n_positions", 8}},
+      {{"model_type", "t5"}, {"vocab_size", 50}, {"d_model", 8}, {"d_kv", 4}, {"d_ff", 8}, {"num_layers", 1},
+       {"num_heads", 2}},
+      {{"model_type", "transformer"}, {"vocab_size", 50}, {"d_model", 8}, {"encoder_layers", 1}, {"decoder_layers", 1},
+       {"num_heads", 2}, {"d_ff", 8}, {"max_position_embeddings", 8}},
+  };
+  for (const Json& base : configs) {
+    // The ids HF's configs hold (mask and cls ids are the tokenizer's, not a config key);
+    // each family reads them or ignores them, and checks them either way.
+    for (const char* name : {"pad", "bos", "eos", "decoder_start", "sep"}) {
+      const std::string key = std::string(name) + "_token_id";
+      INFO(base["model_type"].get<std::string>() << " " << key);
+      Json edge = base;
+      edge[key] = 49;
+      auto model = models::create_model(edge, "m.json");
+      CHECK(model->vocab_size() == 50);
+      Json past = base;
+      past[key] = 50;
+      try {
+        models::create_model(past, "m.json");
+        FAIL("built with " << key << " = 50 of a 50-id vocabulary");
+      } catch (const Error& e) {
+        CHECK(e.code() == ExitCode::kInput);
+        CHECK_THAT(e.what(), Catch::StartsWith("m.json: key '" + key + "' = 50 is outside the vocabulary (") &&
+                                 Catch::EndsWith("vocab_size 50: ids 0 to 49)"));
+      }
+    }
+  }
+  // GPT's defaults (HF's 50256) are no id of a 50-id vocabulary: none, as null says.
+  auto gpt = models::create_model(configs[2], "m.json");
+  CHECK(gpt->config_json()["bos_token_id"].is_null());
+  CHECK(gpt->config_json()["eos_token_id"].is_null());
+  // The fuzzer's finding (tests/fuzz/regressions/json_config): LibTorch's "Padding_idx must be
+  // within num_embeddings" escaped from RoBERTa's embedding; a default id counts too.
+  CHECK_THROWS_WITH(models::create_model({{"model_type", "roberta"}, {"vocab_size", 1}, {"pad_token_id", 1}}, "c.json"),
+                    "c.json: key 'pad_token_id' = 1 is outside the vocabulary (vocab_size 1: ids 0 to 0)");
+  CHECK_THROWS_WITH(models::create_model({{"model_type", "roberta"}, {"vocab_size", 1}}, "c.json"),
+                    Catch::StartsWith("c.json: key 'pad_token_id' = 1 is outside"));
+  CHECK_THROWS_WITH(
+      models::create_model({{"model_type", "roberta"}, {"vocab_size", 8}, {"max_position_embeddings", 2}}, "c.json"),
+      Catch::StartsWith("c.json: key 'max_position_embeddings' = 2 leaves no position after pad_token_id 1"));
+  // T5's relative buckets: too few, or a max_distance inside the exact range, index past the embedding.
+  Json t5 = configs[3];
+  t5["relative_attention_num_buckets"] = 3;
+  CHECK_THROWS_WITH(models::create_model(t5, "c.json"),
+                    Catch::StartsWith("c.json: key 'relative_attention_num_buckets' = 3 is too few"));
+  t5["relative_attention_num_buckets"] = 8;
+  t5["relative_attention_max_distance"] = 4;
+  CHECK_THROWS_WITH(models::create_model(t5, "c.json"),
+                    Catch::StartsWith("c.json: key 'relative_attention_max_distance' = 4 must exceed"));
+  t5["relative_attention_max_distance"] = 5;
+  CHECK_NOTHROW(models::create_model(t5, "c.json"));
+}
+
+TEST_CASE("registry: the config fuzzer's findings are refused with a named input error", "[models][registry]") {
+  // tests/fuzz/regressions/json_config: configs the json_config harness once failed on, as it saved them.
+  int replayed = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(test::source_dir() + "/tests/fuzz/regressions/json_config")) {
+    const std::string name = entry.path().filename().string();
+    INFO(name);
+    try {
+      models::create_model(parse_json(read_file(entry.path().string()), name), name);
+      FAIL("built");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::kInput);
+      CHECK_THAT(e.what(), Catch::StartsWith(name + ": key '"));
+    }
+    ++replayed;
+  }
+  CHECK(replayed >= 1);
+}
+
 TEST_CASE("registry: export -> import is bitwise identical for every family and head", "[models][registry]") {
   test::TempDir dir;
   at::manual_seed(0);

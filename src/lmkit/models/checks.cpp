@@ -96,4 +96,23 @@ void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_class
   check_range(labels, num_classes, what);
 }
 
+void check_config_token_id(const std::string& file, const std::string& key, int64_t id, int64_t bound,
+                           const std::string& bound_key) {
+  if (id >= 0 && id < bound) return;
+  throw InputError(file + ": key '" + key + "' = " + std::to_string(id) + " is outside the vocabulary (" + bound_key + " " +
+                   std::to_string(bound) + ": ids 0 to " + std::to_string(bound - 1) + ")");
+}
+
+void check_config_token_ids(const Json& config, const std::string& file, int64_t bound, const std::string& bound_key) {
+  if (!config.is_object()) return;
+  for (const char* name : {"pad", "bos", "eos", "decoder_start", "mask", "sep", "cls"}) {
+    const std::string key = std::string(name) + "_token_id";
+    const auto it = config.find(key);
+    if (it == config.end() || !it->is_number_integer()) continue;  // absent, null (none), or a reader's type error
+    // An unsigned id past int64's range is past any vocabulary too.
+    const int64_t id = it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : it->get<int64_t>();
+    check_config_token_id(file, key, id, bound, bound_key);
+  }
+}
+
 }  // namespace lmkit::models

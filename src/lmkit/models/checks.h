@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "lmkit/core/batch.h"
+#include "lmkit/core/config.h"
 
 namespace lmkit::models {
 
@@ -32,5 +33,15 @@ void check_unused(const at::Tensor& t, const std::string& what, const std::strin
 /// One target per row (sequence classification, next-sentence prediction): shape
 /// [batch], int64 class ids in [0, num_classes), or numbers when num_classes == 1.
 void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what);
+
+/// A config's special-token id against the vocabulary it indexes: InputError
+/// "FILE: key 'KEY' = ID is outside the vocabulary (BOUND_KEY BOUND: ids 0 to BOUND-1)".
+void check_config_token_id(const std::string& file, const std::string& key, int64_t id, int64_t bound,
+                           const std::string& bound_key = "vocab_size");
+/// Every special-token id a config.json holds as an integer (pad, bos, eos,
+/// decoder_start, mask, sep and cls `_token_id`), read or ignored by the family,
+/// checked with check_config_token_id before any module is built; null means none.
+void check_config_token_ids(const Json& config, const std::string& file, int64_t bound,
+                            const std::string& bound_key = "vocab_size");
 
 }  // namespace lmkit::models

@@ -21,6 +21,16 @@ BertConfig roberta_defaults() {
   return c;
 }
 
+BertConfig roberta_config(const Json& j, const std::string& file) {
+  BertConfig c = BertConfig::from_json(j, file, roberta_defaults());
+  if (c.max_position_embeddings <= c.pad_token_id + 1) {
+    throw InputError(file + ": key 'max_position_embeddings' = " + std::to_string(c.max_position_embeddings) +
+                     " leaves no position after pad_token_id " + std::to_string(c.pad_token_id) +
+                     " (RoBERTa's positions count from it: at least " + std::to_string(c.pad_token_id + 2) + ")");
+  }
+  return c;
+}
+
 RobertaImpl::RobertaImpl(BertConfig config_, RobertaHead head_) : config(std::move(config_)), head(head_) {
   const auto& c = config;
   const int64_t d = c.hidden_size;
@@ -203,12 +213,12 @@ Family roberta_family() {
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
   f.max_length_of = [](const Json& config) {  // as RobertaImpl::max_length (roberta-base: 514 -> 512)
-    const BertConfig c = BertConfig::from_json(config, "config.json", roberta_defaults());
+    const BertConfig c = roberta_config(config, "config.json");
     return c.max_position_embeddings - c.pad_token_id - 1;
   };
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    BertConfig c = BertConfig::from_json(config, file, roberta_defaults());
+    BertConfig c = roberta_config(config, file);
     const RobertaHead head = arch == "RobertaModel"                       ? RobertaHead::kNone
                              : arch == "RobertaForSequenceClassification" ? RobertaHead::kSequenceClassification
                              : arch == "RobertaForSpanPreTraining"        ? RobertaHead::kSpanPreTraining

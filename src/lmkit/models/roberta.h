@@ -24,6 +24,9 @@ enum class RobertaHead {
 
 /// RobertaConfig's defaults (roberta-base): BertConfig's keys.
 BertConfig roberta_defaults();
+/// A RoBERTa config.json read over those defaults, with the positions that padding_idx
+/// leaves checked (InputError naming `file`).
+BertConfig roberta_config(const Json& j, const std::string& file);
 
 class RobertaImpl : public Model {
  public:
