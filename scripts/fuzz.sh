@@ -44,6 +44,9 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 bin="$(realpath -m "$bin")" work="$(realpath -m "$work")"
 mkdir -p "$work"
+# Scratch and staged seeds in tmpfs, where there is one (fuzz_util.h's choice too).
+tmp=/dev/shm
+[ -d "$tmp" ] || tmp="${TMPDIR:-/tmp}"
 # UBSan and ASan findings abort (the harness's own verdict for stray exceptions too).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -52,7 +55,10 @@ export OMP_NUM_THREADS=1
 run_target() {
   local t="$1" exe="$bin/lmkit-fuzz-$1" dir="$work/$1"
   [ -x "$exe" ] || { echo "$t: error: $exe missing (configure with -DLMKIT_FUZZ=ON: scripts/sanitize.sh)"; return 1; }
-  local corpus="$dir/corpus" log="$dir/fuzz.log" rc=0 seeds=("$root/tests/fuzz/seeds/$t") staged=""
+  local corpus="$dir/corpus" log="$dir/fuzz.log" rc=0 seeds=("$root/tests/fuzz/seeds/$t") staged="" scratch
+  # The harness's scratch files, removed after the run: a name of fuzz_util.h's length
+  # (lmkit-fuzz- and 10 characters), since it ends up in the messages the harness sees.
+  scratch="$(mktemp -d "$tmp/lmkit-fuzz-XXXXXXXXXX")"
   # Past findings (tests/fuzz/regressions) are seeds too: a regression shows at once.
   [ -d "$root/tests/fuzz/regressions/$t" ] && seeds+=("$root/tests/fuzz/regressions/$t")
   if [ -n "$seed" ]; then
@@ -62,7 +68,7 @@ run_target() {
     # which lists files in the reverse order of their creation, the order is the same
     # on every machine.
     corpus="$dir/corpus-seed-$seed"; rm -rf "$corpus"
-    staged="$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")/lmkit-fuzz-seeds.XXXXXX")"
+    staged="$(mktemp -d "$tmp/lmkit-fuzz-seeds.XXXXXX")"
     local f i=0
     while IFS= read -r f; do
       cp "$f" "$staged/$(printf '%05d' $i)"; i=$((i + 1))
@@ -71,9 +77,9 @@ run_target() {
   fi
   mkdir -p "$corpus"
   # -max_len: the largest seed is a 19 KB tokenizer.json; room to grow past it.
-  (cd "$dir" && "$exe" "${limit[@]}" -max_len=65536 -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 \
+  (cd "$dir" && LMKIT_FUZZ_SCRATCH="$scratch" "$exe" "${limit[@]}" -max_len=65536 -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 \
       -artifact_prefix="$dir/" "$corpus" "${seeds[@]}") >"$log" 2>&1 || rc=$?
-  [ -z "$staged" ] || rm -rf "$staged"
+  rm -rf "$scratch" ${staged:+"$staged"}
   local runs cov ft secs
   runs="$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}')"
   secs="$(grep -E '^stat::' "$log" >/dev/null && grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{print $5}')"
@@ -88,7 +94,7 @@ run_target() {
   return "$rc"
 }
 export -f run_target
-export bin work root seed
+export bin work root seed tmp
 export limit_str="${limit[*]}"
 status=0
 if [ "$jobs" -gt 1 ]; then

@@ -33,21 +33,19 @@ void expect_input_errors(F&& body) {
   }
 }
 
-/// A scratch directory of this process in /dev/shm (or the temp dir), made once and
-/// removed at exit. Its name has the same length whatever the process id: the paths
-/// end up in error messages, and a message one character longer took other branches
-/// (CI's fixed-seed fuzz step reached one edge more once the ids had five digits).
+/// The harness's scratch directory: $LMKIT_FUZZ_SCRATCH (scripts/fuzz.sh makes one per
+/// run and removes it), else /dev/shm (or the temp dir) / lmkit-fuzz-PID, made once. Both
+/// names have the same length whatever the process: the paths end up in error messages,
+/// and a message one character longer took other branches (CI's fixed-seed fuzz step
+/// reached one edge more once the process ids had five digits).
 inline const std::filesystem::path& scratch() {
   static const std::filesystem::path dir = [] {
+    if (const char* given = std::getenv("LMKIT_FUZZ_SCRATCH"); given && *given) return std::filesystem::path(given);
     const std::filesystem::path shm = "/dev/shm";
     std::string id = std::to_string(::getpid());
     id.insert(0, id.size() < 10 ? 10 - id.size() : 0, '0');
     auto p = (std::filesystem::exists(shm) ? shm : std::filesystem::temp_directory_path()) / ("lmkit-fuzz-" + id);
     std::filesystem::create_directories(p);
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(scratch(), ec);
-    });
     return p;
   }();
   return dir;

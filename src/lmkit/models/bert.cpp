@@ -39,8 +39,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
   c.num_labels = read_num_labels(r, c.num_labels);
   r.finish();
   // The padding row is one of the embedding's (a default pad too: RoBERTa's 1).
-  check_config_token_id(file, "pad_token_id", c.pad_token_id, c.vocab_size);
-  check_config_token_ids(j, file, c.vocab_size);
+  check_config_token_ids(j, file, c.vocab_size, {{"pad_token_id", c.pad_token_id}});
   if (c.hidden_size % c.num_attention_heads != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads));

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "lmkit/core/error.h"
 
 namespace lmkit::models {
@@ -103,12 +105,17 @@ void check_config_token_id(const std::string& file, const std::string& key, int6
                    std::to_string(bound) + ": ids 0 to " + std::to_string(bound - 1) + ")");
 }
 
-void check_config_token_ids(const Json& config, const std::string& file, int64_t bound, const std::string& bound_key) {
+void check_config_token_ids(const Json& config, const std::string& file, int64_t bound,
+                            const std::vector<std::pair<std::string, int64_t>>& used, const std::string& bound_key) {
+  for (const auto& [key, id] : used) {
+    if (id != -1) check_config_token_id(file, key, id, bound, bound_key);
+  }
   if (!config.is_object()) return;
   for (const char* name : {"pad", "bos", "eos", "decoder_start", "mask", "sep", "cls"}) {
     const std::string key = std::string(name) + "_token_id";
     const auto it = config.find(key);
-    if (it == config.end() || !it->is_number_integer()) continue;  // absent, null (none), or a reader's type error
+    const bool read = std::any_of(used.begin(), used.end(), [&](const auto& u) { return u.first == key; });
+    if (read || it == config.end() || !it->is_number_integer()) continue;  // read above, absent, null (none)
     // An unsigned id past int64's range is past any vocabulary too.
     const int64_t id = it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : it->get<int64_t>();
     check_config_token_id(file, key, id, bound, bound_key);

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -38,10 +40,12 @@ void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_class
 /// "FILE: key 'KEY' = ID is outside the vocabulary (BOUND_KEY BOUND: ids 0 to BOUND-1)".
 void check_config_token_id(const std::string& file, const std::string& key, int64_t id, int64_t bound,
                            const std::string& bound_key = "vocab_size");
-/// Every special-token id a config.json holds as an integer (pad, bos, eos,
-/// decoder_start, mask, sep and cls `_token_id`), read or ignored by the family,
-/// checked with check_config_token_id before any module is built; null means none.
+/// A config's special-token ids, checked with check_config_token_id before any module
+/// is built: `used`, the ids the family reads as it holds them (defaults included; -1:
+/// none), and every other `_token_id` key the file holds as an integer (pad, bos, eos,
+/// decoder_start, mask, sep, cls), which the family ignores.
 void check_config_token_ids(const Json& config, const std::string& file, int64_t bound,
+                            const std::vector<std::pair<std::string, int64_t>>& used,
                             const std::string& bound_key = "vocab_size");
 
 }  // namespace lmkit::models

@@ -49,12 +49,12 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   if (flag) throw InputError(file + ": key 'reorder_and_upcast_attn' = true is not supported");
   c.num_labels = read_num_labels(r, c.num_labels);
   r.finish();
-  check_config_token_ids(j, file, c.vocab_size);  // -1 (null: none) is never in the file
   // HF's defaults (50256, GPT-2's <|endoftext|>) are no id of a smaller vocabulary: a
   // config that does not name its own has none, as null would say.
-  for (auto [key, id] : {std::pair<const char*, int64_t*>{"bos_token_id", &c.bos_token_id}, {"eos_token_id", &c.eos_token_id}}) {
-    if (!j.contains(key) && *id >= c.vocab_size) *id = -1;
-  }
+  if (!j.contains("bos_token_id") && c.bos_token_id >= c.vocab_size) c.bos_token_id = -1;
+  if (!j.contains("eos_token_id") && c.eos_token_id >= c.vocab_size) c.eos_token_id = -1;
+  check_config_token_ids(j, file, c.vocab_size,
+                         {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id}, {"pad_token_id", c.pad_token_id}});
   if (c.n_embd % c.n_head != 0) {
     throw InputError(file + ": n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " + std::to_string(c.n_head));
   }

@@ -53,10 +53,9 @@ T5Config T5Config::from_json(const Json& j, const std::string& file) {
   c.num_labels = read_num_labels(r, c.num_labels);
   r.finish();
   // Defaults (pad 0, eos 1, decoder start 0) need a vocabulary of two ids.
-  check_config_token_id(file, "pad_token_id", c.pad_token_id, c.vocab_size);
-  check_config_token_id(file, "eos_token_id", c.eos_token_id, c.vocab_size);
-  check_config_token_id(file, "decoder_start_token_id", c.decoder_start_token_id, c.vocab_size);
-  check_config_token_ids(j, file, c.vocab_size);
+  check_config_token_ids(j, file, c.vocab_size,
+                         {{"pad_token_id", c.pad_token_id}, {"eos_token_id", c.eos_token_id},
+                          {"decoder_start_token_id", c.decoder_start_token_id}});
   // relative_position_bucket(): the exact buckets are half of a direction's (the encoder
   // halves them again per direction), and the logarithmic ones span from there to
   // max_distance. Fewer than 4, or a max_distance within the exact range, divides by

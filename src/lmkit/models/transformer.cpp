@@ -47,11 +47,10 @@ TransformerConfig TransformerConfig::from_json(const Json& j, const std::string&
   if (c.d_model % c.num_heads != 0) throw InputError(file + ": d_model is not divisible by num_heads");
   // Padding is a row of both embeddings; the other ids are the decoder's (targets, generation).
   check_config_token_id(file, "pad_token_id", c.pad_token_id, c.src_vocab_size, "src_vocab_size");
-  check_config_token_id(file, "pad_token_id", c.pad_token_id, c.tgt_vocab_size, "tgt_vocab_size");
-  check_config_token_id(file, "bos_token_id", c.bos_token_id, c.tgt_vocab_size, "tgt_vocab_size");
-  check_config_token_id(file, "eos_token_id", c.eos_token_id, c.tgt_vocab_size, "tgt_vocab_size");
-  check_config_token_id(file, "decoder_start_token_id", c.decoder_start_token_id, c.tgt_vocab_size, "tgt_vocab_size");
-  check_config_token_ids(j, file, c.tgt_vocab_size, "tgt_vocab_size");
+  check_config_token_ids(j, file, c.tgt_vocab_size,
+                         {{"pad_token_id", c.pad_token_id}, {"bos_token_id", c.bos_token_id},
+                          {"eos_token_id", c.eos_token_id}, {"decoder_start_token_id", c.decoder_start_token_id}},
+                         "tgt_vocab_size");
   return c;
 }
 
