@@ -39,6 +39,12 @@ const Api& api() {
   std::call_once(once, [] {
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("LMKIT_SPM_MODULE")) candidates.push_back(env);
+    // Beside liblmkit.so, where the build and `cmake --install` put it: found from any
+    // program that links lmkit, wherever the program lives.
+    Dl_info self{};
+    if (::dladdr(reinterpret_cast<void*>(&api), &self) && self.dli_fname) {
+      candidates.push_back((fs::path(self.dli_fname).parent_path() / "liblmkit_spm.so").string());
+    }
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {

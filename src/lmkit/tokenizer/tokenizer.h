@@ -7,8 +7,9 @@
 //
 // sentencepiece itself lives in a separate module (src/spm, liblmkit_spm.so)
 // loaded at run time, because it cannot share an executable with LibTorch
-// (docs/architecture.md). The module is found next to the running executable,
-// then in ../lib, or at $LMKIT_SPM_MODULE.
+// (docs/architecture.md). The module is found at $LMKIT_SPM_MODULE, else beside
+// liblmkit.so (build/lib, or an installed prefix's lib), next to the running
+// executable, or in its ../lib.
 #pragma once
 
 #include <cstdint>
