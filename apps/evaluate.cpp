@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/pipeline.h"
@@ -348,6 +349,8 @@ void add_in_context_flags(CLI::App& app, Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics, token-classification "
                "F1, BLEU, or text-to-text generation scores of a checkpoint");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

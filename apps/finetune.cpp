@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
@@ -390,6 +391,8 @@ void add_seq2seq_flags(CLI::App& app, Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-finetune: sequence(-pair) classification, regression, token classification (NER) or text-to-text "
                "generation from a pretrained checkpoint or random initialisation");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();

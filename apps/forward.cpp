@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/registry.h"
@@ -66,6 +67,8 @@ std::vector<std::pair<std::string, at::Tensor>> named_outputs(lmkit::models::Mod
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
   lmkit::RuntimeOptions runtime;
   std::string checkpoint, inputs, output, architecture;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/tokenizer/tokenizer.h"
@@ -53,6 +54,8 @@ std::vector<std::vector<int64_t>> prompt_tokens(const std::vector<std::string>& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-generate: continue prompts with a GPT, T5 or Transformer checkpoint");
   lmkit::RuntimeOptions runtime;
   lmkit::eval::GenerationOptions o;

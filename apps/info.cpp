@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/models/summary.h"
@@ -44,6 +45,8 @@ void print_system(const lmkit::Json& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app(
       "lmkit-info: a model's architecture, parameter count by component and memory (PATH: a preset JSON or a "
       "checkpoint directory); without PATH, this machine as lmkit sees it (LibTorch, threads, BLAS rate, bf16, CUDA)");

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/tasks.h"
@@ -38,6 +40,17 @@ struct Args {
 };
 
 std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
+
+// "bert: mlm+nsp, mlm, mlm+sbo; gpt2: clm; ...", from the registries (plugins' entries included).
+std::string objectives_by_family() {
+  std::string text;
+  for (const auto& f : models::families()) {
+    std::vector<std::string> names;
+    for (const auto& o : f.objectives) names.push_back(o.name);
+    text += (text.empty() ? "" : "; ") + f.model_type + ": " + join_names(names);
+  }
+  return text;
+}
 
 // The tokenizer: given, from --init, or trained on the training text (by rank 0,
 // whose files the other ranks then load) with the family's special tokens.
@@ -206,6 +219,8 @@ void run(const Args& a, const Json& resolved) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-pretrain: pretrain BERT (mlm, mlm+nsp), RoBERTa (mlm), SpanBERT (mlm+sbo), GPT (clm), T5 (span) or "
                "a Transformer (seq2seq) on a text file or token corpus");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
@@ -215,7 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("--train", a.train, "training text file or token corpus directory")->required();
   app.add_option("--valid", a.valid, "validation text file or token corpus directory");
   app.add_option("--output", a.output, "run directory")->required();
-  app.add_option("--objective", a.objective, "mlm, mlm+nsp (BERT), mlm+sbo (SpanBERT; BERT or RoBERTa), clm (GPT), span (T5), seq2seq (Transformer); default by model type");
+  app.add_option("--objective", a.objective, "the pretraining objective: " + objectives_by_family() +
+                                                 "; default: the model type's first");
   app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
   app.add_flag("--new-head", a.new_head, "with --init: start the pretraining head at random when the checkpoint has none (a finetuned classifier)");
   app.add_option("--source-lang", a.source_lang, "seq2seq: source suffix (--train PREFIX reads PREFIX.SRC)");

@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
 #include "lmkit/eval/suite.h"
 #include "lmkit/models/family.h"
@@ -123,7 +124,9 @@ std::string error_line(const std::string& log) {
 }
 
 // Runs one app with stdout and stderr appended to `log`; an app's failure is the suite's, with its error line.
-void run_app_logged(const std::vector<std::string>& argv, const std::string& log, const std::string& what) {
+void run_app_logged(std::vector<std::string> argv, const std::string& log, const std::string& what) {
+  // The suite's plugins go to every run it starts: a plugin's task or family is theirs too.
+  for (auto it = loaded_plugins().rbegin(); it != loaded_plugins().rend(); ++it) argv.insert(argv.begin() + 1, {"--plugin", *it});
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw RuntimeError(log + ": cannot write the log (" + std::strerror(errno) + ")");
   const std::string header = "$ " + command_line(argv) + "\n";
@@ -392,6 +395,8 @@ void run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-suite: a checkpoint (or --init random) through a suite of finetuning and in-context tasks, "
                "every task for every seed, into a GLUE-style table (docs/suite.md)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();

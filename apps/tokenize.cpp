@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
@@ -232,7 +233,8 @@ struct InspectCommand {
     auto* i = app.add_subcommand("inspect", "say what a tokenizer is; with --corpus and --objective, print (and dump) batches");
     i->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
     auto* corpus_opt = i->add_option("--corpus", corpus_path, "corpus directory");
-    i->add_option("--objective", objective, "a corpus objective: mlm, mlm+nsp, span or clm")->needs(corpus_opt);
+    i->add_option("--objective", objective, "a corpus objective: " + data::objective_names(/*corpus_only=*/true))
+        ->needs(corpus_opt);
     corpus_opt->needs(i->get_option("--objective"));
     i->add_option("--seq-len", seq_len, "sequence (input) length")->check(positive());
     i->add_option("--batch-size", batch_size, "examples per batch")->check(positive());
@@ -303,6 +305,8 @@ struct InspectCommand {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and objectives appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-tokenize: SentencePiece tokenizers, token corpora, and what the objectives make of them");
   app.require_subcommand(1);
   TrainCommand train;

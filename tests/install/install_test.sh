@@ -3,7 +3,11 @@
 #  1. cmake --install BUILD --prefix WORK/prefix;
 #  2. each project in examples/ configured with only that prefix on CMAKE_PREFIX_PATH
 #     (find_package(lmkit) finds LibTorch itself), built, and run on the bundled data;
-#  3. a project that takes lmkit in with add_subdirectory() configures (no build).
+#  3. the plugin example: the installed apps load it with --plugin, its objective shows in
+#     their --help, trains, and resumes to the same weights as an uninterrupted run; a
+#     plugin claiming another lmkit version, and a second copy registering the same
+#     objective, are refused with one error line;
+#  4. a project that takes lmkit in with add_subdirectory() configures (no build).
 #   install_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -euo pipefail
 src="$(realpath "$1")" build="$(realpath "$2")" work="$(realpath -m "$3")"
@@ -35,6 +39,51 @@ grep -q "^lmkit 0\.[0-9]*\.[0-9]* on LibTorch " "$example.out"
 grep -qE "^finetuned: dev accuracy 0\.[0-9]+, macro F1 [0-9.]+ over 272 examples$" "$example.out"
 [ -f "$example/out/finetune/final/model.safetensors" ]
 
+# The plugin example, and a copy of it that claims to be built for lmkit 0.0.1.
+plugin_src="$src/examples/shuffle_plugin"
+cmake -S "$plugin_src" -B "$work/plugin" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$work/plugin.log" 2>&1 && cmake --build "$work/plugin" >>"$work/plugin.log" 2>&1 || { tail -40 "$work/plugin.log"; exit 1; }
+cmake -S "$plugin_src" -B "$work/plugin-old" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CXX_FLAGS='-DLMKIT_PLUGIN_LMKIT_VERSION=\"0.0.1\"' >"$work/plugin-old.log" 2>&1 &&
+  cmake --build "$work/plugin-old" >>"$work/plugin-old.log" 2>&1 || { tail -40 "$work/plugin-old.log"; exit 1; }
+plugin="$work/plugin/liblmkit_shuffle.so"
+bin="$prefix/bin"
+# (The help is captured first: grep -q would end the pipe early, and pipefail report it.)
+help="$("$bin/lmkit-pretrain" --plugin "$plugin" --help)"
+grep -q "bert: mlm+nsp, mlm, mlm+sbo, shuffle;" <<<"$help" ||
+  { echo "FAIL: lmkit-pretrain --help does not list the plugin's objective"; exit 1; }
+help="$(LMKIT_PLUGINS="$plugin" "$bin/lmkit-tokenize" inspect --help)"
+grep -q "or shuffle" <<<"$help" || { echo "FAIL: lmkit-tokenize inspect --help does not list the plugin's objective"; exit 1; }
+expect_error() {  # expect_error PATTERN COMMAND...: exit 2 and one error line matching PATTERN
+  local out rc=0
+  out="$("${@:2}" 2>&1 >/dev/null)" || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s\n' "$out" | grep -qE "$1" ||
+    { echo "FAIL: '${*:2}' exited $rc with: $out"; exit 1; }
+}
+expect_error "^error: .*liblmkit_shuffle.so: built against lmkit 0\.0\.1 and LibTorch .*, but this is lmkit 0\.1\.0" \
+  "$bin/lmkit-info" --plugin "$work/plugin-old/liblmkit_shuffle.so"
+cp "$plugin" "$work/copy.so"
+expect_error "^error: objective 'shuffle' is registered twice: by .*/plugin/liblmkit_shuffle.so and by .*/copy.so$" \
+  "$bin/lmkit-info" --plugin "$plugin" --plugin "$work/copy.so"
+expect_error "^error: unknown objective 'shuffle'|^error: objective 'shuffle' does not apply" \
+  "$bin/lmkit-pretrain" --model "$prefix/share/lmkit/models/bert-tiny.json" --train "$src/data/wikitext-2-sample/train.txt" \
+  --output "$work/no-plugin" --objective shuffle
+# Trains, and resumes exactly: 8 steps straight, and 4 + 4 through --stop-at and --resume.
+train=(--plugin "$plugin" --objective shuffle --model "$prefix/share/lmkit/models/bert-tiny.json"
+       --train "$src/data/wikitext-2-sample/train.txt" --valid "$src/data/wikitext-2-sample/valid.txt"
+       --steps 8 --batch-size 8 --seq-len 64 --vocab-size 1000 --save-every 4 --eval-batches 2 --threads 1)
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${train[@]}" --output "$work/shuffle-full" >"$work/shuffle-full.log" 2>&1 ||
+  { tail -20 "$work/shuffle-full.log"; exit 1; }
+cut=("${train[@]}" --tokenizer "$work/shuffle-full/tokenizer.model" --output "$work/shuffle-cut")
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${cut[@]}" --stop-at 4 >"$work/shuffle-cut.log" 2>&1 &&
+  [ ! -d "$work/shuffle-cut/final" ] || { echo "FAIL: --stop-at 4 did not stop at a checkpoint"; tail -20 "$work/shuffle-cut.log"; exit 1; }
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${cut[@]}" --resume >>"$work/shuffle-cut.log" 2>&1 || { echo "FAIL: the --resume of the shuffle run failed"; tail -20 "$work/shuffle-cut.log"; exit 1; }
+cmp "$work/shuffle-full/final/model.safetensors" "$work/shuffle-cut/final/model.safetensors" ||
+  { echo "FAIL: the resumed shuffle run's weights differ from the uninterrupted run's"; exit 1; }
+grep -q 'BertForTokenClassification' "$work/shuffle-full/final/config.json" ||
+  { echo "FAIL: the shuffle run did not train BertForTokenClassification"; exit 1; }
+echo "plugin: shuffle trained 8 steps; 4 + 4 resumed to byte-identical weights"
+
 # add_subdirectory: lmkit's targets name no CMAKE_SOURCE_DIR, so it configures inside another project.
 parent="$work/parent" && mkdir -p "$parent"
 cat >"$parent/CMakeLists.txt" <<CMAKE
@@ -49,4 +98,4 @@ torch_prefix="$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build/CMakeCache.txt"
 cmake -S "$parent" -B "$parent/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$torch_prefix" >"$parent.log" 2>&1 ||
   { tail -30 "$parent.log"; exit 1; }
 if grep -q "lmkit_tests" "$parent/build/build.ninja" 2>/dev/null; then echo "FAIL: a subproject builds lmkit's tests"; exit 1; fi
-echo "install: ok (prefix $prefix, example built and run, add_subdirectory configures)"
+echo "install: ok (prefix $prefix, example and plugin built and run, add_subdirectory configures)"

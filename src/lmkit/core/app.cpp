@@ -153,7 +153,26 @@ int fail(const std::string& message, ExitCode code) {
 
 }  // namespace
 
+namespace {
+
+// --plugin on the app and each subcommand: load_plugins() has loaded the files before
+// the flags were built; here the flag is documented and accepted.
+void add_plugin_flag(CLI::App& app) {
+  static std::vector<std::string> given;  // loaded already; kept only for the resolved config
+  if (!app.get_option_no_throw("--plugin")) {
+    app.add_option("--plugin", given, "a plugin (a shared object built on the installed lmkit) to load first: its families, "
+                               "objectives and tasks join the built-in ones (repeatable; also $LMKIT_PLUGINS, "
+                               "':'-separated; docs/library.md)")
+        ->type_name("FILE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) add_plugin_flag(*sub);
+}
+
+}  // namespace
+
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+  add_plugin_flag(app);
   // Subcommand callbacks run inside parse(), so parsing and the body share one handler.
   try {
     // CLI11 wants the arguments reversed when given as a vector.

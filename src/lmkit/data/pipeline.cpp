@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/tasks.h"
 
@@ -133,19 +134,46 @@ ObjectiveSpec seq2seq_objective() {
 
 }  // namespace
 
-const std::vector<ObjectiveSpec>& objectives() {
-  static const std::vector<ObjectiveSpec> all = {mlm_objective(),  nsp_objective(), sbo_objective(),
-                                                 span_objective(), clm_objective(), seq2seq_objective()};
+namespace {
+
+std::vector<ObjectiveSpec>& registry() {
+  static std::vector<ObjectiveSpec> all = [] {
+    std::vector<ObjectiveSpec> builtin = {mlm_objective(),  nsp_objective(), sbo_objective(),
+                                          span_objective(), clm_objective(), seq2seq_objective()};
+    for (auto& o : builtin) o.source = "lmkit";
+    return builtin;
+  }();
   return all;
+}
+
+}  // namespace
+
+const std::vector<ObjectiveSpec>& objectives() { return registry(); }
+
+void register_objective(ObjectiveSpec spec) {
+  check_input(!spec.name.empty() && spec.make_dataset != nullptr,
+              registering_source() + ": an objective needs a name and make_dataset");
+  for (const auto& o : registry()) {
+    check_input(o.name != spec.name, "objective '" + spec.name + "' is registered twice: by " + o.source + " and by " +
+                                         registering_source());
+  }
+  spec.source = registering_source();
+  registry().push_back(std::move(spec));
+}
+
+std::string objective_names(bool corpus_only) {
+  std::vector<std::string> names;
+  for (const auto& o : objectives()) {
+    if (!corpus_only || !o.parallel_text) names.push_back(o.name);
+  }
+  return join_names(names, " or ");
 }
 
 const ObjectiveSpec& objective(const std::string& name) {
   for (const auto& o : objectives()) {
     if (o.name == name) return o;
   }
-  std::vector<std::string> names;
-  for (const auto& o : objectives()) names.push_back(o.name);
-  throw InputError("unknown objective '" + name + "' (expected " + join_names(names, " or ") + ")");
+  throw InputError("unknown objective '" + name + "' (expected " + objective_names() + ")");
 }
 
 void check_objective_tokenizer(const ObjectiveSpec& spec, const tokenizer::Tokenizer& tok) {

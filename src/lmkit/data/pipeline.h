@@ -36,10 +36,18 @@ struct ObjectiveSpec {
   std::function<int64_t(int64_t seq_len)> target_length;
   /// A random batch shaped as the objective's (B × seq_len inputs, ids in [5, vocab)).
   std::function<Batch(int64_t batch, int64_t seq_len, int64_t target_len, int64_t vocab)> synthetic_batch;
+  std::string source;  ///< who registered it: "lmkit", or a plugin's path (register_objective sets it)
 };
 
-/// Every objective, in the order --help lists them.
+/// Every objective, lmkit's then those registered, in the order --help lists them.
 const std::vector<ObjectiveSpec>& objectives();
+/// Adds an objective (from a program or a plugin: docs/library.md). Its name must be
+/// new: InputError naming both registrants otherwise. A family pretrains with it once
+/// the family lists it (models::add_family_objective).
+void register_objective(ObjectiveSpec spec);
+/// "mlm, mlm+nsp, ... or NAME": the registered objectives' names, for help texts;
+/// `corpus_only` leaves out those that read parallel text.
+std::string objective_names(bool corpus_only = false);
 /// The objective `name`; InputError listing them otherwise.
 const ObjectiveSpec& objective(const std::string& name);
 /// InputError unless `tokenizer` has every special token `spec` needs.

@@ -6,6 +6,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/models/bert.h"
 #include "lmkit/models/gpt.h"
 #include "lmkit/models/model.h"
@@ -15,17 +16,54 @@
 
 namespace lmkit::models {
 
-const std::vector<Family>& families() {
+namespace {
+
+std::vector<Family>& registry() {
   // One line per family: its descriptor lives beside its model.
-  static const std::vector<Family> all = {bert_family(), gpt_family(), t5_family(), transformer_family(),
-                                          roberta_family()};
+  static std::vector<Family> all = [] {
+    std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family()};
+    for (auto& f : builtin) f.source = "lmkit";
+    return builtin;
+  }();
   return all;
 }
 
-const Family& family(const std::string& model_type) {
-  for (const auto& f : families()) {
-    if (f.model_type == model_type) return f;
+Family* find_family(const std::string& model_type) {
+  for (auto& f : registry()) {
+    if (f.model_type == model_type) return &f;
   }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<Family>& families() { return registry(); }
+
+void register_family(Family f) {
+  check_input(!f.model_type.empty() && !f.architectures.empty() && f.create != nullptr,
+              registering_source() + ": a family needs a model_type, architectures and create");
+  if (const Family* known = find_family(f.model_type)) {
+    throw InputError("model_type '" + f.model_type + "' is registered twice: by " + known->source + " and by " +
+                     registering_source());
+  }
+  f.source = registering_source();
+  registry().push_back(std::move(f));
+}
+
+void add_family_objective(const std::string& model_type, Objective objective) {
+  Family* f = find_family(model_type);
+  if (!f) throw InputError(registering_source() + ": unknown model_type '" + model_type + "' (expected " + family_names() + ")");
+  check_input(f->builds(objective.architecture), registering_source() + ": model_type '" + model_type +
+                                                     "' does not build '" + objective.architecture + "'");
+  for (const auto& o : f->objectives) {
+    check_input(o.name != objective.name, registering_source() + ": model_type '" + model_type +
+                                              "' already pretrains with objective '" + objective.name + "'");
+  }
+  f->objectives.push_back(std::move(objective));
+}
+
+const Family& family(const std::string& model_type) {
+  if (const Family* f = find_family(model_type)) return *f;
   throw InputError("unknown model_type '" + model_type + "' (expected " + family_names() + ")");
 }
 

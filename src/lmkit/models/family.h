@@ -41,6 +41,7 @@ struct Family {
       create;
   /// Fits a preset's config to a tokenizer trained for it (vocabulary size, special ids).
   std::function<void(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id)> adopt_vocabulary;
+  std::string source;  ///< who registered it: "lmkit", or a plugin's path (register_family sets it)
 
   /// The objective called `name` ("" for the default); InputError naming those that apply.
   const Objective& objective(const std::string& name) const;
@@ -56,8 +57,15 @@ struct Family {
   const std::string& text_to_text_or_error() const;
 };
 
-/// Every family, in the order errors list them.
+/// Every family, lmkit's then those registered, in the order errors list them.
 const std::vector<Family>& families();
+/// Adds a family (from a program or a plugin: docs/library.md). Its model_type must be
+/// new: InputError naming both registrants otherwise. Register before any model is built
+/// (a plugin registers as it loads): references to families stay valid only until then.
+void register_family(Family family);
+/// Lets `model_type` pretrain with `objective` (a registered data objective) as the
+/// architecture it names, one the family builds; InputError when the family already has it.
+void add_family_objective(const std::string& model_type, Objective objective);
 /// The family of `model_type`; InputError listing the known ones.
 const Family& family(const std::string& model_type);
 /// The families that pretrain with `objective`, in families() order (empty: none).
