@@ -1,7 +1,8 @@
-// lmkit-evaluate: measures a checkpoint on data — causal perplexity (per token,
-// per word, bits per byte), masked-LM perplexity, pseudo-perplexity, T5 span
-// loss, classification metrics, token classification (seqeval's entity F1), and
-// BLEU of beam-search translations.
+// lmkit-evaluate: measures a checkpoint on data: causal perplexity (per token, per
+// word, bits per byte), masked-LM perplexity, pseudo-perplexity, span-corruption loss,
+// BLEU of beam-search translations, zero/few-shot in-context scores, and the metric of
+// every registered finetuning task (tasks/task.h: the task reads its data as the
+// checkpoint's finetune.json records).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -13,18 +14,13 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/pipeline.h"
-#include "lmkit/data/tasks.h"
-#include "lmkit/data/token_tasks.h"
-#include "lmkit/eval/classification.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/in_context.h"
 #include "lmkit/eval/metrics.h"
-#include "lmkit/eval/text_to_text.h"
 #include "lmkit/eval/perplexity.h"
-#include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
-#include "text_pair_flags.h"
+#include "lmkit/tasks/task.h"
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -37,11 +33,44 @@ struct Args {
   std::vector<std::string> data_files;  ///< --data, repeatable for the in-context metrics
   eval::IclOptions icl;
   data::ColumnSpec columns;
-  data::PairSpec pairs;        ///< generation: where sources and targets are
-  data::Seq2SeqOptions s2s;    ///< generation: prefix, separator, lengths
-  int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0, beams = 4, max_new_tokens = 64;
-  bool overwrite = false, rouge_stemmer = false;
+  int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0;
+  int64_t beams = 4, max_new_tokens = 64;  ///< bleu (the flags are the generation metric's too)
+  bool overwrite = false;
 };
+
+// lmkit-evaluate's own metrics; each finetuning task adds its own (tasks::TaskSpec::metric).
+const std::vector<std::pair<std::string, std::string>>& own_metrics() {
+  static const std::vector<std::pair<std::string, std::string>> metrics = {
+      {"perplexity", "causal LM perplexity over a text (per token, per word, bits per byte)"},
+      {"mlm-perplexity", "masked-LM perplexity"},
+      {"pseudo-perplexity", "pseudo-perplexity (each token masked in turn)"},
+      {"span", "span-corruption loss"},
+      {"bleu", "BLEU of beam-search translations of source lines (--references)"},
+      {"multiple-choice", "in-context: multiple choice and schemas"},
+      {"completion", "in-context: completions"},
+      {"in-context", "in-context: any task file"}};
+  return metrics;
+}
+
+std::vector<std::string> tasks_metrics() {
+  std::vector<std::string> names;
+  for (const auto& t : tasks::tasks()) names.push_back(t.metric);
+  return names;
+}
+
+std::vector<std::string> metric_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : own_metrics()) names.push_back(name);
+  for (const auto& t : tasks::tasks()) names.push_back(t.metric);
+  return names;
+}
+
+std::string metric_help() {
+  std::string text;
+  for (const auto& [name, what] : own_metrics()) text += (text.empty() ? "" : "; ") + name + ": " + what;
+  for (const auto& t : tasks::tasks()) text += "; " + t.metric + ": a checkpoint finetuned with --task " + t.name;
+  return text;
+}
 
 // The checkpoint's model, its vocabulary checked against the tokenizer evaluation uses.
 std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokenizer& tok, const std::string& architecture = "") {
@@ -73,70 +102,6 @@ void print_table(const Json& r) {
   }
 }
 
-Json classification(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
-  auto model = load_model(a, tok);
-  const Json config = model->config_json();
-  const auto& family = models::family(model->model_type());
-  if (model->architecture() != family.classifier) {
-    throw InputError(a.checkpoint + ": " + model->architecture() + " has no classification head (finetune it first)");
-  }
-  const int64_t num_labels = static_cast<int64_t>(config.value("id2label", Json::object()).size());
-  const auto label_map = data::load_label_map(a.checkpoint, num_labels);
-  data::ColumnSpec cols = a.columns;
-  cols.regression = num_labels == 1;
-  // The length the classifier was finetuned with unless --seq-len says otherwise.
-  const int64_t trained = data::finetuned_max_length(a.checkpoint);
-  int64_t length = a.seq_len > 0 ? a.seq_len : trained > 0 ? trained : 128;
-  if (family.max_length(config) > 0) length = std::min(length, family.max_length(config));
-  model->to(device);
-  auto ds = std::make_shared<data::ClassificationDataset>(a.data, cols, tok, length, label_map);
-  Json r = eval::evaluate_classifier(*model, ds, a.batch_size, data::pad_id(tok), device);
-  r["max_length"] = length;
-  return r;
-}
-
-// A finetuned checkpoint's finetune.json; {} for others (HF's, pretrained ones).
-Json finetune_info(const std::string& dir) {
-  const std::string file = dir + "/finetune.json";
-  return fs::exists(file) ? load_json_file(file) : Json::object();
-}
-
-// How the token classifier read its data (finetune.json), --text-column / --label-column over it.
-data::TaggedFormat tagged_format(const Args& a, const CLI::App& app, bool& label_all_subwords) {
-  data::TaggedFormat f;
-  const Json j = finetune_info(a.checkpoint);
-  f.tag_column = j.value("tag_column", f.tag_column);
-  f.tokens_field = j.value("tokens_field", f.tokens_field), f.tags_field = j.value("tags_field", f.tags_field);
-  label_all_subwords = j.value("label_all_subwords", false);
-  if (app.count("--text-column")) f.tokens_field = a.columns.text;
-  if (app.count("--label-column")) data::set_tag_source(f, a.columns.label);
-  return f;
-}
-
-Json token_classification(const Args& a, const CLI::App& app, const tokenizer::Tokenizer& tok, c10::Device device) {
-  auto model = load_model(a, tok);
-  const Json config = model->config_json();
-  const auto& family = models::family(model->model_type());
-  if (model->architecture() != family.token_classifier) {
-    throw InputError(a.checkpoint + ": " + model->architecture() +
-                     " has no token-classification head (finetune it with --task token-classification first)");
-  }
-  const int64_t num_labels = static_cast<int64_t>(config.value("id2label", Json::object()).size());
-  const auto tag_map = data::load_label_map(a.checkpoint, num_labels);
-  bool label_all = false;
-  const data::TaggedFormat format = tagged_format(a, app, label_all);
-  const int64_t trained = data::finetuned_max_length(a.checkpoint);
-  int64_t length = a.seq_len > 0 ? a.seq_len : trained > 0 ? trained : 128;
-  if (family.max_length(config) > 0) length = std::min(length, family.max_length(config));
-  model->to(device);
-  const data::TokenClassificationDataset ds(data::read_tagged_sentences(a.data, format), a.data, tok, tag_map, {length, label_all});
-  std::vector<std::vector<std::string>> predicted;
-  Json r = eval::evaluate_token_classifier(*model, ds, tag_map, a.batch_size, data::pad_id(tok), device, &predicted);
-  if (!a.predictions.empty()) write_file_atomic(a.predictions, eval::predictions_conll(ds.sentences(), predicted));
-  r["max_length"] = length;
-  return r;
-}
-
 Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
   auto model = load_model(a, tok);
   check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
@@ -152,65 +117,28 @@ Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
           {"sentences", hypotheses.size()}};
 }
 
-// How the text-to-text model read its data (finetune.json), the flags given over it.
-void seq2seq_format(Args& a, const CLI::App& app, const models::Family& family, eval::GenerationOptions& g) {
-  const Json j = finetune_info(a.checkpoint);
-  auto pick = [&](const char* flag, const char* key, auto& value) {
-    if (!app.count(flag)) value = j.value(key, value);
-  };
-  pick("--source-column", "source_column", a.pairs.source), pick("--target-column", "target_column", a.pairs.target);
-  pick("--source-lang", "source_lang", a.pairs.source_lang), pick("--target-lang", "target_lang", a.pairs.target_lang);
-  pick("--source-prefix", "source_prefix", a.s2s.source_prefix), pick("--separator", "separator", a.s2s.separator);
-  pick("--max-target-length", "max_target_length", a.s2s.max_target_length);
-  pick("--rouge-stemmer", "rouge_stemmer", a.rouge_stemmer);
-  a.s2s.max_source_length = app.count("--seq-len") ? a.seq_len : j.value("max_length", a.s2s.max_source_length);
-  if (!app.count("--beams")) a.beams = j.value("beams", int64_t{1});
-  if (!app.count("--max-new-tokens")) a.max_new_tokens = j.value("max_new_tokens", int64_t{0});
-  a.s2s.decoder_only = !family.encoder_decoder;
-  a.pairs.format = a.columns.format;
-  g = eval::text_generation_options(a.beams, a.max_new_tokens, a.s2s.max_target_length);
-}
-
-Json generation(Args a, const CLI::App& app, const tokenizer::Tokenizer& tok, c10::Device device) {
+// A finetuning task's metric: the task reads the data as the checkpoint's finetune.json
+// records, the flags given over it.
+Json task_metric(const Args& a, const CLI::App& app, const tasks::TaskSpec& spec, tasks::Task& task,
+                 const tokenizer::Tokenizer& tok, c10::Device device) {
   auto model = load_model(a, tok);
   const auto& family = models::family(model->model_type());
-  if (model->architecture() != family.text_to_text) {
-    throw InputError(a.checkpoint + ": " + model->architecture() + " does not generate text (" +
-                     family.text_to_text_or_error() + " does)");
+  const std::string& head = family.head_or_error(spec.head);
+  if (model->architecture() != head) {
+    throw InputError(a.checkpoint + ": " + model->architecture() + " has no " + spec.head + " head (finetune it with --task " +
+                     spec.name + " first)");
   }
-  eval::GenerationOptions g;
-  seq2seq_format(a, app, family, g);
+  const Json info = tasks::read_info(a.checkpoint, spec.name);
+  task.use_info(info, app);
   model->to(device);
-  const data::Seq2SeqDataset ds(data::read_text_pairs(a.data, a.pairs), a.data, tok, a.s2s);
-  std::vector<std::string> texts;
-  Json r = eval::evaluate_text_to_text(*model, tok, ds, g, a.batch_size, data::pad_id(tok), device, &texts, a.rouge_stemmer);
-  if (!a.predictions.empty()) write_file_atomic(a.predictions, eval::predictions_lines(texts));
-  r["beams"] = a.beams, r["max_new_tokens"] = g.max_new_tokens;
-  return r;
+  const int64_t length = app.count("--seq-len") ? a.seq_len : info.value("max_length", int64_t{0});
+  const tasks::Context c{tok,    data::pad_id(tok),      device, a.batch_size, length, a.columns, family, model->config_json(),
+                         a.checkpoint, /*leader=*/true, &app};
+  return task.evaluate(*model, c, a.data, a.predictions);
 }
 
 bool in_context_metric(const std::string& metric) {
   return metric == "multiple-choice" || metric == "completion" || metric == "in-context";
-}
-
-// The task files: each --data, a directory's *.jsonl in name order.
-std::vector<std::string> icl_files(const Args& a) {
-  std::vector<std::string> files;
-  for (const auto& d : a.data_files) {
-    check_input(fs::exists(d), d + ": no such file or directory");
-    if (!fs::is_directory(d)) {
-      files.push_back(d);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(d)) {
-      if (e.path().extension() == ".jsonl") found.push_back(e.path().string());
-    }
-    check_input(!found.empty(), d + ": no .jsonl task files");
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
 }
 
 // The formats a metric name takes: multiple choice and schemas, completions, or any.
@@ -221,28 +149,20 @@ void check_icl_format(const Args& a, const eval::IclTask& task) {
                   " (use --metric " + (completion ? "completion" : "multiple-choice") + ", or in-context for any)");
 }
 
-void print_icl_table(const Json& tasks) {
-  std::printf("%-20s %-16s %5s %9s %9s %10s %8s %9s %6s\n", "task", "format", "shots", "accuracy", "acc_norm", "perplexity",
-              "examples", "truncated", "ex/s");
-  for (const auto& t : tasks) {
-    auto figure = [&](const char* key) { return t.contains(key) ? std::to_string(t[key].get<double>()).substr(0, 6) : "-"; };
-    std::printf("%-20s %-16s %5lld %9s %9s %10s %8lld %9lld %6.1f\n", t["task"].get<std::string>().c_str(),
-                t["format"].get<std::string>().c_str(), static_cast<long long>(t["shots"].get<int64_t>()),
-                figure("accuracy").c_str(), figure("accuracy_norm").c_str(), figure("perplexity").c_str(),
-                static_cast<long long>(t["examples"].get<int64_t>()), static_cast<long long>(t["truncated"].get<int64_t>()),
-                t["examples_per_second"].get<double>());
-  }
-}
-
 // Zero- and few-shot scoring of a causal LM on one or more task files.
 Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
   auto model = load_model(a, tok);
   const auto& family = models::family(model->model_type());
-  check_input(!family.encoder_decoder && model->architecture() == family.text_to_text,
-              a.checkpoint + ": --metric " + a.metric + " scores causal language models (GPT2LMHeadModel), not " +
-                  model->architecture());
+  if (family.encoder_decoder || model->architecture() != family.head(models::kTextToTextHead)) {
+    std::vector<std::string> causal;  // the decoder-only families' generators
+    for (const auto& f : models::families()) {
+      if (!f.encoder_decoder && !f.head(models::kTextToTextHead).empty()) causal.push_back(f.head(models::kTextToTextHead));
+    }
+    throw InputError(a.checkpoint + ": --metric " + a.metric + " scores causal language models (" + join_names(causal, " or ") +
+                     "), not " + model->architecture());
+  }
   std::vector<eval::IclTask> tasks;
-  for (const auto& file : icl_files(a)) {
+  for (const auto& file : eval::icl_task_files(a.data_files)) {
     tasks.push_back(eval::read_icl_task(file));
     check_icl_format(a, tasks.back());
   }
@@ -255,7 +175,7 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
     predictions += eval::icl_predictions_jsonl(task, scores);
   }
   if (!a.predictions.empty()) write_file_atomic(a.predictions, predictions);
-  print_icl_table(results);
+  std::fputs(eval::icl_table(results).c_str(), stdout);
   Json r = results.size() == 1 ? results[0] : Json::object();
   r["tasks"] = results;
   r["seed"] = a.icl.seed, r["delimiter"] = a.icl.delimiter, r["example_delimiter"] = a.icl.example_delimiter;
@@ -294,39 +214,38 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
                                       : eval::pseudo_perplexity(*model, corpus, tok, seq_len, a.max_sequences, device);
 }
 
-void run(const Args& a, const CLI::App& app) {
-  const c10::Device device = init_runtime(a.runtime);
-  const std::set<std::string> metrics = {"perplexity",     "mlm-perplexity",       "pseudo-perplexity", "span",
-                                         "classification", "token-classification", "bleu",              "generation",
-                                         "multiple-choice", "completion",          "in-context"};
-  check_input(metrics.count(a.metric), "--metric '" + a.metric +
-                                           "' is not one of perplexity, mlm-perplexity, pseudo-perplexity, span, "
-                                           "classification, token-classification, bleu, generation, multiple-choice, "
-                                           "completion, in-context");
-  const bool icl = in_context_metric(a.metric);
+// What the metric reads must be there before the model is loaded (a task's reader names its files itself).
+void check_inputs(const Args& a, bool icl, bool task) {
   check_input(a.data_files.size() == 1 || icl, "--data is repeatable for the in-context metrics only");
-  const bool writes_predictions = a.metric == "token-classification" || a.metric == "generation" || icl;
-  check_input(a.predictions.empty() || writes_predictions,
-              "--predictions applies to --metric token-classification, generation or the in-context metrics");
+  check_input(a.predictions.empty() || icl || task,
+              "--predictions applies to the in-context metrics and those of the finetuning tasks (" +
+                  join_names(tasks_metrics()) + ")");
   if (!a.predictions.empty()) check_output_file(a.predictions, a.overwrite, "--predictions");
-  // Parallel files are PREFIX.SRC and PREFIX.TGT: the reader names the one that is missing.
-  const bool parallel = a.metric == "generation" && (app.count("--source-lang") || app.count("--target-lang") ||
-                                                     finetune_info(a.checkpoint).value("source_lang", "") != "");
-  if (!parallel && !icl) {
+  if (!task && !icl) {
     check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
     if (!data::is_corpus(a.data)) check_readable_file(a.data);
   }
   check_result_file(a);
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
+}
+
+void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags) {
+  const c10::Device device = init_runtime(a.runtime);
+  const auto names = metric_names();
+  check_input(std::find(names.begin(), names.end(), a.metric) != names.end(),
+              "--metric '" + a.metric + "' is not one of " + join_names(names, " or "));
+  const tasks::TaskSpec* spec = tasks::task_with_metric(a.metric);
+  task_flags.check_given(app, spec ? spec->name : "", a.metric == "bleu" ? std::vector<std::string>{"--beams", "--max-new-tokens"}
+                                                                          : std::vector<std::string>{});
+  const bool icl = in_context_metric(a.metric);
+  check_inputs(a, icl, spec != nullptr);
   const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
-  Json r = a.metric == "classification"         ? classification(a, tok, device)
-           : a.metric == "token-classification" ? token_classification(a, app, tok, device)
-           : a.metric == "bleu"                 ? bleu(a, tok, device)
-           : a.metric == "generation"           ? generation(a, app, tok, device)
-           : icl                                ? in_context(a, tok, device)
-                                                : corpus_metric(a, tok, device, work.path());
+  Json r = spec                 ? task_metric(a, app, *spec, task_flags.of(spec->name), tok, device)
+           : a.metric == "bleu" ? bleu(a, tok, device)
+           : icl                ? in_context(a, tok, device)
+                                : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
   r["data"] = icl ? Json(a.data_files) : Json(a.data);
@@ -346,60 +265,66 @@ void add_in_context_flags(CLI::App& app, Args& a) {
                "through the KV cache for all its choices");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before the flags are built: a plugin's families and objectives appear in them.
-  if (const int rc = load_plugins(argc, argv)) return rc;
-  CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, classification metrics, token-classification "
-               "F1, BLEU, or text-to-text generation scores of a checkpoint");
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  Args a;
+// The checkpoint, the data and the result.
+void add_io_flags(CLI::App& app, Args& a) {
   app.add_option("--checkpoint", a.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
   app.add_option("--data", a.data_files,
                  "text file, corpus directory, labelled file, source sentences (bleu); in-context: task files or "
                  "directories of them, repeatable")
       ->required()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--metric", a.metric,
-                 "perplexity | mlm-perplexity | pseudo-perplexity | span | classification | token-classification | bleu | "
-                 "generation | multiple-choice | completion | in-context")
-      ->required();
+  app.add_option("--metric", a.metric, metric_help())->required();
   app.add_option("--output", a.output, "result JSON file (default result.json)");
   app.add_flag("--overwrite", a.overwrite, "replace --output (and --predictions) although lmkit-evaluate did not write it");
+  app.add_option("--predictions", a.predictions,
+                 "write the predictions here (a finetuning task's file, or the in-context scores as JSONL)");
+  app.add_option("--text-column", a.columns.text, "classification: text column; token-classification: JSONL words field "
+                 "(default: as finetuned)");
+  app.add_option("--label-column", a.columns.label,
+                 "classification: label column; token-classification: CoNLL tag column or JSONL tags field (default: "
+                 "as finetuned)");
+  app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv, jsonl or conll (default: as finetuned)");
+}
+
+// The corpus metrics' and every metric's batching.
+void add_corpus_flags(CLI::App& app, Args& a) {
   app.add_option("--context", a.context, "perplexity: tokens per window (default: the model's maximum)")
       ->check(non_negative());
   app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(non_negative());
   app.add_option("--seq-len", a.seq_len,
-                 "sequence length (mlm, pseudo, span; default 128) or max length (classification; default: the "
-                 "finetuning's --max-length)")
+                 "sequence length (mlm, pseudo, span; default 128) or max length (a finetuning task's metric; default: "
+                 "the finetuning's --max-length)")
       ->check(in_range(8, 1 << 16));
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
   app.add_option("--max-sequences", a.max_sequences, "pseudo-perplexity: sequences scored (0: all)")
       ->check(non_negative());
-  app.add_option("--text-column", a.columns.text, "classification: text column; token-classification: JSONL words field");
-  app.add_option("--text-pair-column", a.columns.text_pair, "classification: second text column");
-  app.add_option("--label-column", a.columns.label,
-                 "classification: label column; token-classification: CoNLL tag column or JSONL tags field (default: "
-                 "as finetuned)");
-  app.add_option("--predictions", a.predictions, "token-classification: write 'word gold predicted' lines (CoNLL) here; generation: one "
-                 "generated text per line");
   app.add_option("--references", a.references, "bleu: reference translations, one per line");
-  app.add_option("--beams", a.beams, "bleu, generation: beam width (bleu: 4; generation: as finetuned, 1 is greedy)")
-      ->check(positive());
-  app.add_option("--max-new-tokens", a.max_new_tokens,
-                 "bleu, generation: longest generated text (bleu: 64; generation: as finetuned)")
-      ->check(positive());
-  add_text_pair_flags(app, a.pairs, a.s2s, "generation", "--data", " (default: as finetuned)");
-  app.add_flag("--rouge-stemmer,!--no-rouge-stemmer", a.rouge_stemmer,
-               "generation: ROUGE over Porter-stemmed words, rouge-score's use_stemmer (default: as finetuned)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before the flags are built: a plugin's families and tasks appear in them.
+  if (const int rc = load_plugins(argc, argv)) return rc;
+  CLI::App app("lmkit-evaluate: perplexity, masked-LM perplexity, span loss, BLEU, in-context scores, or the metric of a "
+               "finetuning task (" + tasks::task_names() + ") of a checkpoint");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  Args a;
+  add_io_flags(app, a);
+  add_corpus_flags(app, a);
+  tasks::TaskFlags task_flags;
+  if (const int rc = guard([&] { task_flags = tasks::add_task_flags(app, tasks::Mode::kEvaluate); })) return rc;
+  // bleu reads the generation metric's --beams and --max-new-tokens, with defaults of its own.
+  app.get_option("--beams")->description(app.get_option("--beams")->get_description() + "; bleu: 4");
+  app.get_option("--max-new-tokens")->description(app.get_option("--max-new-tokens")->get_description() + "; bleu: 64");
   add_in_context_flags(app, a);
   add_runtime_flags(app, a.runtime);
   return run_app(app, argc, argv, [&] {
-    check_input(a.metric == "generation" || !app.count("--rouge-stemmer"), "--rouge-stemmer applies to --metric generation");
     a.data = a.data_files.back();
     a.icl.batch_size = a.batch_size;
     a.icl.seed = app.count("--seed") ? a.runtime.seed : 1234;  // lm-evaluation-harness' few-shot seed
-    run(a, app);
+    if (app.count("--beams")) a.beams = app.get_option("--beams")->as<int64_t>();
+    if (app.count("--max-new-tokens")) a.max_new_tokens = app.get_option("--max-new-tokens")->as<int64_t>();
+    run(a, app, task_flags);
   });
 }

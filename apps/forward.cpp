@@ -14,26 +14,27 @@
 
 namespace {
 
-// The named input tensors of a safetensors file as a Batch; unknown names are errors.
+// The named input tensors of a safetensors file as a Batch: other names are the model's
+// extra inputs (next_sentence_label), which it refuses unless it reads them.
 lmkit::Batch read_inputs(const std::string& path) {
   const auto file = lmkit::io::read_safetensors(path);
-  const std::set<std::string> known{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
-                                    "decoder_attention_mask", "labels", "next_sentence_label"};
-  for (const auto& t : file.tensors) {
-    if (!known.count(t.first)) {
-      throw lmkit::InputError(path + ": unknown input tensor '" + t.first +
-                              "' (expected input_ids, attention_mask, token_type_ids, decoder_input_ids, "
-                              "decoder_attention_mask, labels, next_sentence_label)");
-    }
-  }
+  const std::set<std::string> fields{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
+                                     "decoder_attention_mask", "labels"};
   lmkit::Batch batch;
+  for (const auto& t : file.tensors) {
+    if (fields.count(t.first)) continue;
+    // Without input_ids an extra name is more likely a misspelt field.
+    if (!file.get("input_ids").defined()) {
+      throw lmkit::InputError(path + ": unknown input tensor '" + t.first + "' and no input_ids");
+    }
+    batch.extra[t.first] = t.second;
+  }
   batch.input_ids = file.at("input_ids", path);
   batch.attention_mask = file.get("attention_mask");
   batch.token_type_ids = file.get("token_type_ids");
   batch.decoder_input_ids = file.get("decoder_input_ids");
   batch.decoder_attention_mask = file.get("decoder_attention_mask");
   batch.labels = file.get("labels");
-  batch.next_sentence_label = file.get("next_sentence_label");
   return batch;
 }
 
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", checkpoint, "checkpoint directory (config.json + model.safetensors)")->required();
   app.add_option("--inputs", inputs,
                  "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, "
-                 "decoder_attention_mask, labels, next_sentence_label")
+                 "decoder_attention_mask, labels, and the inputs the model reads besides (next_sentence_label)")
       ->required();
   app.add_option("--output", output, "safetensors file to write")->required();
   app.add_option("--architecture", architecture, "run the checkpoint under another head (e.g. BertModel)");

@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
 #include "lmkit/eval/generation.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/tokenizer/tokenizer.h"
 
@@ -51,12 +53,21 @@ std::vector<std::vector<int64_t>> prompt_tokens(const std::vector<std::string>& 
   return inputs;
 }
 
+// "gpt2, t5 or transformer": the families with a text-to-text head, plugins' included.
+std::string generators() {
+  std::vector<std::string> names;
+  for (const auto& f : lmkit::models::families()) {
+    if (!f.head(lmkit::models::kTextToTextHead).empty()) names.push_back(f.model_type);
+  }
+  return lmkit::join_names(names, " or ");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Before the flags are built: a plugin's families and objectives appear in them.
   if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
-  CLI::App app("lmkit-generate: continue prompts with a GPT, T5 or Transformer checkpoint");
+  CLI::App app("lmkit-generate: continue prompts with a checkpoint that generates text (model_type " + generators() + ")");
   lmkit::RuntimeOptions runtime;
   lmkit::eval::GenerationOptions o;
   std::string checkpoint;

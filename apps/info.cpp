@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   lmkit::RuntimeOptions runtime;
   bool json = false, system = false;
   std::string path, architecture;
-  app.add_option("PATH", path, "preset JSON (models/bert-mini.json) or checkpoint directory");
+  app.add_option("PATH", path, "preset JSON (one of models/) or checkpoint directory");
   app.add_option("--architecture", architecture, "head to build, e.g. BertForSequenceClassification");
   app.add_flag("--system", system, "also describe this machine");
   app.add_flag("--json", json, "print one JSON object instead of a table");

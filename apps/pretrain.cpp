@@ -18,6 +18,7 @@
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/models/summary.h"
+#include "lmkit/train/run.h"
 #include "lmkit/train/trainer.h"
 
 using namespace lmkit;
@@ -172,16 +173,11 @@ void print_summary(const Args& a, const Json& summary) {
 }
 
 void run(const Args& a, const Json& resolved) {
-  const dist::Started started = dist::start(a.runtime, a.dist);
-  dist::Group* group = started.group.get();
-  const bool leader = !group || group->leader();
   check_input(!a.model.empty() || !a.init.empty(), "give --model PRESET.json or --init CHECKPOINT");
   check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
-  // A used run directory is continued (--resume) or replaced (--overwrite), never mixed with a new run.
-  // One writer per run directory (rank 0 in a data-parallel job).
-  std::unique_ptr<RunLock> lock;
-  if (leader) lock = train::open_run_directory(a.output, a.resume, a.overwrite);
-  else make_output_directory(a.output);
+  const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite);
+  dist::Group* group = run.group();
+  const bool leader = run.leader;
 
   const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
   const Json config = load_json_file(config_name);
@@ -200,18 +196,17 @@ void run(const Args& a, const Json& resolved) {
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
   lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
-  const train::TrainerOptions o = trainer_options(a, started.group);
+  const train::TrainerOptions o = trainer_options(a, run.started.group);
 
   Json run_config = resolved;
   run_config["objective"] = objective.name, run_config["tokenizer"] = tok_path, run_config["warmup"] = o.schedule.warmup;
   run_config["model_config"] = model->config_json();
   run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
-  if (a.resume) train::check_resumed_flags(a.output, run_config, a.steps, a.allow_changes);
-  if (leader) save_json_file(a.output + "/config.json", run_config);
+  run.record_config(run_config, a.steps, a.allow_changes);
   if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
                objective.name.c_str(), static_cast<long long>(train_set->size(0)));
-  train::Trainer trainer(model, o, train_set, lo, valid_set, lo, started.device, [&](const std::string& dir) { tok.save(dir); });
+  train::Trainer trainer(model, o, train_set, lo, valid_set, lo, run.started.device, [&](const std::string& dir) { tok.save(dir); });
   const Json summary = trainer.run();
   if (leader) print_summary(a, summary);
 }
@@ -221,11 +216,11 @@ void run(const Args& a, const Json& resolved) {
 int main(int argc, char** argv) {
   // Before the flags are built: a plugin's families and objectives appear in them.
   if (const int rc = load_plugins(argc, argv)) return rc;
-  CLI::App app("lmkit-pretrain: pretrain BERT (mlm, mlm+nsp), RoBERTa (mlm), SpanBERT (mlm+sbo), GPT (clm), T5 (span) or "
-               "a Transformer (seq2seq) on a text file or token corpus");
+  CLI::App app("lmkit-pretrain: pretrain a model with one of its family's objectives (" + objectives_by_family() +
+               ") on a text file or token corpus");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
-  app.add_option("--model", a.model, "model preset JSON (models/bert-mini.json)");
+  app.add_option("--model", a.model, "model preset JSON (one of models/)");
   app.add_option("--init", a.init, "continue pretraining from a checkpoint directory");
   app.add_option("--train", a.train, "training text file or token corpus directory")->required();
   app.add_option("--valid", a.valid, "validation text file or token corpus directory");
@@ -239,7 +234,7 @@ int main(int argc, char** argv) {
   app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(in_range(128, 1 << 20));
   app.add_option("--steps", a.steps, "optimizer steps")->check(positive());
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
-  app.add_option("--seq-len", a.seq_len, "tokens per sequence (T5: input length)")->check(in_range(8, 1 << 16));
+  app.add_option("--seq-len", a.seq_len, "tokens per sequence (an encoder-decoder's: its input length)")->check(in_range(8, 1 << 16));
   app.add_option("--lr", a.lr, "peak learning rate")->check(positive());
   app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(non_negative());
   app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
@@ -253,8 +248,8 @@ int main(int argc, char** argv) {
   app.add_option("--keep-last", a.keep_last, "step checkpoints kept")->check(positive());
   app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(positive());
   app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(non_negative());
-  app.add_flag("--whole-word", a.whole_word, "whole-word masking (BERT)");
-  app.add_flag("--span-masking", a.span_masking, "SpanBERT's span masking of whole words (mlm+sbo always uses it)");
+  app.add_flag("--whole-word", a.whole_word, "whole-word masking (the masked-LM objectives)");
+  app.add_flag("--span-masking", a.span_masking, "span masking of whole words (Joshi et al. 2020; mlm+sbo always uses it)");
   app.add_option("--span-p", a.span_p, "span masking: the geometric p of span lengths in words")->check(in_range(1e-6, 1.0));
   app.add_option("--max-span", a.max_span, "span masking: longest span in words")->check(in_range(1, 1000));
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")

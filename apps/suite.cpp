@@ -22,6 +22,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/eval/suite.h"
 #include "lmkit/models/family.h"
+#include "lmkit/tasks/task.h"
 
 extern char** environ;
 
@@ -88,14 +89,8 @@ Init random_twin(const Init& pretrained) {
 // Whether a task applies to a family: its head exists (in-context scoring needs a causal LM).
 bool applies(const eval::SuiteTask& t, const std::string& model_type) {
   const models::Family& f = models::family(model_type);
-  switch (t.kind) {
-    case eval::SuiteTaskType::kClassification:
-    case eval::SuiteTaskType::kRegression: return !f.classifier.empty();
-    case eval::SuiteTaskType::kTokenClassification: return !f.token_classifier.empty();
-    case eval::SuiteTaskType::kSeq2Seq: return !f.text_to_text.empty();
-    case eval::SuiteTaskType::kInContext: return !f.text_to_text.empty() && !f.encoder_decoder;
-  }
-  return false;
+  if (t.finetuned()) return !f.head(tasks::task(t.task).head).empty();
+  return !f.head(models::kTextToTextHead).empty() && !f.encoder_decoder;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -177,19 +172,6 @@ RunPaths run_paths(const std::string& out, const std::string& task, int64_t seed
   return {out + "/" + task + "/" + s, out + "/" + task + "/" + s + ".json", out + "/logs/" + task + "-" + s + ".log"};
 }
 
-const char* finetune_task(eval::SuiteTaskType kind) {
-  return kind == eval::SuiteTaskType::kTokenClassification ? "token-classification"
-         : kind == eval::SuiteTaskType::kSeq2Seq           ? "seq2seq"
-                                                           : "classification";
-}
-
-const char* evaluate_metric(eval::SuiteTaskType kind) {
-  return kind == eval::SuiteTaskType::kTokenClassification ? "token-classification"
-         : kind == eval::SuiteTaskType::kSeq2Seq           ? "generation"
-         : kind == eval::SuiteTaskType::kInContext         ? "in-context"
-                                                           : "classification";
-}
-
 std::vector<std::string> runtime_flags(const Args& a, int64_t seed) {
   std::vector<std::string> f = {"--seed", std::to_string(seed), "--device", a.device};
   if (a.threads > 0) f.insert(f.end(), {"--threads", std::to_string(a.threads)});
@@ -209,15 +191,15 @@ std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::Su
     append(c, t.evaluate_flags), append(c, runtime_flags(a, seed));
     return {c};
   }
-  std::vector<std::string> f = {sibling("lmkit-finetune"), "--task", finetune_task(t.kind)};
+  const tasks::TaskSpec& spec = tasks::task(t.task);
+  std::vector<std::string> f = {sibling("lmkit-finetune"), "--task", spec.name};
   append(f, init.flags()), append(f, t.finetune_flags);
   append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--dtype", a.dtype});
   append(f, runtime_flags(a, seed));
   if (t.test.empty()) return {f};
-  std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", evaluate_metric(t.kind),
+  std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", spec.metric,
                                 "--output", p.dir + "/test.json", "--overwrite"};
-  if (t.kind == eval::SuiteTaskType::kTokenClassification) append(e, {"--predictions", p.dir + "/test-predictions.conll"});
-  if (t.kind == eval::SuiteTaskType::kSeq2Seq) append(e, {"--predictions", p.dir + "/test-predictions.txt"});
+  append(e, {"--predictions", p.dir + "/test-" + spec.predictions});
   append(e, t.evaluate_flags), append(e, runtime_flags(a, seed));
   return {f, e};
 }

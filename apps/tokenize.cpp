@@ -51,9 +51,8 @@ std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t 
       out += (j ? " " : "") + tok.piece(static_cast<int32_t>(label));
     }
   }
-  if (b.next_sentence_label.defined()) {
-    out += b.next_sentence_label[row].item<int64_t>() ? "  [NSP: random B]" : "  [NSP: B follows A]";
-  }
+  // An objective's own row labels (NSP's next_sentence_label: 1 = B is random).
+  for (const auto& [name, t] : b.extra) out += "  [" + name + " " + std::to_string(t[row].item<int64_t>()) + "]";
   return out;
 }
 
@@ -241,7 +240,7 @@ struct InspectCommand {
     i->add_option("--batches", batches, "batches to show")->check(positive());
     i->add_option("--seed", seed, "shuffling and masking seed");
     i->add_flag("--whole-word", whole_word, "whole-word masking");
-    i->add_flag("--span-masking", span_masking, "SpanBERT's span masking (mlm+sbo always uses it)");
+    i->add_flag("--span-masking", span_masking, "span masking of whole words (Joshi et al. 2020; mlm+sbo always uses it)");
     i->add_option("--dump", dump, "write the batches to a safetensors file");
     i->add_flag("--overwrite", overwrite, "replace the --dump file if it exists");
     return i;
@@ -287,7 +286,11 @@ struct InspectCommand {
     cat("attention_mask", &Batch::attention_mask);
     cat("token_type_ids", &Batch::token_type_ids);
     cat("labels", &Batch::labels);
-    cat("next_sentence_label", &Batch::next_sentence_label);
+    std::map<std::string, std::vector<at::Tensor>> extra;
+    for (const auto& b : all) {
+      for (const auto& [name, t] : b.extra) extra[name].push_back(t);
+    }
+    for (const auto& [name, parts] : extra) tensors.emplace_back(name, at::cat(parts, 0));
     if (obj.separate_targets) {  // what an encoder–decoder's decoder reads: it starts from pad (T5)
       at::Tensor labels;
       for (const auto& [name, tensor] : tensors) {

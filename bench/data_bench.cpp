@@ -42,7 +42,7 @@ double train_tokens_per_sec(const DataArgs& a) {
     b.attention_mask = at::ones_like(b.input_ids);
     b.token_type_ids = at::zeros_like(b.input_ids);
     b.labels = at::where(at::rand({a.batch, a.seq}).lt(0.15), b.input_ids, at::full_like(b.input_ids, -100));
-    b.next_sentence_label = at::randint(0, 2, {a.batch}, at::kLong);
+    b.extra["next_sentence_label"] = at::randint(0, 2, {a.batch}, at::kLong);
     const auto t0 = std::chrono::steady_clock::now();
     train::train_step(*model, *optimizer, {b}, 1.0, false);
     if (i >= 2) ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

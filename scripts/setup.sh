@@ -26,7 +26,7 @@ packages=(
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
   nlohmann-json3-dev libcli11-dev catch2
 )
-[ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev)
+[ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev doxygen)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

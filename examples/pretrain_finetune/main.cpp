@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     std::printf("pretrained: train loss %.3f\n", pretrained["train_loss"].get<double>());
 
     // The pretrained encoder under a new two-class head, finetuned 40 steps on TRAIN.tsv.
-    auto classifier = models::load_pretrained(pre.output + "/final", bert.classifier_or_error(), nullptr,
+    auto classifier = models::load_pretrained(pre.output + "/final", bert.head_or_error(models::kClassificationHead), nullptr,
                                               {{"num_labels", 2}}, /*new_head=*/true);
     const data::ColumnSpec columns;  // "sentence" and "label" columns, as SST-2's
     const auto labels = data::make_label_map(data::read_labelled_rows(train_tsv, columns));

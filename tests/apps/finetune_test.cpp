@@ -103,7 +103,7 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
       {"--checkpoint " + (dir / "pre/final") + " --data " + (dir / "train.tsv") + " --metric perplexity",
        "--metric perplexity does not apply to a bert checkpoint (use mlm-perplexity, pseudo-perplexity)"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "none.tsv") + " --metric classification",
-       "none.tsv: no such file"},
+       "none.tsv: cannot open file"},
       {"--checkpoint " + (dir / "ft/best") + " --data " + (dir / "train.tsv") + " --metric accuracy",
        "--metric 'accuracy' is not one of"},
   };
@@ -170,10 +170,10 @@ TEST_CASE("finetune: bad token-classification input is one error line and exit 2
       {base + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "c") + " --label-column 0",
        "--label-column 0"},
       {base + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "d") + " --regression",
-       "--regression applies to --task classification only"},
+       "--regression applies to --task classification"},
       {"lmkit-finetune --task token-classification --init random --model " + test::model_preset("transformer-small") + " --tokenizer " +
            (*f.dir / "tok.model") + " --train " + ner("train.conll") + " --dev " + ner("dev.conll") + " --output " + (dir / "e"),
-       "has no token classifier"},
+       "has no token-classification head"},
   };
   for (const auto& [cmd, message] : cases) {
     const auto r = run(cmd);
@@ -250,7 +250,7 @@ TEST_CASE("finetune: bad text-to-text input is one error line and exit 2", "[app
       {base + gpt + " --train " + (dir / "empty.tsv") + " --dev " + s2s("dev.tsv") + " --output " + (dir / "a"),
        "empty.tsv:2: empty target"},
       {base + gpt + data + " --target-column label --output " + (dir / "b"), "train.tsv:1: no column 'label'"},
-      {base + test::model_preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text architecture"},
+      {base + test::model_preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text head"},
       {base + gpt + data + " --max-target-length 40 --output " + (dir / "d"), "exceeds the model's 64 positions"},
       {base + gpt + data + " --max-new-tokens 9 --output " + (dir / "e"), "--max-new-tokens 9 exceeds --max-target-length 8"},
       {base + gpt + data + " --source-lang de --output " + (dir / "f"), "need both --source-lang and --target-lang"},

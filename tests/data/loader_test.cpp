@@ -143,14 +143,17 @@ TEST_CASE("loader: collate pads ids, masks and labels", "[data][loader]") {
   data::Example a, b;
   a.input_ids = {5, 6, 7}, a.labels = {-100, 6, -100}, a.token_type_ids = {0, 0, 1};
   b.input_ids = {8}, b.labels = {8}, b.token_type_ids = {0};
-  a.next_sentence_label = 1, b.next_sentence_label = 0;
+  a.row_labels = {{"next_sentence_label", 1}}, b.row_labels = {{"next_sentence_label", 0}};
   Batch batch = data::collate({a, b}, 0);
   CHECK(at::equal(batch.input_ids, at::tensor({5, 6, 7, 8, 0, 0}, at::kLong).view({2, 3})));
   CHECK(at::equal(batch.attention_mask, at::tensor({1, 1, 1, 1, 0, 0}, at::kLong).view({2, 3})));
   CHECK(at::equal(batch.labels, at::tensor({-100, 6, -100, 8, -100, -100}, at::kLong).view({2, 3})));
   CHECK(at::equal(batch.token_type_ids, at::tensor({0, 0, 1, 0, 0, 0}, at::kLong).view({2, 3})));
-  CHECK(at::equal(batch.next_sentence_label, at::tensor({1, 0}, at::kLong)));
+  CHECK(at::equal(batch.field("next_sentence_label"), at::tensor({1, 0}, at::kLong)));
   CHECK(data::collate({a, b}, 0, 5).input_ids.size(1) == 5);
+  data::Example unlabelled = b;
+  unlabelled.row_labels.clear();
+  CHECK_THROWS_WITH(data::collate({a, unlabelled}, 0), Catch::Contains("examples of one batch differ in their labels"));
   // Nothing padded: no mask (every position is real), which lets causal attention run in the kernel.
   CHECK_FALSE(data::collate({a, a}, 0).attention_mask.defined());
   CHECK(data::collate({a, a}, 0, 4).attention_mask.defined());

@@ -120,7 +120,9 @@ TEST_CASE("nsp: half the pairs are IsNext and a random B never comes from A's do
     REQUIRE(e.input_ids.back() == f.tok->specials().sep);
     REQUIRE(e.token_type_ids.front() == 0);
     REQUIRE(e.token_type_ids.back() == 1);
-    REQUIRE(e.next_sentence_label == ((*ds.plan(0))[static_cast<size_t>(i)].random_next ? 1 : 0));
+    REQUIRE(e.row_labels.size() == 1);
+    REQUIRE(e.row_labels[0].first == "next_sentence_label");
+    REQUIRE(e.row_labels[0].second == ((*ds.plan(0))[static_cast<size_t>(i)].random_next ? 1 : 0));
   }
   // Short documents (2 to 4 sentences, PTB-like): the coin still decides, not the
   // document's end (a forced random B at every document's last sentence gave 44%).
@@ -226,7 +228,7 @@ TEST_CASE("clm: blocks cover the corpus in order with a separator after each doc
 TEST_CASE("objectives: wrong tokenizer families and tiny corpora are input errors", "[data][objectives]") {
   const auto& bert = test::data_fixture("bert");
   const auto& gpt = test::data_fixture("gpt2");
-  CHECK_THROWS_WITH(data::MaskedLmDataset(gpt.corpus, *gpt.tok, 64, {}, 0), Catch::Contains("bert-family"));
-  CHECK_THROWS_WITH(data::SpanCorruptionDataset(bert.corpus, *bert.tok, 64, 0), Catch::Contains("t5-family"));
+  CHECK_THROWS_WITH(data::MaskedLmDataset(gpt.corpus, *gpt.tok, 64, {}, 0), Catch::Contains("needs a tokenizer with cls and mask tokens"));
+  CHECK_THROWS_WITH(data::SpanCorruptionDataset(bert.corpus, *bert.tok, 64, 0), Catch::Contains("needs a tokenizer with sentinel tokens"));
   CHECK_THROWS_WITH(data::CausalLmDataset(bert.corpus, *bert.tok, 10000000), Catch::Contains("too short"));
 }

@@ -34,7 +34,7 @@ TEST_CASE("suite: keys become the apps' flags, defaults fill in where they apply
     ]})");
   REQUIRE(s.tasks.size() == 5);
   const SuiteTask& sts = s.tasks[0];
-  CHECK(sts.kind == SuiteTaskType::kRegression);
+  CHECK(sts.task == "classification");
   CHECK(sts.train == "/data/stsb/train.csv");
   CHECK(sts.dev == "/abs/dev.csv");
   CHECK(sts.metrics == std::vector<std::string>{"pearson", "spearman"});

@@ -42,7 +42,7 @@ Batch batch_from(const io::TensorFile& in, const std::string& labels_name = "lab
   b.attention_mask = in.get("attention_mask");
   b.token_type_ids = in.get("token_type_ids");
   b.labels = in.get(labels_name);
-  b.next_sentence_label = in.get("next_sentence_label");
+  if (in.get("next_sentence_label").defined()) b.extra["next_sentence_label"] = in.get("next_sentence_label");
   b.decoder_input_ids = in.get("decoder_input_ids");
   return b;
 }

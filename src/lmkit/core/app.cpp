@@ -171,20 +171,12 @@ void add_plugin_flag(CLI::App& app) {
 
 }  // namespace
 
-int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
-  add_plugin_flag(app);
-  // Subcommand callbacks run inside parse(), so parsing and the body share one handler.
+int guard(const std::function<void()>& body, CLI::App* app) {
   try {
-    // CLI11 wants the arguments reversed when given as a vector.
-    std::vector<std::string> args = expand_config(app, argc, argv);
-    std::reverse(args.begin(), args.end());
-    // After parsing, before any callback: subcommands' bodies run inside parse().
-    app.parse_complete_callback([&app] { check_numbers(app); });
-    app.parse(args);
     body();
     return 0;
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (app && e.get_exit_code() == 0) return app->exit(e);  // --help, --version
     return fail(std::string(e.what()) + " (see --help)", ExitCode::kInput);
   } catch (const Error& e) {
     if (e.code() == ExitCode::kInterrupted) {  // a graceful stop, not a failure: say how to go on
@@ -204,6 +196,22 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const std::exception& e) {
     return fail(e.what(), ExitCode::kRuntime);
   }
+}
+
+int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+  add_plugin_flag(app);
+  // Subcommand callbacks run inside parse(), so parsing and the body share one handler.
+  return guard(
+      [&] {
+        // CLI11 wants the arguments reversed when given as a vector.
+        std::vector<std::string> args = expand_config(app, argc, argv);
+        std::reverse(args.begin(), args.end());
+        // After parsing, before any callback: subcommands' bodies run inside parse().
+        app.parse_complete_callback([&app] { check_numbers(app); });
+        app.parse(args);
+        body();
+      },
+      &app);
 }
 
 Json resolved_options(const CLI::App& app) {

@@ -45,5 +45,8 @@ Json resolved_options(const CLI::App& app);
 /// CLI11 parse errors), 1 for anything else; each failure prints one line
 /// `error: ...` on stderr. Nothing escapes as an uncaught exception.
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
+/// Runs `body` as run_app runs an app's: the exit code, and one `error:` line for a failure
+/// (for work before parsing, such as adding a plugin's flags). `app` answers --help.
+int guard(const std::function<void()>& body, CLI::App* app = nullptr);
 
 }  // namespace lmkit

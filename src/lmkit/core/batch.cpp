@@ -16,7 +16,7 @@ Batch Batch::to(const at::Device& device) const {
   b.attention_mask = move(attention_mask);
   b.token_type_ids = move(token_type_ids);
   b.labels = move(labels);
-  b.next_sentence_label = move(next_sentence_label);
+  for (const auto& [name, t] : extra) b.extra.emplace(name, move(t));
   b.decoder_input_ids = move(decoder_input_ids);
   b.decoder_attention_mask = move(decoder_attention_mask);
   return b;
@@ -29,6 +29,11 @@ int64_t Batch::num_tokens() const {
     n += decoder_attention_mask.defined() ? decoder_attention_mask.sum().item<int64_t>() : decoder_input_ids.numel();
   }
   return n;
+}
+
+at::Tensor Batch::field(const std::string& name) const {
+  const auto it = extra.find(name);
+  return it == extra.end() ? at::Tensor() : it->second;
 }
 
 at::Tensor Output::get(const std::string& name) const {

@@ -3,6 +3,7 @@
 // either knowing the other (docs/architecture.md, Data flow).
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,10 +18,15 @@ struct Batch {
   at::Tensor attention_mask;          ///< (B, T) 1 = real token, 0 = padding
   at::Tensor token_type_ids;          ///< (B, T) segment ids (BERT)
   at::Tensor labels;                  ///< (B, T) token targets, -100 = ignored; or (B) class ids / (B) floats
-  at::Tensor next_sentence_label;     ///< (B) 0 = B follows A, 1 = B is random (BERT NSP)
   at::Tensor decoder_input_ids;       ///< (B, S) decoder inputs (seq2seq)
   at::Tensor decoder_attention_mask;  ///< (B, S)
+  /// Inputs beyond the fields above, by name: an objective's own kind of label, which
+  /// the objective makes and the model that reads it declares (models/inputs.h: NSP's
+  /// "next_sentence_label", (B) int64). A model refuses a name it does not read.
+  std::map<std::string, at::Tensor> extra;
 
+  /// The extra input `name`; undefined when absent.
+  at::Tensor field(const std::string& name) const;
   /// Moves every defined field to `device` (non-blocking where possible).
   Batch to(const at::Device& device) const;
   /// Number of real (non-padding) input tokens, for tokens/s.

@@ -26,7 +26,7 @@ std::string file_version_event(double wall_time);                               
 std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value);
 std::string text_event(double wall_time, int64_t step, const std::string& tag, const std::string& text);  ///< the text plugin's
 
-/// One event file, DIR/events.out.tfevents.<seconds>.<host>.<pid>.lmkit, flushed after
+/// One event file, DIR/events.out.tfevents.`<seconds>`.`<host>`.`<pid>`.lmkit, flushed after
 /// each event.
 class EventWriter {
  public:

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "lmkit/core/runtime.h"
@@ -16,7 +18,9 @@ struct Example {
   std::vector<int32_t> token_type_ids;     ///< BERT segments
   std::vector<int32_t> labels;             ///< token targets, -100 = ignored (same length as the targets)
   std::vector<int32_t> decoder_input_ids;  ///< when not derived from labels by the model
-  int64_t next_sentence_label = -1;        ///< NSP: 0 = B follows A, 1 = B is random
+  /// An objective's own per-example labels by name, collated into Batch::extra as (B)
+  /// int64 (NSP's models::kNextSentenceLabel). Every example of a batch has the same names.
+  std::vector<std::pair<std::string, int64_t>> row_labels;
   int64_t class_label = -1;                ///< classification
   double target = std::numeric_limits<double>::quiet_NaN();  ///< regression
 };

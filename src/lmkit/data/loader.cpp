@@ -33,10 +33,15 @@ int64_t longest(const std::vector<Example>& examples, std::vector<int32_t> Examp
 // Sequence-level labels: a class each, or a regression target each.
 void set_example_labels(const std::vector<Example>& examples, Batch& batch) {
   const Example& first = examples.front();
-  if (first.next_sentence_label >= 0) {
+  for (size_t k = 0; k < first.row_labels.size(); ++k) {
+    const std::string& name = first.row_labels[k].first;
     std::vector<int64_t> v;
-    for (const auto& e : examples) v.push_back(e.next_sentence_label);
-    batch.next_sentence_label = at::tensor(v, at::kLong);
+    for (const auto& e : examples) {
+      check_input(k < e.row_labels.size() && e.row_labels[k].first == name,
+                  "examples of one batch differ in their labels ('" + name + "')");
+      v.push_back(e.row_labels[k].second);
+    }
+    batch.extra[name] = at::tensor(v, at::kLong);
   }
   if (first.class_label >= 0) {
     std::vector<int64_t> v;

@@ -48,7 +48,7 @@ struct LoaderPosition {
 
 /// Pads and stacks examples into a Batch: input_ids padded with pad_id,
 /// attention_mask 1/0 (undefined when no example is padded), token_type_ids with 0, token labels with -100; class
-/// labels (B) int64 or regression targets (B) float; next_sentence_label (B).
+/// labels (B) int64 or regression targets (B) float; each of Example::row_labels (B) in Batch::extra.
 Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to = 0);
 
 class Loader {

@@ -62,7 +62,7 @@ std::vector<double> span_length_distribution(double p, int64_t max_span) {
 
 std::vector<int32_t> apply_span_masking(std::vector<int32_t>& ids, const tokenizer::Tokenizer& tok,
                                         const MaskingOptions& o, std::mt19937_64& rng) {
-  check_input(tok.specials().mask >= 0, "span masking needs a tokenizer with a mask token (bert or roberta)");
+  check_input(tok.specials().mask >= 0, "span masking needs a tokenizer with a mask token");
   check_input(o.span_p > 0 && o.span_p <= 1 && o.max_span >= 1, "span masking needs 0 < p <= 1 and a longest span >= 1");
   std::vector<int32_t> labels(ids.size(), -100);
   const std::vector<Word> words = words_of(ids, tok);
@@ -100,7 +100,7 @@ std::vector<int32_t> apply_mlm(std::vector<int32_t>& ids, const tokenizer::Token
                                std::mt19937_64& rng) {
   if (o.spans) return apply_span_masking(ids, tok, o, rng);
   const int32_t mask_id = tok.specials().mask;
-  check_input(mask_id >= 0, "masked-LM needs a tokenizer with a [MASK] token (a bert-family tokenizer)");
+  check_input(mask_id >= 0, "masked-LM needs a tokenizer with a mask token");
   std::vector<int32_t> labels(ids.size(), -100);
   // Candidate groups: single positions, or whole words (a piece starting with "▁" opens a word).
   std::vector<std::vector<size_t>> groups;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lmkit/core/error.h"
+#include "lmkit/models/inputs.h"
 
 namespace lmkit::data {
 
@@ -40,7 +41,7 @@ MaskedLmDataset::MaskedLmDataset(std::shared_ptr<const Corpus> corpus, const tok
                                  MaskingOptions masking, uint64_t seed)
     : tok_(tok), stream_(corpus, document_separator(tok)), seq_len_(seq_len), masking_(masking), seed_(seed) {
   check_input(seq_len >= 8, "--seq-len must be at least 8 for masked LM");
-  check_input(tok.specials().cls >= 0 && tok.specials().mask >= 0, "masked LM needs a bert-family tokenizer");
+  check_input(tok.specials().cls >= 0 && tok.specials().mask >= 0, "masked LM needs a tokenizer with cls and mask tokens");
   num_blocks_ = stream_.size() / (seq_len - 2);
   check_input(num_blocks_ > 0, corpus->name() + ": too short for one sequence of " + std::to_string(seq_len) + " tokens");
 }
@@ -62,7 +63,7 @@ NextSentenceDataset::NextSentenceDataset(std::shared_ptr<const Corpus> corpus, c
     : corpus_(std::move(corpus)), tok_(tok), seq_len_(seq_len), masking_(masking), seed_(seed),
       short_seq_prob_(short_seq_prob) {
   check_input(seq_len >= 8, "--seq-len must be at least 8 for next-sentence prediction");
-  check_input(tok.specials().cls >= 0 && tok.specials().sep >= 0, "next-sentence prediction needs a bert-family tokenizer");
+  check_input(tok.specials().cls >= 0 && tok.specials().sep >= 0, "next-sentence prediction needs a tokenizer with cls and sep tokens");
   check_input(corpus_->num_documents() >= 2,
               corpus_->path() + ": next-sentence prediction needs at least 2 documents (random B comes from another one)");
 }
@@ -173,7 +174,7 @@ Example NextSentenceDataset::get(int64_t index, int64_t epoch) const {
   e.input_ids.insert(e.input_ids.end(), b.begin() + static_cast<std::ptrdiff_t>(b_lo), b.begin() + static_cast<std::ptrdiff_t>(b_hi));
   e.input_ids.push_back(s.sep);
   e.token_type_ids.resize(e.input_ids.size(), 1);
-  e.next_sentence_label = p.random_next ? 1 : 0;
+  e.row_labels = {{models::kNextSentenceLabel, p.random_next ? 1 : 0}};
   e.labels = apply_mlm(e.input_ids, tok_, masking_, rng);
   return e;
 }
@@ -233,7 +234,7 @@ SpanCorruptionDataset::SpanCorruptionDataset(std::shared_ptr<const Corpus> corpu
                                              int64_t input_length, uint64_t seed, double noise_density, double mean_span)
     : tok_(tok), stream_(corpus, document_separator(tok)), input_length_(input_length), seed_(seed),
       noise_density_(noise_density), mean_span_(mean_span) {
-  check_input(tok.specials().num_sentinels > 0, "span corruption needs a t5-family tokenizer (sentinels)");
+  check_input(tok.specials().num_sentinels > 0, "span corruption needs a tokenizer with sentinel tokens");
   check_input(input_length >= 8, "--seq-len must be at least 8 for span corruption");
   std::tie(raw_length_, target_length_) = span_corruption_lengths(input_length, noise_density, mean_span);
   const int64_t spans = std::llround(std::llround(static_cast<double>(raw_length_) * noise_density) / mean_span);

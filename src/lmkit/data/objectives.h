@@ -14,7 +14,7 @@
 namespace lmkit::data {
 
 /// The corpus as one stream with a separator token after every document
-/// (GPT's <|endoftext|>, T5's </s>, BERT's [SEP]), read by position.
+/// (GPT's `<|endoftext|>`, T5's `</s>`, BERT's [SEP]), read by position.
 class PackedStream {
  public:
   PackedStream(std::shared_ptr<const Corpus> corpus, int32_t separator);
@@ -84,9 +84,9 @@ class NextSentenceDataset : public Dataset {
 
 /// T5 span corruption (Raffel et al. 2020): noise density 0.15, mean span 3.
 /// Each example is raw_length consecutive stream tokens (documents separated by
-/// </s>); noise spans become sentinels <extra_id_0>, <extra_id_1>, ... (ids
+/// `</s>`); noise spans become sentinels `<extra_id_0>`, `<extra_id_1>`, ... (ids
 /// counting down from the top of the vocabulary) in the input, and the target
-/// is sentinel + span for each span, then </s>. Lengths follow T5's
+/// is sentinel + span for each span, then `</s>`. Lengths follow T5's
 /// compute_input_and_target_lengths: input_length 512 -> 568 raw tokens, 114 targets.
 class SpanCorruptionDataset : public Dataset {
  public:
@@ -113,7 +113,7 @@ std::pair<int64_t, int64_t> span_corruption_lengths(int64_t input_length, double
 std::vector<bool> random_spans_noise_mask(int64_t length, double noise_density, double mean_span, std::mt19937_64& rng);
 
 /// Causal LM (Radford et al.): consecutive blocks of seq_len stream tokens,
-/// documents separated by <|endoftext|>; labels = inputs (the model shifts).
+/// documents separated by `<|endoftext|>`; labels = inputs (the model shifts).
 class CausalLmDataset : public Dataset {
  public:
   CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tokenizer, int64_t seq_len);

@@ -6,6 +6,7 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/models/inputs.h"
 
 namespace lmkit::data {
 
@@ -64,7 +65,7 @@ ObjectiveSpec mlm_objective() {
 }
 
 ObjectiveSpec nsp_objective() {
-  ObjectiveSpec nsp = spec("mlm+nsp", "masked LM + next-sentence prediction on sentence pairs (BERT)");
+  ObjectiveSpec nsp = spec("mlm+nsp", "masked LM + next-sentence prediction on sentence pairs (Devlin et al. 2019)");
   nsp.needs = {"mask", "cls", "sep"};
   nsp.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     return std::make_shared<NextSentenceDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.masking, in.seed);
@@ -73,14 +74,14 @@ ObjectiveSpec nsp_objective() {
     Batch batch = random_inputs(b, t, vocab);
     batch.labels = random_mlm_labels(b, t, vocab);
     batch.token_type_ids = at::cat({at::zeros({b, t / 2}, at::kLong), at::ones({b, t - t / 2}, at::kLong)}, 1);
-    batch.next_sentence_label = at::randint(0, 2, {b}, at::kLong);
+    batch.extra[models::kNextSentenceLabel] = at::randint(0, 2, {b}, at::kLong);
     return batch;
   };
   return nsp;
 }
 
 ObjectiveSpec sbo_objective() {
-  ObjectiveSpec sbo = spec("mlm+sbo", "SpanBERT: span masking + the span boundary objective on packed blocks (Joshi et al. 2020)");
+  ObjectiveSpec sbo = spec("mlm+sbo", "span masking + the span boundary objective on packed blocks (Joshi et al. 2020)");
   sbo.needs = {"mask"};
   sbo.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     MaskingOptions masking = in.masking;
@@ -96,7 +97,7 @@ ObjectiveSpec sbo_objective() {
 }
 
 ObjectiveSpec span_objective() {
-  ObjectiveSpec span = spec("span", "T5 span corruption: sentinels in the input, the spans as the target");
+  ObjectiveSpec span = spec("span", "span corruption: sentinels in the input, the spans as the target (Raffel et al. 2020)");
   span.needs = {"eos", "sentinels"};
   span.separate_targets = true;
   span.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
@@ -108,7 +109,7 @@ ObjectiveSpec span_objective() {
 }
 
 ObjectiveSpec clm_objective() {
-  ObjectiveSpec clm = spec("clm", "causal LM on packed blocks (GPT)");
+  ObjectiveSpec clm = spec("clm", "causal LM on packed blocks (Radford et al. 2018)");
   clm.needs = {"eos"};
   clm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     return std::make_shared<CausalLmDataset>(in.corpus, tokenizer_of(in), in.seq_len);
@@ -122,7 +123,7 @@ ObjectiveSpec clm_objective() {
 }
 
 ObjectiveSpec seq2seq_objective() {
-  ObjectiveSpec seq2seq = spec("seq2seq", "translation on line-aligned parallel text (the Transformer)");
+  ObjectiveSpec seq2seq = spec("seq2seq", "translation on line-aligned parallel text (Vaswani et al. 2017)");
   seq2seq.parallel_text = true, seq2seq.separate_targets = true;
   seq2seq.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     return std::make_shared<Seq2SeqDataset>(in.source_file, in.target_file, tokenizer_of(in), in.seq_len, in.seq_len);

@@ -330,25 +330,6 @@ std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t nu
   return map;
 }
 
-void save_finetune_info(const std::string& dir, int64_t max_length, const ColumnSpec& columns) {
-  save_json_file(dir + "/finetune.json", {{"max_length", max_length},
-                                          {"text_column", columns.text},
-                                          {"text_pair_column", columns.text_pair},
-                                          {"label_column", columns.label},
-                                          {"regression", columns.regression}});
-}
-
-int64_t finetuned_max_length(const std::string& dir) {
-  const std::string file = dir + "/finetune.json";
-  if (!std::filesystem::exists(file)) return 0;
-  const Json j = load_json_file(file);
-  if (!j.is_object() || !j.contains("max_length") || !j["max_length"].is_number_integer() ||
-      j["max_length"].get<int64_t>() < 4) {
-    throw InputError(file + ": 'max_length' must be an integer >= 4");
-  }
-  return j["max_length"].get<int64_t>();
-}
-
 ClassificationDataset::ClassificationDataset(const std::string& path, const ColumnSpec& columns,
                                              const tokenizer::Tokenizer& tok, int64_t max_length,
                                              const std::map<std::string, int64_t>& label_map) {

@@ -86,7 +86,7 @@ struct LabelledRow {
 std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& columns);
 
 /// Sentence(-pair) classification: [CLS] a [SEP] (b [SEP]) for BERT,
-/// a (<eos> b) <eos> for GPT (the last token is pooled), a (</s> b) </s> for T5;
+/// a (`<eos>` b) `<eos>` for GPT (the last token is pooled), a (`</s>` b) `</s>` for T5;
 /// truncated to max_length (the longer text first).
 class ClassificationDataset : public Dataset {
  public:
@@ -124,12 +124,6 @@ std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& ro
 /// id2label (HF's). Empty for a regression head (num_labels 1). InputError naming
 /// the file unless the map is a bijection from label strings onto 0..num_labels-1.
 std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t num_labels);
-
-/// What a finetuned checkpoint records of its data (finetune.json beside config.json):
-/// the --max-length it was trained with, for evaluation to default to.
-void save_finetune_info(const std::string& dir, int64_t max_length, const ColumnSpec& columns);
-/// The max length in `dir`'s finetune.json; 0 when there is none (HF checkpoints).
-int64_t finetuned_max_length(const std::string& dir);
 
 /// The first `n` examples of a dataset (all of them when it has fewer): a training
 /// budget, as HuggingFace's --max_train_samples.

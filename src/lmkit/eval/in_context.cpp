@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -490,6 +491,43 @@ std::string icl_predictions_jsonl(const IclTask& task, const std::vector<IclScor
     if (task.format == IclFormat::kMultipleChoice) j["prediction_norm"] = s.prediction_norm;
     if (task.format != IclFormat::kCompletion) j["gold"] = task.examples[i].gold;
     out += j.dump() + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> icl_task_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& d : paths) {
+    check_input(fs::exists(d), d + ": no such file or directory");
+    if (!fs::is_directory(d)) {
+      files.push_back(d);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(d)) {
+      if (e.path().extension() == ".jsonl") found.push_back(e.path().string());
+    }
+    check_input(!found.empty(), d + ": no .jsonl task files");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+std::string icl_table(const Json& results) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-20s %-16s %5s %9s %9s %10s %8s %9s %6s\n", "task", "format", "shots", "accuracy",
+                "acc_norm", "perplexity", "examples", "truncated", "ex/s");
+  std::string out = line;
+  for (const auto& t : results) {
+    auto figure = [&](const char* key) { return t.contains(key) ? std::to_string(t[key].get<double>()).substr(0, 6) : "-"; };
+    std::snprintf(line, sizeof line, "%-20s %-16s %5lld %9s %9s %10s %8lld %9lld %6.1f\n", t["task"].get<std::string>().c_str(),
+                  t["format"].get<std::string>().c_str(), static_cast<long long>(t["shots"].get<int64_t>()),
+                  figure("accuracy").c_str(), figure("accuracy_norm").c_str(), figure("perplexity").c_str(),
+                  static_cast<long long>(t["examples"].get<int64_t>()), static_cast<long long>(t["truncated"].get<int64_t>()),
+                  t["examples_per_second"].get<double>());
+    out += line;
   }
   return out;
 }

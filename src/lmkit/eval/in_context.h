@@ -89,6 +89,14 @@ struct IclScore {
 Json evaluate_in_context(models::Model& model, const tokenizer::Tokenizer& tokenizer, const IclTask& task,
                          const IclOptions& options, c10::Device device, std::vector<IclScore>* scores = nullptr);
 
+/// The task files `paths` name: each file, and each directory's *.jsonl in name order.
+/// InputError for a missing path or a directory without task files.
+std::vector<std::string> icl_task_files(const std::vector<std::string>& paths);
+
+/// The table lmkit-evaluate prints: a row per task result (task, format, shots, accuracy,
+/// acc_norm, perplexity, examples, truncated, examples/s).
+std::string icl_table(const Json& results);
+
 /// The predictions file: one JSON line per example (task, index, line, loglikelihoods,
 /// tokens, greedy, prediction, prediction_norm, gold).
 std::string icl_predictions_jsonl(const IclTask& task, const std::vector<IclScore>& scores);

@@ -9,62 +9,60 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/tasks/task.h"
 
 namespace lmkit::eval {
 namespace fs = std::filesystem;
 
 namespace {
 
-using Kind = SuiteTaskType;
-constexpr unsigned bit(Kind k) { return 1u << static_cast<unsigned>(k); }
-constexpr unsigned kClass = bit(Kind::kClassification), kReg = bit(Kind::kRegression);
-constexpr unsigned kTok = bit(Kind::kTokenClassification), kS2s = bit(Kind::kSeq2Seq), kIcl = bit(Kind::kInContext);
-constexpr unsigned kFinetuned = kClass | kReg | kTok | kS2s;
+using tasks::KeyValue;
+using FlagKey = tasks::SuiteKey;
 
-enum class Value { kInt, kNumber, kString, kColumn, kBool };
-
-// A task key that becomes a flag: of lmkit-finetune (finetuned tasks), of lmkit-evaluate
-// on the test set (test_eval), of lmkit-evaluate's in-context metric (the kIcl tasks).
-struct FlagKey {
-  const char* key;
-  const char* flag;
-  Value value;
-  unsigned tasks;
-  unsigned test_eval;  ///< the task kinds whose test evaluation takes it too
-};
-
-const std::vector<FlagKey>& flag_keys() {
+// The keys every finetuned task takes: lmkit-finetune's training flags.
+const std::vector<FlagKey>& finetune_keys() {
   static const std::vector<FlagKey> keys = {
-      {"epochs", "--epochs", Value::kInt, kFinetuned, 0},
-      {"lr", "--lr", Value::kNumber, kFinetuned, 0},
-      {"batch_size", "--batch-size", Value::kInt, kFinetuned | kIcl, kFinetuned},
-      {"max_length", "--max-length", Value::kInt, kFinetuned, 0},
-      {"max_train_examples", "--max-train-examples", Value::kInt, kFinetuned, 0},
-      {"weight_decay", "--weight-decay", Value::kNumber, kFinetuned, 0},
-      {"warmup_ratio", "--warmup-ratio", Value::kNumber, kFinetuned, 0},
-      {"clip", "--clip", Value::kNumber, kFinetuned, 0},
-      {"patience", "--patience", Value::kInt, kFinetuned, 0},
-      {"format", "--format", Value::kString, kFinetuned, kClass | kReg},
-      {"text_column", "--text-column", Value::kColumn, kClass | kReg | kTok, kClass | kReg},
-      {"text_pair_column", "--text-pair-column", Value::kColumn, kClass | kReg, kClass | kReg},
-      {"label_column", "--label-column", Value::kColumn, kClass | kReg | kTok, kClass | kReg},
-      {"label_all_subwords", "--label-all-subwords", Value::kBool, kTok, 0},
-      {"source_column", "--source-column", Value::kColumn, kS2s, 0},
-      {"target_column", "--target-column", Value::kColumn, kS2s, 0},
-      {"source_lang", "--source-lang", Value::kString, kS2s, 0},
-      {"target_lang", "--target-lang", Value::kString, kS2s, 0},
-      {"source_prefix", "--source-prefix", Value::kString, kS2s, 0},
-      {"separator", "--separator", Value::kString, kS2s, 0},
-      {"max_target_length", "--max-target-length", Value::kInt, kS2s, 0},
-      {"beams", "--beams", Value::kInt, kS2s, 0},
-      {"max_new_tokens", "--max-new-tokens", Value::kInt, kS2s, 0},
-      {"best_metric", "--best-metric", Value::kString, kS2s, 0},
-      {"rouge_stemmer", "--rouge-stemmer", Value::kBool, kS2s, 0},
-      {"shots", "--shots", Value::kInt, kIcl, 0},
-      {"delimiter", "--delimiter", Value::kString, kIcl, 0},
-      {"example_delimiter", "--example-delimiter", Value::kString, kIcl, 0},
+      {"epochs", "--epochs", KeyValue::kInt, false},
+      {"lr", "--lr", KeyValue::kNumber, false},
+      {"batch_size", "--batch-size", KeyValue::kInt, true},
+      {"max_length", "--max-length", KeyValue::kInt, false},
+      {"max_train_examples", "--max-train-examples", KeyValue::kInt, false},
+      {"weight_decay", "--weight-decay", KeyValue::kNumber, false},
+      {"warmup_ratio", "--warmup-ratio", KeyValue::kNumber, false},
+      {"clip", "--clip", KeyValue::kNumber, false},
+      {"patience", "--patience", KeyValue::kInt, false},
   };
   return keys;
+}
+
+// The keys of an in-context task: lmkit-evaluate's in-context flags.
+const std::vector<FlagKey>& in_context_keys() {
+  static const std::vector<FlagKey> keys = {
+      {"batch_size", "--batch-size", KeyValue::kInt, false},
+      {"shots", "--shots", KeyValue::kInt, false},
+      {"delimiter", "--delimiter", KeyValue::kString, false},
+      {"example_delimiter", "--example-delimiter", KeyValue::kString, false},
+  };
+  return keys;
+}
+
+// The keys a task of `task` takes ("": in-context).
+std::vector<FlagKey> keys_of(const std::string& task) {
+  if (task.empty()) return in_context_keys();
+  std::vector<FlagKey> keys = finetune_keys();
+  const auto& own = tasks::task(task).suite_keys;
+  keys.insert(keys.end(), own.begin(), own.end());
+  return keys;
+}
+
+// Whether any task type takes `key`.
+bool known_key(const std::string& key) {
+  auto has = [&](const std::vector<FlagKey>& keys) {
+    return std::any_of(keys.begin(), keys.end(), [&](const FlagKey& k) { return k.key == key; });
+  };
+  if (has(finetune_keys()) || has(in_context_keys())) return true;
+  const auto& all = tasks::tasks();
+  return std::any_of(all.begin(), all.end(), [&](const tasks::TaskSpec& t) { return has(t.suite_keys); });
 }
 
 const std::set<std::string>& plain_keys() {
@@ -73,21 +71,18 @@ const std::set<std::string>& plain_keys() {
   return keys;
 }
 
+// A suite type: the registered tasks' (tasks::TaskSpec::suite_types), then in-context.
 struct TypeInfo {
-  Kind kind;
-  std::vector<std::string> metrics;  ///< the ones it may report; the first is the default
-  std::vector<std::string> default_metrics;
+  std::string task;  ///< "": in-context
+  tasks::SuiteType type;
 };
 
-const std::map<std::string, TypeInfo>& task_types() {
-  static const std::map<std::string, TypeInfo> types = {
-      {"classification", {Kind::kClassification, {"accuracy", "macro_f1", "mcc", "f1"}, {"accuracy"}}},
-      {"pair-classification", {Kind::kClassification, {"accuracy", "macro_f1", "mcc", "f1"}, {"accuracy"}}},
-      {"regression", {Kind::kRegression, {"pearson", "spearman"}, {"pearson", "spearman"}}},
-      {"token-classification", {Kind::kTokenClassification, {"f1", "precision", "recall", "accuracy"}, {"f1"}}},
-      {"seq2seq", {Kind::kSeq2Seq, {"bleu", "exact_match", "f1", "rouge1", "rouge2", "rougeL"}, {"bleu"}}},
-      {"in-context", {Kind::kInContext, {"accuracy", "accuracy_norm"}, {"accuracy"}}},
-  };
+std::map<std::string, TypeInfo> task_types() {
+  std::map<std::string, TypeInfo> types;
+  for (const auto& t : tasks::tasks()) {
+    for (const auto& type : t.suite_types) types.emplace(type.name, TypeInfo{t.name, type});
+  }
+  types.emplace("in-context", TypeInfo{"", {"in-context", {"accuracy", "accuracy_norm"}, {"accuracy"}, {}, {}, false}});
   return types;
 }
 
@@ -97,12 +92,12 @@ std::vector<std::string> names_of(const std::map<std::string, TypeInfo>& m) {
   return v;
 }
 
-std::string flag_value(const Json& v, Value kind, const std::string& where) {
-  const bool ok = kind == Value::kInt      ? v.is_number_integer()
-                  : kind == Value::kNumber ? v.is_number()
-                  : kind == Value::kString ? v.is_string()
-                  : kind == Value::kColumn ? v.is_string() || v.is_number_unsigned()
-                                           : v.is_boolean();
+std::string flag_value(const Json& v, KeyValue kind, const std::string& where) {
+  const bool ok = kind == KeyValue::kInt      ? v.is_number_integer()
+                  : kind == KeyValue::kNumber ? v.is_number()
+                  : kind == KeyValue::kString ? v.is_string()
+                  : kind == KeyValue::kColumn ? v.is_string() || v.is_number_unsigned()
+                                              : v.is_boolean();
   static const char* const expected[] = {"an integer", "a number", "a string", "a column name or 0-based index",
                                          "true or false"};
   check_input(ok, where + " must be " + expected[static_cast<int>(kind)]);
@@ -129,7 +124,7 @@ void check_name(const std::string& name, const std::string& where) {
   check_input(ok, where + ".name '" + name + "' must be letters, digits, '_', '-' or '.' (it names the task's folder)");
 }
 
-std::vector<std::string> read_metrics(const Json& task, const TypeInfo& info, const std::string& where) {
+std::vector<std::string> read_metrics(const Json& task, const tasks::SuiteType& info, const std::string& where) {
   if (!task.contains("metrics")) return info.default_metrics;
   const Json& m = task["metrics"];
   std::vector<std::string> metrics;
@@ -163,28 +158,29 @@ std::vector<int64_t> read_seeds(const Json& v, const std::string& where) {
 
 // The task's flags from its keys and the suite's defaults (a default that does not apply to a task type is not given to it).
 void read_flags(SuiteTask& t, const Json& task, const Json& defaults, const std::string& where) {
-  const unsigned kind = bit(t.kind);
-  for (const auto& k : flag_keys()) {
-    const bool own = task.contains(k.key), fallback = !own && defaults.contains(k.key);
-    if (!own && !fallback) continue;
-    check_input(!own || (k.tasks & kind), where + "." + k.key + " does not apply to " + t.type + " tasks");
-    if (!(k.tasks & kind)) continue;
+  const std::vector<FlagKey> keys = keys_of(t.task);
+  for (auto it = task.begin(); it != task.end(); ++it) {
+    const bool applies = std::any_of(keys.begin(), keys.end(), [&](const FlagKey& k) { return k.key == it.key(); });
+    check_input(applies || plain_keys().count(it.key()), where + "." + it.key() + " does not apply to " + t.type + " tasks");
+  }
+  for (const auto& k : keys) {
+    const bool own = task.contains(k.key);
+    if (!own && !defaults.contains(k.key)) continue;
     const std::string value = flag_value(own ? task[k.key] : defaults[k.key], k.value, where + "." + k.key);
     std::vector<std::string> flag = {k.flag};
-    if (k.value != Value::kBool) flag.push_back(value);
+    if (k.value != KeyValue::kBool) flag.push_back(value);
     else if (value == "false") flag.clear();
-    auto& out = t.kind == Kind::kInContext ? t.evaluate_flags : t.finetune_flags;
+    auto& out = t.finetuned() ? t.finetune_flags : t.evaluate_flags;
     out.insert(out.end(), flag.begin(), flag.end());
-    if (k.test_eval & kind) t.evaluate_flags.insert(t.evaluate_flags.end(), flag.begin(), flag.end());
+    if (k.test_eval && t.finetuned()) t.evaluate_flags.insert(t.evaluate_flags.end(), flag.begin(), flag.end());
   }
 }
 
 void check_keys(const Json& object, const std::string& where, bool defaults) {
   check_input(object.is_object(), where + " must be a JSON object");
   for (auto it = object.begin(); it != object.end(); ++it) {
-    const bool flag = std::any_of(flag_keys().begin(), flag_keys().end(), [&](const FlagKey& k) { return it.key() == k.key; });
     const bool plain = plain_keys().count(it.key()) && (!defaults || it.key() == "seeds");
-    check_input(flag || plain, where + ": unknown key '" + it.key() + "'");
+    check_input(known_key(it.key()) || plain, where + ": unknown key '" + it.key() + "'");
   }
 }
 
@@ -195,11 +191,13 @@ SuiteTask read_task(const Json& task, const Json& defaults, const std::string& w
   check_name(t.name, where);
   t.label = task.contains("label") ? string_key(task, "label", where, true) : t.name;
   t.type = string_key(task, "type", where, true);
-  const auto type = task_types().find(t.type);
-  check_input(type != task_types().end(),
-              where + ".type '" + t.type + "' is not one of " + join_names(names_of(task_types()), " or "));
-  t.kind = type->second.kind;
-  t.metrics = read_metrics(task, type->second, where);
+  const auto types = task_types();
+  const auto type = types.find(t.type);
+  check_input(type != types.end(), where + ".type '" + t.type + "' is not one of " + join_names(names_of(types), " or "));
+  const tasks::SuiteType& info = type->second.type;
+  t.task = type->second.task;
+  t.percentages = info.percentages;
+  t.metrics = read_metrics(task, info, where);
   t.seeds = task.contains("seeds") ? read_seeds(task["seeds"], where + ".seeds")
             : defaults.contains("seeds") ? read_seeds(defaults["seeds"], "defaults.seeds")
                                          : std::vector<int64_t>{1};
@@ -212,10 +210,11 @@ SuiteTask read_task(const Json& task, const Json& defaults, const std::string& w
     for (const char* k : {"train", "dev", "test"}) check_input(!task.contains(k), where + "." + k + " is for finetuned tasks (an in-context task has data)");
     t.data = {resolve_path(string_key(task, "data", where, true), root)};
   }
-  check_input(t.type != "pair-classification" || task.contains("text_pair_column") || defaults.contains("text_pair_column"),
-              where + ": a pair-classification task needs text_pair_column");
+  for (const auto& key : info.required_keys) {
+    check_input(task.contains(key) || defaults.contains(key), where + ": a " + t.type + " task needs " + key);
+  }
   read_flags(t, task, defaults, where);
-  if (t.kind == Kind::kRegression) t.finetune_flags.push_back("--regression");
+  t.finetune_flags.insert(t.finetune_flags.end(), info.flags.begin(), info.flags.end());
   t.definition = {{"type", t.type}, {"metrics", t.metrics}, {"train", t.train}, {"dev", t.dev}, {"test", t.test},
                   {"data", t.data}, {"finetune_flags", t.finetune_flags}, {"evaluate_flags", t.evaluate_flags}};
   return t;
@@ -292,7 +291,7 @@ Json stats(const std::vector<double>& values) {
 
 Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const std::vector<int64_t>& seeds) {
   // Text-to-text figures are percentages already (BLEU, SQuAD's EM and F1, ROUGE); the rest are fractions.
-  const double scale = task.kind == Kind::kSeq2Seq ? 1.0 : 100.0;
+  const double scale = task.percentages ? 1.0 : 100.0;
   Json metrics = Json::object();
   std::vector<double> scores(results.size(), 0.0);
   for (const auto& m : task.metrics) {

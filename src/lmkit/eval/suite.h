@@ -13,15 +13,14 @@
 
 namespace lmkit::eval {
 
-/// What a task runs: a finetuning task (then its dev or test figures) or an
-/// in-context evaluation of the checkpoint itself.
-enum class SuiteTaskType { kClassification, kRegression, kTokenClassification, kSeq2Seq, kInContext };
-
 struct SuiteTask {
   std::string name;   ///< [A-Za-z0-9_.-]+: its folder in the output directory
   std::string label;  ///< the table's column heading (default: name)
-  std::string type;   ///< as the file says: classification, pair-classification, regression, ...
-  SuiteTaskType kind = SuiteTaskType::kClassification;
+  std::string type;   ///< as the file says: classification, pair-classification, regression, ..., in-context
+  /// The finetuning task that runs it (tasks::TaskSpec; its suite_types name the types); "" for an
+  /// in-context evaluation of the checkpoint itself.
+  std::string task;
+  bool percentages = false;  ///< its figures are 0–100 already (BLEU), not fractions
   std::vector<std::string> metrics;  ///< reported figures; the task's score is their mean
   std::vector<int64_t> seeds;
   std::string train, dev, test;      ///< resolved paths (test: optional; the figures are then the test set's)
@@ -30,7 +29,7 @@ struct SuiteTask {
   std::vector<std::string> evaluate_flags;  ///< lmkit-evaluate's (test set, or the in-context task)
   Json definition;  ///< the task as resolved: a finished run of another definition is run again
 
-  bool finetuned() const { return kind != SuiteTaskType::kInContext; }
+  bool finetuned() const { return !task.empty(); }
   /// The seeds that give different runs: a zero-shot in-context task runs once.
   std::vector<int64_t> run_seeds() const;
   /// What its figures measure: "dev", "test" (a finetuned task with a test set) or "K-shot" (in-context).

@@ -2,14 +2,33 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
+#include "lmkit/models/inputs.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
+
+namespace {
+
+// The one table of the classes this family builds.
+const ArchitectureTable<BertHead>& bert_architectures() {
+  static const ArchitectureTable<BertHead> table({{"BertForPreTraining", BertHead::kPreTraining, ""},
+                                                  {"BertModel", BertHead::kNone, ""},
+                                                  {"BertForMaskedLM", BertHead::kMaskedLm, ""},
+                                                  {"BertForSequenceClassification", BertHead::kSequenceClassification,
+                                                   kClassificationHead},
+                                                  {"BertForSpanPreTraining", BertHead::kSpanPreTraining, ""},
+                                                  {"BertForTokenClassification", BertHead::kTokenClassification,
+                                                   kTokenClassificationHead}});
+  return table;
+}
+
+}  // namespace
 
 BertConfig BertConfig::from_json(const Json& j, const std::string& file) { return from_json(j, file, BertConfig()); }
 
@@ -103,17 +122,7 @@ void BertImpl::reset_parameters() {
   if (mlm_bias.defined()) mlm_bias.zero_();  // the MLM bias starts at zero
 }
 
-std::string BertImpl::architecture() const {
-  switch (config.head) {
-    case BertHead::kNone: return "BertModel";
-    case BertHead::kPreTraining: return "BertForPreTraining";
-    case BertHead::kMaskedLm: return "BertForMaskedLM";
-    case BertHead::kSequenceClassification: return "BertForSequenceClassification";
-    case BertHead::kSpanPreTraining: return "BertForSpanPreTraining";
-    case BertHead::kTokenClassification: return "BertForTokenClassification";
-  }
-  return "";
-}
+std::string BertImpl::architecture() const { return bert_architectures().name(config.head); }
 
 at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                             const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states) {
@@ -150,8 +159,8 @@ void BertImpl::masked_lm(const Batch& batch, Output& out) {
 void BertImpl::next_sentence(const Batch& batch, Output& out) {
   at::Tensor logits = nsp(out.pooler_output);  // (B, 2)
   out.named.emplace_back("seq_relationship_logits", logits);
-  if (!batch.next_sentence_label.defined()) return;
-  const at::Tensor& label = batch.next_sentence_label;
+  const at::Tensor label = batch.field(kNextSentenceLabel);
+  if (!label.defined()) return;
   at::Tensor loss = cross_entropy(logits, label);
   out.terms.push_back({"nsp", loss, at::scalar_tensor(label.size(0), label.options())});
   out.loss = out.loss.defined() ? out.loss + loss : loss;
@@ -164,7 +173,8 @@ std::vector<std::pair<std::string, int64_t>> BertImpl::loss_targets(const Batch&
   if (!mlm_dense) return Model::loss_targets(b);
   std::vector<std::pair<std::string, int64_t>> t = {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
   if (config.head == BertHead::kPreTraining) {
-    t.emplace_back("nsp", b.next_sentence_label.defined() ? b.next_sentence_label.size(0) : 0);
+    const at::Tensor label = b.field(kNextSentenceLabel);
+    t.emplace_back("nsp", label.defined() ? label.size(0) : 0);
   }
   if (span_boundary) t.emplace_back("sbo", count_span_targets(b.labels, config.span_boundary_max_targets));
   return t;
@@ -195,14 +205,15 @@ Output BertImpl::forward(const Batch& batch) {
 void BertImpl::check_batch(const Batch& b) const {
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
-  if (config.head != BertHead::kPreTraining) check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_extra_inputs(b, config.head == BertHead::kPreTraining ? std::vector<std::string>{kNextSentenceLabel}
+                                                              : std::vector<std::string>{}, architecture());
   check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_token_ids(b.token_type_ids, config.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
   if (token_classifier) check_token_labels(b, config.num_labels);
   else check_input_labels(b, config.head == BertHead::kSequenceClassification, config.num_labels, config.vocab_size);
-  check_row_labels(b.next_sentence_label, b.input_ids.size(0), 2, "next_sentence_label");
+  check_row_labels(b.field(kNextSentenceLabel), b.input_ids.size(0), 2, kNextSentenceLabel);
 }
 
 std::vector<HfTensor> BertImpl::hf_tensors() {
@@ -311,22 +322,15 @@ void write_span_boundary_keys(Json& j, const BertConfig& c) {
 Family bert_family() {
   Family f;
   f.model_type = "bert";
-  f.architectures = {"BertForPreTraining", "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
-                     "BertForSpanPreTraining", "BertForTokenClassification"};
+  f.architectures = bert_architectures().names();
+  f.heads = bert_architectures().heads();
   f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}, {"mlm+sbo", "BertForSpanPreTraining"}};
-  f.classifier = "BertForSequenceClassification";
-  f.token_classifier = "BertForTokenClassification";
   f.tokenizer_family = "bert";
   f.positions_key = "max_position_embeddings";
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
     BertConfig c = BertConfig::from_json(config, file);
-    c.head = arch == "BertModel"                       ? BertHead::kNone
-             : arch == "BertForMaskedLM"               ? BertHead::kMaskedLm
-             : arch == "BertForSequenceClassification" ? BertHead::kSequenceClassification
-             : arch == "BertForSpanPreTraining"        ? BertHead::kSpanPreTraining
-             : arch == "BertForTokenClassification"    ? BertHead::kTokenClassification
-                                                       : BertHead::kPreTraining;
+    c.head = bert_architectures().head(arch);
     return std::make_shared<BertImpl>(c);
   };
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t) { config["vocab_size"] = vocab_size; };

@@ -82,6 +82,14 @@ void check_unused(const at::Tensor& t, const std::string& what, const std::strin
   if (t.defined()) throw InputError(model + " does not take " + what);
 }
 
+void check_extra_inputs(const Batch& batch, const std::vector<std::string>& reads, const std::string& model) {
+  for (const auto& [name, t] : batch.extra) {
+    if (t.defined() && std::find(reads.begin(), reads.end(), name) == reads.end()) {
+      throw InputError(model + " does not take " + name);
+    }
+  }
+}
+
 void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what) {
   if (!labels.defined()) return;
   if (labels.dim() != 1 || labels.size(0) != batch) {

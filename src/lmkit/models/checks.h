@@ -32,6 +32,8 @@ void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels,
 void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
 /// Throws InputError if `t` is defined: `model` has no use for the field `what`.
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
+/// InputError "MODEL does not take NAME" for an extra input (Batch::extra) not in `reads`.
+void check_extra_inputs(const Batch& batch, const std::vector<std::string>& reads, const std::string& model);
 /// One target per row (sequence classification, next-sentence prediction): shape
 /// [batch], int64 class ids in [0, num_classes), or numbers when num_classes == 1.
 void check_row_labels(const at::Tensor& labels, int64_t batch, int64_t num_classes, const std::string& what);

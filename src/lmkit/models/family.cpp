@@ -103,39 +103,27 @@ bool Family::builds(const std::string& architecture) const {
   return std::find(architectures.begin(), architectures.end(), architecture) != architectures.end();
 }
 
-namespace {
+std::string Family::head(const std::string& name) const {
+  const auto it = heads.find(name);
+  return it == heads.end() ? "" : it->second;
+}
 
-// The architecture `Family::*head` names; InputError listing the families that have one.
-const std::string& head_or_error(const Family& f, std::string Family::*head, const std::string& what) {
-  if ((f.*head).empty()) {
-    std::vector<std::string> with;
-    for (const auto& other : families()) {
-      if (!(other.*head).empty()) with.push_back(other.model_type);
-    }
-    throw InputError("model_type '" + f.model_type + "' has no " + what + " (" + join_names(with, " or ") + ")");
+const std::string& Family::head_or_error(const std::string& name) const {
+  const auto it = heads.find(name);
+  if (it != heads.end()) return it->second;
+  std::vector<std::string> with;
+  for (const auto& other : families()) {
+    if (other.heads.count(name)) with.push_back(other.model_type);
   }
-  return f.*head;
-}
-
-}  // namespace
-
-const std::string& Family::classifier_or_error() const {
-  return head_or_error(*this, &Family::classifier, "sequence classifier");
-}
-
-const std::string& Family::token_classifier_or_error() const {
-  return head_or_error(*this, &Family::token_classifier, "token classifier");
-}
-
-const std::string& Family::text_to_text_or_error() const {
-  return head_or_error(*this, &Family::text_to_text, "text-to-text architecture");
+  throw InputError("model_type '" + model_type + "' has no " + name + " head" +
+                   (with.empty() ? std::string(" (no family has one)") : " (" + join_names(with, " or ") + " have one)"));
 }
 
 int64_t count_targets(const Model& model, const Batch& b) {
   if (!b.input_ids.defined()) return 0;
   if (!b.labels.defined()) return b.input_ids.size(0);
   if (b.labels.dim() == 1) return b.labels.size(0);  // classification
-  const at::Tensor scored = family(model.model_type()).shifted_labels ? b.labels.slice(1, 1) : b.labels;
+  const at::Tensor scored = model.shifted_labels() ? b.labels.slice(1, 1) : b.labels;
   return scored.ne(-100).sum().item<int64_t>();
 }
 

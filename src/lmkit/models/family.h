@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,20 +23,26 @@ struct Objective {
   std::string architecture;  ///< the HF class it trains, e.g. "BertForPreTraining"
 };
 
+/// The heads a finetuning task asks a family for (tasks::TaskSpec::head); a family maps
+/// each it has to one of its architectures in Family::heads. A task of a plugin may name
+/// a head of its own, which the families that have it list too.
+inline constexpr const char* kClassificationHead = "classification";            ///< a label per sequence
+inline constexpr const char* kTokenClassificationHead = "token-classification";  ///< a label per token
+inline constexpr const char* kTextToTextHead = "text-to-text";                   ///< generates a target text
+
 struct Family {
   std::string model_type;                  ///< HF model_type: bert, gpt2, t5, transformer
   std::vector<std::string> architectures;  ///< HF classes it builds; the first is the default
   std::vector<Objective> objectives;       ///< pretraining objectives; the first is the default
-  std::string classifier;                  ///< its sequence-classification architecture ("" for none)
-  std::string token_classifier;            ///< its token-classification architecture ("" for none)
-  std::string text_to_text;                ///< the architecture it finetunes text-to-text with ("" for none)
+  /// Finetuning head -> the architecture that has it: kClassificationHead, kTokenClassificationHead,
+  /// kTextToTextHead (the one it finetunes text-to-text with), a plugin's own.
+  std::map<std::string, std::string> heads;
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
   /// The longest input for a config when it is not config[positions_key] (RoBERTa: less padding_idx + 1).
   std::function<int64_t(const Json& config)> max_length_of;
   std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints
   bool encoder_decoder = false;            ///< inputs go to an encoder, labels to a decoder
-  bool shifted_labels = false;             ///< labels are the inputs, predicted one position on (causal LM)
   /// Builds the model `config` describes with the head `architecture` (one of architectures).
   std::function<std::shared_ptr<Model>(const Json& config, const std::string& file, const std::string& architecture)>
       create;
@@ -49,12 +56,10 @@ struct Family {
   int64_t max_length(const Json& config) const;
   /// Whether `architecture` is one this family builds.
   bool builds(const std::string& architecture) const;
-  /// The sequence-classification architecture; InputError if the family has none.
-  const std::string& classifier_or_error() const;
-  /// The token-classification architecture; InputError if the family has none.
-  const std::string& token_classifier_or_error() const;
-  /// The text-to-text (generation) architecture; InputError if the family has none.
-  const std::string& text_to_text_or_error() const;
+  /// The architecture with finetuning head `head`, "" for none.
+  std::string head(const std::string& head) const;
+  /// The architecture with finetuning head `head`; InputError naming the families that have one.
+  const std::string& head_or_error(const std::string& head) const;
 };
 
 /// Every family, lmkit's then those registered, in the order errors list them.
@@ -74,7 +79,7 @@ std::vector<const Family*> families_with(const std::string& objective);
 std::string family_names();
 
 /// Number of positions that carry a loss in a batch (labels other than -100, the
-/// first position dropped where the family shifts labels; one per row for
+/// first position dropped where the model shifts labels; one per row for
 /// classification); 0 for an empty batch.
 int64_t count_targets(const Model& model, const Batch& batch);
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
@@ -13,6 +14,20 @@
 #include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
+
+namespace {
+
+// The one table of the classes this family builds.
+const ArchitectureTable<GptHead>& gpt_architectures() {
+  static const ArchitectureTable<GptHead> table(
+      {{"GPT2LMHeadModel", GptHead::kLmHead, kTextToTextHead},
+       {"GPT2Model", GptHead::kNone, ""},
+       {"GPT2ForSequenceClassification", GptHead::kSequenceClassification, kClassificationHead},
+       {"GPT2ForTokenClassification", GptHead::kTokenClassification, kTokenClassificationHead}});
+  return table;
+}
+
+}  // namespace
 
 GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   GptConfig c;
@@ -131,15 +146,7 @@ void GptImpl::reset_parameters() {
   }
 }
 
-std::string GptImpl::architecture() const {
-  switch (config.head) {
-    case GptHead::kNone: return "GPT2Model";
-    case GptHead::kLmHead: return "GPT2LMHeadModel";
-    case GptHead::kSequenceClassification: return "GPT2ForSequenceClassification";
-    case GptHead::kTokenClassification: return "GPT2ForTokenClassification";
-  }
-  return "";
-}
+std::string GptImpl::architecture() const { return gpt_architectures().name(config.head); }
 
 at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                            std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
@@ -215,7 +222,7 @@ std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, cons
 
 void GptImpl::check_batch(const Batch& b) const {
   check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_extra_inputs(b, {}, architecture());
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
   check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
@@ -258,21 +265,15 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
 Family gpt_family() {
   Family f;
   f.model_type = "gpt2";
-  f.architectures = {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification", "GPT2ForTokenClassification"};
+  f.architectures = gpt_architectures().names();
+  f.heads = gpt_architectures().heads();
   f.objectives = {{"clm", "GPT2LMHeadModel"}};
-  f.classifier = "GPT2ForSequenceClassification";
-  f.token_classifier = "GPT2ForTokenClassification";
-  f.text_to_text = "GPT2LMHeadModel";
   f.tokenizer_family = "gpt2";
   f.positions_key = "n_positions";
   f.metrics = {"perplexity"};
-  f.shifted_labels = true;
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
     GptConfig c = GptConfig::from_json(config, file);
-    c.head = arch == "GPT2Model"                       ? GptHead::kNone
-             : arch == "GPT2ForSequenceClassification" ? GptHead::kSequenceClassification
-             : arch == "GPT2ForTokenClassification"    ? GptHead::kTokenClassification
-                                                       : GptHead::kLmHead;
+    c.head = gpt_architectures().head(arch);
     return std::make_shared<GptImpl>(c);
   };
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {

@@ -50,6 +50,7 @@ class GptImpl : public Model {
   Output forward(const Batch& batch) override;
   std::string model_type() const override { return "gpt2"; }
   std::string architecture() const override;
+  bool shifted_labels() const override { return config.head == GptHead::kLmHead; }
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;

@@ -72,6 +72,9 @@ class Model : public torch::nn::Module {
   virtual std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const;
   /// Names of the metrics forward() reports in eval mode (Output::metrics), for reducing across ranks.
   virtual std::vector<std::string> metric_names() const { return {}; }
+  /// Whether labels are the inputs predicted one position on (a causal LM head): the
+  /// first position of each row then carries no loss.
+  virtual bool shifted_labels() const { return false; }
   /// Rows of the output vocabulary (the LM head's; the target vocabulary of an encoder–decoder).
   virtual int64_t vocab_size() const = 0;
   /// Matrix-multiply FLOPs of one forward pass per input token, for sequences of

@@ -42,6 +42,16 @@ std::shared_ptr<Model> build_model(const Json& config, const std::string& file, 
   try {
     f = &family(type);
   } catch (const Error& e) {
+    // A checkpoint of a plugin's family says which plugin built it (save_pretrained).
+    const std::string record = (std::filesystem::path(file).parent_path() / kPluginRecord).string();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(record, ec)) {
+      const Json j = load_json_file(record);
+      if (j.is_object() && j.value("model_type", "") == type && j.contains("plugin") && j["plugin"].is_string()) {
+        const std::string plugin = j["plugin"].get<std::string>();
+        throw InputError(file + ": model_type '" + type + "' comes from a plugin: pass --plugin " + plugin);
+      }
+    }
     throw InputError(file + ": " + e.what());
   }
   std::string arch = architecture;
@@ -150,6 +160,11 @@ void save_pretrained(Model& model, const std::string& dir, const std::function<v
   }
   io::write_directory_atomic(dir, [&](const std::string& tmp) {
     save_json_file(tmp + "/config.json", config);
+    const Family& f = family(model.model_type());
+    if (f.source != "lmkit") {
+      save_json_file(tmp + "/" + kPluginRecord,
+                     {{"model_type", f.model_type}, {"plugin", std::filesystem::absolute(f.source).lexically_normal().string()}});
+    }
     io::write_safetensors(tmp + "/model.safetensors", state, {{"format", "pt"}});
     if (extra) extra(tmp);
   });

@@ -49,6 +49,11 @@ struct LoadReport {
 /// `strict`, a missing tensor is an InputError; otherwise it is reported.
 LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::string& file_name, bool strict = true);
 
+/// The file beside config.json naming the plugin whose family a checkpoint's model_type is
+/// ({"model_type", "plugin": its absolute path}); loading such a checkpoint without the
+/// plugin is an InputError saying to pass --plugin PATH.
+inline constexpr const char* kPluginRecord = "lmkit_plugin.json";
+
 /// Writes config.json (+ "architectures") and model.safetensors into `dir`, atomically;
 /// a RuntimeError, and nothing written, when a weight holds NaN or Inf.
 /// `extra(tmp_dir)` may add files (tokenizer, trainer state) before the directory is committed.

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
@@ -10,6 +11,21 @@
 #include "lmkit/nn/dropout.h"
 
 namespace lmkit::models {
+
+namespace {
+
+// The one table of the classes this family builds.
+const ArchitectureTable<RobertaHead>& roberta_architectures() {
+  static const ArchitectureTable<RobertaHead> table(
+      {{"RobertaForMaskedLM", RobertaHead::kMaskedLm, ""},
+       {"RobertaModel", RobertaHead::kNone, ""},
+       {"RobertaForSequenceClassification", RobertaHead::kSequenceClassification, kClassificationHead},
+       {"RobertaForSpanPreTraining", RobertaHead::kSpanPreTraining, ""},
+       {"RobertaForTokenClassification", RobertaHead::kTokenClassification, kTokenClassificationHead}});
+  return table;
+}
+
+}  // namespace
 
 BertConfig roberta_defaults() {
   BertConfig c;
@@ -75,16 +91,7 @@ void RobertaImpl::reset_parameters() {
   if (lm_bias.defined()) lm_bias.zero_();
 }
 
-std::string RobertaImpl::architecture() const {
-  switch (head) {
-    case RobertaHead::kNone: return "RobertaModel";
-    case RobertaHead::kMaskedLm: return "RobertaForMaskedLM";
-    case RobertaHead::kSequenceClassification: return "RobertaForSequenceClassification";
-    case RobertaHead::kSpanPreTraining: return "RobertaForSpanPreTraining";
-    case RobertaHead::kTokenClassification: return "RobertaForTokenClassification";
-  }
-  return "";
-}
+std::string RobertaImpl::architecture() const { return roberta_architectures().name(head); }
 
 Json RobertaImpl::config_json() const {
   Json j = config.to_json();
@@ -159,7 +166,7 @@ double RobertaImpl::flops_per_token(int64_t seq_len, int64_t) const {
 void RobertaImpl::check_batch(const Batch& b) const {
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
-  check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_extra_inputs(b, {}, architecture());
   check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   if (b.input_ids.size(1) > max_length()) {
     throw InputError("input_ids has " + std::to_string(b.input_ids.size(1)) + " positions; " + architecture() +
@@ -205,11 +212,9 @@ bool RobertaImpl::hf_ignorable(const std::string& name) const {
 Family roberta_family() {
   Family f;
   f.model_type = "roberta";
-  f.architectures = {"RobertaForMaskedLM", "RobertaModel", "RobertaForSequenceClassification",
-                     "RobertaForSpanPreTraining", "RobertaForTokenClassification"};
+  f.architectures = roberta_architectures().names();
+  f.heads = roberta_architectures().heads();
   f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
-  f.classifier = "RobertaForSequenceClassification";
-  f.token_classifier = "RobertaForTokenClassification";
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
   f.max_length_of = [](const Json& config) {  // as RobertaImpl::max_length (roberta-base: 514 -> 512)
@@ -219,12 +224,7 @@ Family roberta_family() {
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
     BertConfig c = roberta_config(config, file);
-    const RobertaHead head = arch == "RobertaModel"                       ? RobertaHead::kNone
-                             : arch == "RobertaForSequenceClassification" ? RobertaHead::kSequenceClassification
-                             : arch == "RobertaForSpanPreTraining"        ? RobertaHead::kSpanPreTraining
-                             : arch == "RobertaForTokenClassification"    ? RobertaHead::kTokenClassification
-                                                                          : RobertaHead::kMaskedLm;
-    return std::make_shared<RobertaImpl>(c, head);
+    return std::make_shared<RobertaImpl>(c, roberta_architectures().head(arch));
   };
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t) {
     config["vocab_size"] = vocab_size;

@@ -17,7 +17,7 @@ namespace lmkit::models {
 enum class RobertaHead {
   kNone,                    ///< RobertaModel: last_hidden_state and pooler_output
   kMaskedLm,                ///< RobertaForMaskedLM: MLM (no pooler)
-  kSequenceClassification,  ///< RobertaForSequenceClassification: <s> -> dense -> tanh -> out_proj (no pooler)
+  kSequenceClassification,  ///< RobertaForSequenceClassification: `<s>` -> dense -> tanh -> out_proj (no pooler)
   kSpanPreTraining,         ///< RobertaForSpanPreTraining: MLM + SpanBERT's span boundary objective (no pooler)
   kTokenClassification,     ///< RobertaForTokenClassification: every token -> dropout -> linear (no pooler)
 };

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
@@ -13,6 +14,20 @@
 #include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
+
+namespace {
+
+// The one table of the classes this family builds.
+const ArchitectureTable<T5Head>& t5_architectures() {
+  static const ArchitectureTable<T5Head> table(
+      {{"T5ForConditionalGeneration", T5Head::kConditionalGeneration, kTextToTextHead},
+       {"T5Model", T5Head::kNone, ""},
+       {"T5EncoderForSequenceClassification", T5Head::kEncoderClassification, kClassificationHead},
+       {"T5ForTokenClassification", T5Head::kTokenClassification, kTokenClassificationHead}});
+  return table;
+}
+
+}  // namespace
 
 T5Config T5Config::from_json(const Json& j, const std::string& file) {
   T5Config c;
@@ -206,15 +221,7 @@ void T5Impl::reset_parameters() {
   }
 }
 
-std::string T5Impl::architecture() const {
-  switch (config.head) {
-    case T5Head::kNone: return "T5Model";
-    case T5Head::kConditionalGeneration: return "T5ForConditionalGeneration";
-    case T5Head::kEncoderClassification: return "T5EncoderForSequenceClassification";
-    case T5Head::kTokenClassification: return "T5ForTokenClassification";
-  }
-  return "";
-}
+std::string T5Impl::architecture() const { return t5_architectures().name(config.head); }
 
 at::Tensor T5Impl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                           std::vector<at::Tensor>* hidden_states) {
@@ -288,7 +295,7 @@ std::unique_ptr<DecodingSession> T5Impl::start_decoding(const at::Tensor& input_
 
 void T5Impl::check_batch(const Batch& b) const {
   check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_extra_inputs(b, {}, architecture());
   check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   if (config.head == T5Head::kEncoderClassification) {
@@ -361,20 +368,15 @@ bool T5Impl::hf_ignorable(const std::string& name) const {
 Family t5_family() {
   Family f;
   f.model_type = "t5";
-  f.architectures = {"T5ForConditionalGeneration", "T5Model", "T5EncoderForSequenceClassification", "T5ForTokenClassification"};
+  f.architectures = t5_architectures().names();
+  f.heads = t5_architectures().heads();
   f.objectives = {{"span", "T5ForConditionalGeneration"}};
-  f.classifier = "T5EncoderForSequenceClassification";
-  f.token_classifier = "T5ForTokenClassification";
-  f.text_to_text = "T5ForConditionalGeneration";
   f.tokenizer_family = "t5";
   f.metrics = {"span"};
   f.encoder_decoder = true;
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
     T5Config c = T5Config::from_json(config, file);
-    c.head = arch == "T5Model"                              ? T5Head::kNone
-             : arch == "T5EncoderForSequenceClassification" ? T5Head::kEncoderClassification
-             : arch == "T5ForTokenClassification"           ? T5Head::kTokenClassification
-                                                            : T5Head::kConditionalGeneration;
+    c.head = t5_architectures().head(arch);
     return std::make_shared<T5Impl>(c);
   };
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t) { config["vocab_size"] = vocab_size; };

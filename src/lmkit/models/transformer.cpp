@@ -182,7 +182,7 @@ std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tenso
 
 void TransformerImpl::check_batch(const Batch& b) const {
   check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_unused(b.next_sentence_label, "next_sentence_label", architecture());
+  check_extra_inputs(b, {}, architecture());
   check_token_matrix(b.input_ids, config.src_vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_decoder_inputs(b, config.tgt_vocab_size, "the Transformer");
@@ -198,9 +198,9 @@ std::vector<HfTensor> TransformerImpl::hf_tensors() {
 Family transformer_family() {
   Family f;
   f.model_type = "transformer";
-  f.architectures = {"TransformerForSeq2Seq"};
-  f.objectives = {{"seq2seq", "TransformerForSeq2Seq"}};
-  f.text_to_text = "TransformerForSeq2Seq";
+  f.architectures = {TransformerImpl::kArchitecture};
+  f.objectives = {{"seq2seq", TransformerImpl::kArchitecture}};
+  f.heads = {{kTextToTextHead, TransformerImpl::kArchitecture}};
   f.tokenizer_family = "t5";
   f.positions_key = "max_position_embeddings";
   f.encoder_decoder = true;

@@ -43,7 +43,9 @@ class TransformerImpl : public Model {
 
   Output forward(const Batch& batch) override;
   std::string model_type() const override { return "transformer"; }
-  std::string architecture() const override { return "TransformerForSeq2Seq"; }
+  /// Its one architecture: no head to choose.
+  static constexpr const char* kArchitecture = "TransformerForSeq2Seq";
+  std::string architecture() const override { return kArchitecture; }
   Json config_json() const override { return config.to_json(); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;

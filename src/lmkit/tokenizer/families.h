@@ -28,7 +28,7 @@ struct FamilySpec {
   std::vector<std::string> required;
   /// Keys read only when a file names them (GPT-2's pad_token: none by default).
   std::vector<std::string> optional;
-  int32_t sentinels = 0;             ///< T5: 100 <extra_id_i> at the top of the vocabulary
+  int32_t sentinels = 0;             ///< T5: 100 `<extra_id_i>` at the top of the vocabulary
   bool token_types = false;          ///< the model reads token_type_ids (model_input_names)
   std::string bos_key;               ///< the special that HF's bos_token names ("eos_token" for GPT-2), "" for none
   /// SentencePiece trainer arguments that place the special pieces.

@@ -291,7 +291,7 @@ void Tokenizer::resolve_sentinels(const FamilySpec& spec, const std::string& wha
     const int32_t i = std::atoi(a.content.c_str() + 10);
     if (a.id != vocab_size_ - 1 - i) {
       throw InputError(what + ": " + a.content + " has id " + std::to_string(a.id) + ", expected " +
-                       std::to_string(vocab_size_ - 1 - i) + " (T5's sentinels count down from the top)");
+                       std::to_string(vocab_size_ - 1 - i) + " (sentinels count down from the top)");
     }
     s.num_sentinels = std::max(s.num_sentinels, i + 1);
   }

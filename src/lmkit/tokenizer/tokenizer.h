@@ -29,8 +29,8 @@ class Backend;
 struct FamilySpec;
 
 /// A tokenizer family by name: an entry of the family table (families.h): bert
-/// ([PAD] [UNK] [CLS] [SEP] [MASK], lmkit's 0..4), gpt2 (<|endoftext|>), t5 (<pad>=0
-/// </s>=1 <unk>=2 and <extra_id_0..99> at the top of the vocabulary), ...
+/// ([PAD] [UNK] [CLS] [SEP] [MASK], lmkit's 0..4), gpt2 (`<|endoftext|>`), t5 (`<pad>=0`
+/// `</s>=1` `<unk>=2` and <extra_id_0..99> at the top of the vocabulary), ...
 using Family = std::string;
 /// The canonical name of a family or alias ("gpt" -> "gpt2"); InputError listing them otherwise.
 Family parse_family(const std::string& name);
@@ -38,7 +38,7 @@ Family parse_family(const std::string& name);
 /// Special token ids; -1 where the family has none.
 struct SpecialTokens {
   int32_t pad = -1, unk = -1, cls = -1, sep = -1, mask = -1, eos = -1;
-  int32_t num_sentinels = 0;  ///< T5: 100 sentinels <extra_id_i> = vocab_size - 1 - i
+  int32_t num_sentinels = 0;  ///< T5: 100 sentinels `<extra_id_i>` = vocab_size - 1 - i
   /// The id HF's key names ("pad_token" -> pad, ...; "" -> -1); nullptr/-1 for other keys.
   int32_t* slot(const std::string& key);
   int32_t id(const std::string& key) const;
@@ -125,10 +125,10 @@ class Tokenizer {
   /// `a` (and `b`) in the template; the caller has already truncated them.
   Encoding apply_template(const std::vector<int32_t>& a, const std::vector<int32_t>* b = nullptr) const;
   const Template& post_processor() const { return template_; }
-  /// Text of `ids`; sentinels print as <extra_id_N>, other special tokens (and [UNK]) are
+  /// Text of `ids`; sentinels print as `<extra_id_N>`, other special tokens (and [UNK]) are
   /// dropped unless `keep_special`.
   std::string decode(const std::vector<int32_t>& ids, bool keep_special = false) const;
-  /// The piece of an id ("▁the", "##ing", "Ġthe", "[MASK]", "<extra_id_3>").
+  /// The piece of an id ("▁the", "##ing", "Ġthe", "[MASK]", "`<extra_id_3>`").
   std::string piece(int32_t id) const;
 
   int64_t vocab_size() const { return vocab_size_; }

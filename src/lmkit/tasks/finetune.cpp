@@ -1,0 +1,166 @@
+#include "lmkit/tasks/finetune.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+#include "lmkit/data/loader.h"
+#include "lmkit/data/pipeline.h"
+#include "lmkit/dist/group.h"
+#include "lmkit/models/family.h"
+#include "lmkit/models/registry.h"
+#include "lmkit/tokenizer/tokenizer.h"
+#include "lmkit/train/run.h"
+#include "lmkit/train/trainer.h"
+
+namespace lmkit::tasks {
+
+namespace {
+
+// The model's config (the checkpoint's, or the preset's) and its family, before the model exists.
+const models::Family& family_of_run(const FinetuneOptions& a, Json* config) {
+  check_input(!a.checkpoint.empty() || !a.model.empty(), "--init random needs --model PRESET.json");
+  const std::string file = a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json";
+  *config = load_json_file(file);
+  check_input(config->is_object() && config->contains("model_type") && (*config)["model_type"].is_string(),
+              file + ": key 'model_type' is required");
+  return models::family((*config)["model_type"].get<std::string>());
+}
+
+// The task's head on the pretrained body, or initialised at random. num_labels 0: the
+// family's own generator, whose head is the pretrained LM head.
+std::shared_ptr<models::Model> make_model(const FinetuneOptions& a, const Context& c, const std::string& head,
+                                          int64_t num_labels) {
+  const tokenizer::Tokenizer& tok = c.tokenizer;
+  std::shared_ptr<models::Model> model;
+  if (!a.checkpoint.empty()) {
+    // A new head starts from random initialisation (listed on stderr), the body from the checkpoint.
+    model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true)
+                           : models::load_pretrained(a.checkpoint, head);
+  } else {
+    Json config = c.model_config;
+    config["vocab_size"] = tok.vocab_size();
+    if (num_labels > 0) config["num_labels"] = num_labels;
+    // A generator's special ids (decoder start, EOS) are the tokenizer's, as pretraining sets them.
+    else c.family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+    model = models::create_model(config, a.model, head);
+  }
+  models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");
+  return model;
+}
+
+// One epoch of steps per evaluation; the best dev epoch (the task's figure) is kept.
+train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task, int64_t per_epoch,
+                                      std::shared_ptr<dist::Group> group) {
+  train::TrainerOptions o;
+  o.steps = a.epochs * per_epoch;
+  o.schedule.schedule = train::Schedule::kLinear;
+  o.schedule.lr = a.lr;
+  o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
+  o.weight_decay = a.weight_decay, o.clip = a.clip, o.eps = 1e-8;
+  o.bf16 = a.dtype == "bf16";
+  o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
+  o.output = a.output, o.resume = a.resume;
+  o.tensorboard = a.tensorboard.resolve(a.output);
+  o.patience = a.patience;
+  o.best_metric = task.best_metric();
+  o.higher_is_better = true;
+  o.best_dir = a.output + "/best";
+  o.group = std::move(group);
+  return o;
+}
+
+// result.json: the best checkpoint's dev figures with when it was reached.
+Json best_result(const FinetuneOptions& a, const Task& task, const Json& dev, const Json& summary, int64_t per_epoch) {
+  Json result = dev;
+  const int64_t best_step = summary.value("best_step", int64_t{0});
+  result["best_step"] = best_step;
+  result["best_epoch"] = per_epoch > 0 ? (best_step + per_epoch - 1) / per_epoch : 0;
+  result["early_stopped"] = summary.value("early_stopped", false);
+  result["train_loss"] = summary["train_loss"];
+  result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
+  result["task"] = task.result_name();
+  save_json_file(a.output + "/result.json", result);
+  return result;
+}
+
+// The first --max-train-examples of the training set, said on stderr.
+void limit_examples(const FinetuneOptions& a, Prepared& p, bool leader) {
+  const int64_t available = p.train_set->size(0);
+  if (a.max_train_examples <= 0 || a.max_train_examples >= available) return;
+  p.train_set = std::make_shared<data::FirstExamples>(p.train_set, a.max_train_examples);
+  if (leader) std::fprintf(stderr, "training on the first %lld of %lld examples (--max-train-examples)\n",
+                           static_cast<long long>(a.max_train_examples), static_cast<long long>(available));
+}
+
+// Trains with dev evaluation each epoch; returns the trainer's summary and sets per_epoch.
+// Every checkpoint carries the tokenizer, label_map.json and finetune.json.
+Json train(const FinetuneOptions& a, const train::Run& run, const Context& c, Task& task, Prepared& p, const Json& resolved,
+           int64_t& per_epoch) {
+  auto model = make_model(a, c, head_of(tasks::task(a.task), c.family), p.num_labels);
+  limit_examples(a, p, run.leader);
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = c.pad_id, lo.drop_last = false;
+  // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
+  per_epoch = data::batches_per_epoch(*p.train_set, data::sharded(lo, run.group()), 0);
+  check_input(per_epoch > 0, a.train + ": no examples to train on");
+  train::TrainerOptions o = trainer_options(a, task, per_epoch, run.started.group);
+  o.evaluator = [&p](models::Model& m) { return p.evaluate(m, ""); };
+  Json run_config = resolved;
+  if (!p.label_map.is_null()) run_config["label_map"] = p.label_map;
+  if (p.num_labels > 0) run_config["num_labels"] = p.num_labels;
+  run_config["steps"] = o.steps;
+  run.record_config(run_config, o.steps, /*allow_changes=*/false);
+  if (run.leader) {
+    const std::string labels = p.num_labels > 0 ? ", " + std::to_string(p.num_labels) + " labels" : "";
+    std::fprintf(stderr, "%s, %lld train / %lld dev examples%s, %lld steps\n", model->architecture().c_str(),
+                 static_cast<long long>(p.train_set->size(0)), static_cast<long long>(p.dev_examples), labels.c_str(),
+                 static_cast<long long>(o.steps));
+  }
+  auto save_extra = [&](const std::string& dir) {
+    c.tokenizer.save(dir);
+    if (!p.label_map.is_null()) save_json_file(dir + "/label_map.json", p.label_map);
+    save_info(dir, a.task, a.max_length, task.info());
+  };
+  train::Trainer trainer(model, o, p.train_set, lo, nullptr, lo, c.device, save_extra);
+  return trainer.run();
+}
+
+tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
+  check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
+  return tokenizer::Tokenizer::load(!a.tokenizer.empty() ? a.tokenizer : a.checkpoint);
+}
+
+}  // namespace
+
+Json finetune(const FinetuneOptions& a, Task& task, const Json& resolved, const CLI::App* app) {
+  const TaskSpec& spec = tasks::task(a.task);
+  check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
+  const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite);
+  const tokenizer::Tokenizer tok = run_tokenizer(a);
+  // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
+  const int32_t pad = data::pad_id(tok);
+  check_input(pad >= 0, (a.tokenizer.empty() ? a.checkpoint : a.tokenizer) +
+                            ": the tokenizer has neither a pad nor an end-of-text token to pad with");
+  Json config;
+  const models::Family& family = family_of_run(a, &config);
+  head_of(spec, family);
+  Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, "", run.leader, app};
+  task.prepare_options(c);
+  Prepared p = task.prepare(c, a.train, a.dev);
+  int64_t per_epoch = 0;
+  const Json summary = train(a, run, c, task, p, resolved, per_epoch);
+  if (!run.leader) return Json::object();
+  auto best = models::load_pretrained(a.output + "/best");
+  best->to(c.device);
+  const Json dev = p.evaluate(*best, a.output + "/" + spec.predictions);
+  const Json result = best_result(a, task, dev, summary, per_epoch);
+  std::printf("best dev (epoch %lld): %s\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
+              task.describe(dev).c_str());
+  std::printf("checkpoint: %s/best, predictions: %s/%s\n", a.output.c_str(), a.output.c_str(), spec.predictions.c_str());
+  return result;
+}
+
+}  // namespace lmkit::tasks

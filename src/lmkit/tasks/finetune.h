@@ -1,0 +1,35 @@
+// lmkit-finetune's run, as a library call: any registered task's head on a pretrained
+// body (or at random), trained with dev evaluation each epoch, the best epoch kept in
+// OUTPUT/best with its tokenizer, label map and finetune.json, its dev predictions, and
+// OUTPUT/result.json.
+#pragma once
+
+#include <string>
+
+#include "lmkit/core/app.h"
+#include "lmkit/dist/start.h"
+#include "lmkit/tasks/task.h"
+
+namespace lmkit::tasks {
+
+/// lmkit-finetune's flags that every task shares.
+struct FinetuneOptions {
+  RuntimeOptions runtime;
+  TensorBoardFlags tensorboard;
+  dist::GroupOptions dist;
+  std::string task = "classification";
+  std::string checkpoint;  ///< the pretrained checkpoint; or
+  std::string init;        ///< "random", with `model` (a preset) and `tokenizer`
+  std::string model, tokenizer, train, dev, output, dtype = "fp32";
+  data::ColumnSpec columns;  ///< --text-column, --label-column, --format
+  int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0, max_train_examples = 0;
+  double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
+  bool resume = false, overwrite = false;
+};
+
+/// Finetunes `task` (the instance whose flags were parsed). `resolved` is the run's
+/// flags (OUTPUT/config.json; --resume checks them), `app` says which flags were given.
+/// Prints the best dev figures on rank 0 and returns result.json's content ({} elsewhere).
+Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, const CLI::App* app = nullptr);
+
+}  // namespace lmkit::tasks
