@@ -79,8 +79,11 @@ std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokeni
   return model;
 }
 
-// The result file is replaced when an earlier lmkit-evaluate wrote it (a JSON object
-// with "metric" and "checkpoint"), or with --overwrite; never a file of the user's.
+// The stamp lmkit-evaluate puts in every result file: the file is its own to replace for
+// the same checkpoint, and a user's file (whatever keys it holds) needs --overwrite.
+constexpr const char* kWrittenBy = "written_by";
+constexpr const char* kStamp = "lmkit-evaluate";
+
 void check_result_file(const Args& a) {
   const std::string path = a.output.empty() ? "result.json" : a.output;
   bool ours = false;
@@ -88,11 +91,15 @@ void check_result_file(const Args& a) {
   if (fs::is_regular_file(path, ec)) {
     try {
       const Json j = Json::parse(read_file(path));
-      ours = j.is_object() && j.contains("metric") && j.contains("checkpoint");
+      ours = j.is_object() && j.value(kWrittenBy, "") == kStamp && j.value("checkpoint", "") == a.checkpoint;
     } catch (const std::exception&) {
     }
   }
   check_output_file(path, a.overwrite || ours);
+  if (!a.predictions.empty()) {
+    check_input(fs::weakly_canonical(a.predictions, ec) != fs::weakly_canonical(path, ec),
+                "--predictions and --output name the same file (" + path + ")");
+  }
 }
 
 void print_table(const Json& r) {
@@ -103,10 +110,11 @@ void print_table(const Json& r) {
 }
 
 Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
-  auto model = load_model(a, tok);
   check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
   const auto sources = read_lines(a.data), refs = read_lines(a.references);
   check_input(sources.size() == refs.size(), a.data + " and " + a.references + " differ in line count");
+  check_input(!sources.empty(), a.data + ": no source lines to translate");
+  auto model = load_model(a, tok);
   model->to(device);
   eval::GenerationOptions g;
   g.search = eval::Search::kBeam, g.num_beams = a.beams, g.max_new_tokens = a.max_new_tokens;
@@ -151,6 +159,12 @@ void check_icl_format(const Args& a, const eval::IclTask& task) {
 
 // Zero- and few-shot scoring of a causal LM on one or more task files.
 Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
+  // The task files first: a malformed one is said before the model loads.
+  std::vector<eval::IclTask> tasks;
+  for (const auto& file : eval::icl_task_files(a.data_files)) {
+    tasks.push_back(eval::read_icl_task(file));
+    check_icl_format(a, tasks.back());
+  }
   auto model = load_model(a, tok);
   const auto& family = models::family(model->model_type());
   if (family.encoder_decoder || model->architecture() != family.head(models::kTextToTextHead)) {
@@ -160,11 +174,6 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
     }
     throw InputError(a.checkpoint + ": --metric " + a.metric + " scores causal language models (" + join_names(causal, " or ") +
                      "), not " + model->architecture());
-  }
-  std::vector<eval::IclTask> tasks;
-  for (const auto& file : eval::icl_task_files(a.data_files)) {
-    tasks.push_back(eval::read_icl_task(file));
-    check_icl_format(a, tasks.back());
   }
   model->to(device);
   Json results = Json::array();
@@ -185,7 +194,9 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
 // Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
 Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
   const Json config = load_json_file(a.checkpoint + "/config.json");
-  const auto& family = models::family(config.value("model_type", ""));
+  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
+              a.checkpoint + "/config.json: a model config is a JSON object with a string 'model_type'");
+  const auto& family = models::family(config["model_type"].get<std::string>());
   if (std::find(family.metrics.begin(), family.metrics.end(), a.metric) == family.metrics.end()) {
     throw InputError("--metric " + a.metric + " does not apply to a " + family.model_type + " checkpoint (" +
                      (family.metrics.empty() ? "it has no corpus metric" : "use " + join_names(family.metrics)) + ")");
@@ -248,6 +259,7 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags) {
                                 : corpus_metric(a, tok, device, work.path());
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
+  r[kWrittenBy] = kStamp;
   r["data"] = icl ? Json(a.data_files) : Json(a.data);
   if (!icl) print_table(r);
   save_json_file(a.output.empty() ? "result.json" : a.output, r);

@@ -189,6 +189,10 @@ void run(const Args& a, const Json& resolved) {
   const bool seq2seq = spec.parallel_text;
   check_input(!seq2seq || (!a.source_lang.empty() && !a.target_lang.empty()),
               objective.name + " needs --source-lang and --target-lang (files PREFIX.SRC and PREFIX.TGT)");
+  check_input(seq2seq || (a.source_lang.empty() && a.target_lang.empty()),
+              "--source-lang and --target-lang apply to parallel-text objectives, not " + objective.name);
+  // Said now, not after the tokenizer is trained and the corpus encoded.
+  if (leader) a.tensorboard.check();
   std::string tok_path;
   const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
   auto model = pretraining_model(a, config, config_name, family, objective, tok);

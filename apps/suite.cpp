@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -118,6 +120,32 @@ std::string error_line(const std::string& log) {
   return last;
 }
 
+// SIGTERM/SIGINT to the suite: passed on to the running app (which checkpoints and exits),
+// then the suite stops with exit 3; a later call goes on where it stopped.
+std::atomic<int> stop_signal{0};
+std::atomic<pid_t> running_child{0};
+
+extern "C" void on_suite_stop(int sig) {
+  stop_signal = sig;
+  const pid_t child = running_child.load();
+  if (child > 0) ::kill(child, sig);
+}
+
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_suite_stop;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
+void stop_if_signalled(const std::string& what) {
+  if (const int sig = stop_signal.load()) {
+    throw Error(ExitCode::kInterrupted, std::string("lmkit-suite: stopped by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                                            " during " + what + "; call it again to go on (finished runs are kept)");
+  }
+}
+
 // Runs one app with stdout and stderr appended to `log`; an app's failure is the suite's, with its error line.
 void run_app_logged(std::vector<std::string> argv, const std::string& log, const std::string& what) {
   // The suite's plugins go to every run it starts: a plugin's task or family is theirs too.
@@ -134,13 +162,18 @@ void run_app_logged(std::vector<std::string> argv, const std::string& log, const
   for (const auto& x : argv) args.push_back(const_cast<char*>(x.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
+  stop_if_signalled(what);
   const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fd);
   if (rc != 0) throw RuntimeError(argv[0] + ": cannot start (" + std::strerror(rc) + ")");
+  running_child = pid;
+  if (stop_signal.load()) ::kill(pid, stop_signal.load());  // a signal between the spawn and the line above
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  running_child = 0;
+  stop_if_signalled(what);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   const std::string app = fs::path(argv[0]).filename().string();
   if (WIFSIGNALED(status)) throw RuntimeError(what + ": " + app + " ended by signal " + std::to_string(WTERMSIG(status)) + " (log: " + log + ")");
@@ -331,6 +364,7 @@ Json read_baseline(const std::string& dir, const eval::Suite& suite) {
 // --collect: the rows of finished suite runs in one table (a row in two of them, e.g. a shared baseline, once).
 void collect(const Args& a, const eval::Suite& suite) {
   std::vector<Json> rows;
+  std::vector<std::string> from;  // the directory each row came from
   for (const auto& dir : a.collect) {
     const std::string file = dir + "/results.json";
     check_input(fs::is_regular_file(file), "--collect " + dir + ": no results.json (not a finished lmkit-suite --output)");
@@ -338,10 +372,18 @@ void collect(const Args& a, const eval::Suite& suite) {
     check_input(j.is_object() && j.contains("rows") && j["rows"].is_array(), file + ": not an lmkit-suite result");
     check_input(j.value("suite", "") == suite.name, file + ": results of suite '" + j.value("suite", "") + "', not '" + suite.name + "'");
     for (const auto& row : j["rows"]) {
-      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const Json& r) {
+      const auto seen = std::find_if(rows.begin(), rows.end(), [&](const Json& r) {
         return r["label"] == row["label"] && r["init"] == row["init"];
       });
-      if (!seen) rows.push_back(row);
+      if (seen == rows.end()) {
+        rows.push_back(row), from.push_back(dir);
+        continue;
+      }
+      // The same start twice (a baseline row both runs share is one row): which figures would be its?
+      const std::string other = from[static_cast<size_t>(seen - rows.begin())];
+      check_input(*seen == row || other == dir, "--collect: " + other + " and " + dir + " both hold runs of '" +
+                                                     row.value("label", std::string("?")) +
+                                                     "' with other figures: collect one of them, or run its seeds into one --output");
     }
   }
   std::printf("%s", eval::suite_markdown(suite, rows, Json()).c_str());
@@ -358,6 +400,11 @@ void run(const Args& a) {
   check_input(!a.output.empty(), "--output DIR is required (the suite run directory)");
   const Init init = make_init(a);
   if (!a.seeds.empty()) {
+    for (size_t i = 0; i < a.seeds.size(); ++i) {
+      check_input(std::find(a.seeds.begin(), a.seeds.begin() + static_cast<std::ptrdiff_t>(i), a.seeds[i]) ==
+                      a.seeds.begin() + static_cast<std::ptrdiff_t>(i),
+                  "--seeds lists seed " + std::to_string(a.seeds[i]) + " twice");
+    }
     for (auto& t : suite.tasks) t.seeds = a.seeds;
   }
   check_task_files(suite);
@@ -395,7 +442,7 @@ int main(int argc, char** argv) {
   app.add_option("--tasks", a.tasks, "only these tasks (comma-separated names)")->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--seeds", a.seeds, "these seeds for every task (comma-separated; default: the suite's)")->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->check(CLI::NonNegativeNumber);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->check(non_negative());
   app.add_option("--name", a.name, "the row's name in the table (default: the checkpoint's path, or 'random init')");
   app.add_option("--device", a.device, "cpu, cuda or cuda:N (given to every run)");
   app.add_option("--threads", a.threads, "CPU threads of every run (0: the apps' default, every core)")->check(non_negative());
@@ -404,5 +451,8 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", a.dry_run, "print the commands of the runs still to do, run nothing");
   app.add_option("--collect", a.collect, "print one table of these finished suite runs (comma-separated --output "
                  "directories), run nothing")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  return run_app(app, argc, argv, [&] { run(a); });
+  return run_app(app, argc, argv, [&] {
+    catch_stop_signals();
+    run(a);
+  });
 }

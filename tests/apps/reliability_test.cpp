@@ -183,7 +183,7 @@ TEST_CASE("reliability: SIGTERM finishes the step, checkpoints it exactly, exits
 TEST_CASE("reliability: a checkpoint that would load a random head, wrong layers or NaN is refused", "[apps][reliability]") {
   test::TempDir dir;
   write(dir / "text.txt", read_file(test::sample("valid.txt")).substr(0, 20000));
-  const std::string mlm = " --data " + (dir / "text.txt") + " --metric mlm-perplexity --threads 1 --output " + (dir / "e.json");
+  const std::string mlm = " --data " + (dir / "text.txt") + " --metric mlm-perplexity --threads 1 --overwrite --output " + (dir / "e.json");
   // A finetuned classifier has no MLM head: its perplexity changed with --seed.
   bert_checkpoint(dir / "cls", "BertForSequenceClassification", 2);
   auto r = run("lmkit-evaluate --checkpoint " + (dir / "cls") + mlm);

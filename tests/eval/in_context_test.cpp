@@ -56,8 +56,10 @@ TEST_CASE("in-context: the four layouts read, and bad lines are named", "[icl]")
       {R"({"query": "q", "choices": ["a", "b"], "gold": 2})", ":1: gold 2 is outside the 2 options"},
       {R"({"query": "q", "choices": [], "gold": 0})", ":1: field 'choices' must be a non-empty list"},
       {R"({"query": "q", "choices": ["a", 3], "gold": 0})", ":1: field 'choices' holds 3"},
-      {R"({"query": "q", "choices": ["a"], "gold": 0})" "\n" R"({"context": "c", "continuation": "d"})",
+      {R"({"query": "q", "choices": ["a", "b"], "gold": 0})" "\n" R"({"context": "c", "continuation": "d"})",
        ":2: an example of another format"},
+      {R"({"query": "q", "choices": ["a"], "gold": 0})", ":1: 'choices' needs at least two options"},
+      {R"({"context_options": ["a"], "continuation": "c", "gold": 0})", ":1: 'context_options' needs at least two options"},
       {R"({"question": "q"})", ":1: not an in-context example"},
       {R"({"text": "oneword"})", ":1: 'text' has no space"},
   };

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/runtime.h"
 
 namespace lmkit {
@@ -200,6 +202,9 @@ int guard(const std::function<void()>& body, CLI::App* app) {
 
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   add_plugin_flag(app);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG, which the writers report as
+  // one error line and clean up after, instead of SIGXFSZ killing the process mid-write.
+  ::signal(SIGXFSZ, SIG_IGN);
   // Subcommand callbacks run inside parse(), so parsing and the body share one handler.
   return guard(
       [&] {
@@ -230,6 +235,10 @@ Json resolved_options(const CLI::App& app) {
     }
   }
   return j;
+}
+
+void TensorBoardFlags::check() const {
+  if (!off && !dir.empty()) make_output_directory(dir, "--tensorboard");
 }
 
 void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags) {

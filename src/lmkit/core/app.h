@@ -28,6 +28,8 @@ struct TensorBoardFlags {
   bool off = false;
   /// Where event files go for a run in `run_dir` ("" when off).
   std::string resolve(const std::string& run_dir) const { return off ? "" : dir.empty() ? run_dir : dir; }
+  /// Makes --tensorboard DIR (InputError naming the flag when it cannot be a directory): before training.
+  void check() const;
 };
 void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags);
 

@@ -259,18 +259,30 @@ std::vector<TextPair> read_text_pairs(const std::string& path, const PairSpec& s
   return pairs;
 }
 
-std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows) {
+std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows, const std::string& path) {
   std::set<std::string> labels;
   for (const auto& r : rows) labels.insert(r.label);
   std::vector<std::string> sorted(labels.begin(), labels.end());
   // Numbers in numeric order (2 before 10), as long as every label is a finite number.
   const bool numeric = std::all_of(sorted.begin(), sorted.end(), [](const std::string& s) { return finite_number(s); });
   if (numeric) {
-    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+    std::stable_sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
       double x = 0, y = 0;
       finite_number(a, &x), finite_number(b, &y);
       return x < y;
     });
+    // "1", "1.0" and "1e0" are one number: as three classes they would split one label silently.
+    for (size_t i = 1; i < sorted.size(); ++i) {
+      double x = 0, y = 0;
+      finite_number(sorted[i - 1], &x), finite_number(sorted[i], &y);
+      if (x != y) continue;
+      int64_t line = 0;
+      for (const auto& r : rows) {
+        if (r.label == sorted[i]) line = line ? line : r.line;
+      }
+      throw InputError(path + ":" + std::to_string(line) + ": labels '" + sorted[i - 1] + "' and '" + sorted[i] +
+                       "' are one number written two ways: write each class one way");
+    }
   }
   std::map<std::string, int64_t> map;
   for (size_t i = 0; i < sorted.size(); ++i) map[sorted[i]] = static_cast<int64_t>(i);

@@ -116,8 +116,9 @@ struct PairSpec {
 /// a missing column or a malformed row.
 std::vector<TextPair> read_text_pairs(const std::string& path, const PairSpec& spec);
 
-/// The sorted distinct labels of `rows` mapped to 0..n-1 (numbers sort numerically).
-std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows);
+/// The sorted distinct labels of `rows` (read from `path`) mapped to 0..n-1; numbers sort
+/// numerically, and two spellings of one number ("1", "1.0") are an InputError naming the line.
+std::map<std::string, int64_t> make_label_map(const std::vector<LabelledRow>& rows, const std::string& path = "labels");
 
 /// The label map of a finetuned classifier with `num_labels` outputs in checkpoint
 /// `dir`: its label_map.json (lmkit-finetune writes one), else config.json's

@@ -41,21 +41,32 @@ std::vector<TaggedSentence> read_conll(const std::string& path, int64_t tag_colu
     }
     if (s.words.empty()) s.line = static_cast<int64_t>(i + 1);
     s.words.push_back(columns[0]);
+    s.word_lines.push_back(static_cast<int64_t>(i + 1));
     s.tags.push_back(tag_column < 0 ? columns.back() : columns[static_cast<size_t>(tag_column)]);
   }
   close();
   return out;
 }
 
-// A JSONL field holding a list of strings (numbers become their text, as HF datasets' tag ids).
-std::vector<std::string> string_list(const Json& j, const std::string& key, const std::string& where) {
+// A JSONL field holding a list of strings. With `ids` (the tags), integers are HF datasets'
+// ClassLabel ids: named through `ids` (--label-names), refused without them.
+std::vector<std::string> string_list(const Json& j, const std::string& key, const std::string& where,
+                                     const std::vector<std::string>* ids = nullptr) {
   if (!j.is_object() || !j.contains(key)) throw InputError(where + ": missing field '" + key + "'");
   if (!j[key].is_array()) throw InputError(where + ": field '" + key + "' must be a list, got " + brief_json(j[key]));
   std::vector<std::string> out;
   for (const auto& v : j[key]) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-    else if (v.is_number_integer()) out.push_back(v.dump());
-    else throw InputError(where + ": field '" + key + "' holds " + brief_json(v) + ", not a string");
+    if (v.is_string()) {
+      out.push_back(v.get<std::string>());
+    } else if (ids && v.is_number_unsigned()) {
+      check_input(!ids->empty(), where + ": tag " + v.dump() + " in '" + key + "' is a number (a ClassLabel id): give " +
+                                     "--label-names FILE with the tag names in id order, one a line");
+      check_input(v.get<uint64_t>() < ids->size(), where + ": tag " + v.dump() + " is past the " +
+                                                       std::to_string(ids->size()) + " names of --label-names");
+      out.push_back((*ids)[v.get<size_t>()]);
+    } else {
+      throw InputError(where + ": field '" + key + "' holds " + brief_json(v) + ", not a string");
+    }
   }
   return out;
 }
@@ -68,7 +79,7 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
     const std::string where = path + ":" + std::to_string(i + 1);
     const Json j = parse_json(lines[i], where, /*with_line=*/false);
     TaggedSentence s;
-    s.words = string_list(j, f.tokens_field, where), s.tags = string_list(j, f.tags_field, where);
+    s.words = string_list(j, f.tokens_field, where), s.tags = string_list(j, f.tags_field, where, &f.label_names);
     s.line = static_cast<int64_t>(i + 1);
     if (s.words.size() != s.tags.size()) {
       throw InputError(where + ": " + std::to_string(s.words.size()) + " " + f.tokens_field + " but " +
@@ -156,18 +167,17 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
   const std::vector<int64_t> continued = continuation_tags(tag_map);
   for (size_t si = 0; si < sentences_.size(); ++si) {
     const TaggedSentence& s = sentences_[si];
-    const std::string where = path + ":" + std::to_string(s.line);
     std::vector<std::vector<int32_t>> pieces;
     std::vector<int64_t> tags;
     for (size_t w = 0; w < s.words.size(); ++w) {
       auto it = tag_map.find(s.tags[w]);
       if (it == tag_map.end()) {
-        throw InputError(where + ": tag '" + s.tags[w] + "' (word '" + s.words[w] + "') is not among the training tags");
+        throw InputError(path + ":" + std::to_string(s.line_of(w)) + ": tag '" + s.tags[w] + "' (word '" + s.words[w] + "') is not among the training tags");
       }
       tags.push_back(it->second);
       pieces.push_back(encode_word(tok, s.words[w]));
       if (static_cast<int64_t>(pieces.back().size()) > budget) {
-        throw InputError(where + ": the word '" + s.words[w].substr(0, 60) + "' is " + std::to_string(pieces.back().size()) +
+        throw InputError(path + ":" + std::to_string(s.line_of(w)) + ": the word '" + s.words[w].substr(0, 60) + "' is " + std::to_string(pieces.back().size()) +
                          " subwords; --max-length " + std::to_string(o.max_length) + " leaves " + std::to_string(budget) +
                          " per window");
       }

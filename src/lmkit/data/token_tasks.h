@@ -15,7 +15,10 @@ namespace lmkit::data {
 /// One sentence: its words, their tags, and the line it starts at.
 struct TaggedSentence {
   std::vector<std::string> words, tags;
-  int64_t line = 0;
+  int64_t line = 0;                 ///< where it starts (JSONL: its line)
+  std::vector<int64_t> word_lines;  ///< CoNLL: each word's line (empty for JSONL)
+  /// The line of word `w`, for messages.
+  int64_t line_of(size_t w) const { return w < word_lines.size() ? word_lines[w] : line; }
 };
 
 /// Where the words and tags are.
@@ -23,6 +26,9 @@ struct TaggedFormat {
   std::string format = "auto";  ///< auto (.jsonl: jsonl, else conll), conll, jsonl
   int64_t tag_column = -1;      ///< CoNLL: the tag's 0-based column; -1: the last
   std::string tokens_field = "tokens", tags_field = "tags";  ///< JSONL keys
+  /// JSONL tags given as integers (HF datasets' ClassLabel ids) are these names, in id
+  /// order; without names an integer tag is an InputError naming --label-names.
+  std::vector<std::string> label_names;
 };
 
 /// Applies a --label-column value: digits name the CoNLL tag column (1 or more;

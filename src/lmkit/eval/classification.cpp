@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "lmkit/data/loader.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/nn/eval_mode.h"
@@ -48,8 +51,15 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
     double mse = 0;
     for (size_t i = 0; i < p.values.size(); ++i) mse += (p.values[i] - p.targets[i]) * (p.values[i] - p.targets[i]);
     r["mse"] = mse / static_cast<double>(p.values.size());
-    r["pearson"] = pearson(p.values, p.targets);
-    r["spearman"] = spearman(p.values, p.targets);
+    // Constant gold scores have no correlation to report (scipy gives NaN): null, said on stderr.
+    const bool constant = std::all_of(p.targets.begin(), p.targets.end(), [&](double t) { return t == p.targets.front(); });
+    if (constant) {
+      std::fprintf(stderr, "warning: every gold score is %g: Pearson and Spearman are undefined (null)\n", p.targets.front());
+      r["pearson"] = nullptr, r["spearman"] = nullptr;
+    } else {
+      r["pearson"] = pearson(p.values, p.targets);
+      r["spearman"] = spearman(p.values, p.targets);
+    }
   } else {
     const auto s = classification_scores(p.labels, p.predicted);
     r["accuracy"] = s.accuracy;

@@ -181,6 +181,9 @@ std::vector<std::vector<int64_t>> generate(models::Model& model, const at::Tenso
     check_input(!attention_mask.defined() || attention_mask.ne(0).all().item<bool>(),
                 "generation: decoder-only prompts must be unpadded; generate them one at a time");
   }
+  check_input(spec.max_positions > 0 || options.max_new_tokens <= kMaxNewTokensWithoutPositions,
+              "generation: --max-new-tokens " + std::to_string(options.max_new_tokens) + " exceeds " +
+                  std::to_string(kMaxNewTokensWithoutPositions) + ", the limit for a model without a position limit");
   if (spec.max_positions > 0) {
     // Said before the first token, not after the last one that fits (the decoder is fed
     // the prompt, or the start token, and every new token but the last).

@@ -15,6 +15,11 @@ namespace lmkit::eval {
 
 enum class Search { kGreedy, kSample, kBeam };
 
+/// The most tokens one generation may add to a model without a position limit (T5's
+/// relative positions): a bound for --max-new-tokens where the positions give none
+/// (docs/evaluate.md), so that a mistyped 1000000 is an error, not an hour of decoding.
+inline constexpr int64_t kMaxNewTokensWithoutPositions = 4096;
+
 struct GenerationOptions {
   int64_t max_new_tokens = 32;
   Search search = Search::kGreedy;

@@ -121,6 +121,11 @@ std::vector<std::string> string_list(const Json& j, const char* key, const std::
 int64_t gold_field(const Json& j, size_t options, const std::string& where) {
   if (!j.contains("gold")) throw InputError(where + ": missing field 'gold'");
   if (!j["gold"].is_number_integer()) throw InputError(where + ": 'gold' must be an integer, got " + brief_json(j["gold"]));
+  // A gold past int64 (2^63) must not wrap to a negative index in the message.
+  if (j["gold"].is_number_unsigned() && j["gold"].get<uint64_t>() >= options) {
+    throw InputError(where + ": gold " + std::to_string(j["gold"].get<uint64_t>()) + " is outside the " + std::to_string(options) +
+                     " options");
+  }
   const auto gold = j["gold"].get<int64_t>();
   if (gold < 0 || gold >= static_cast<int64_t>(options)) {
     throw InputError(where + ": gold " + std::to_string(gold) + " is outside the " + std::to_string(options) + " options");
@@ -141,10 +146,13 @@ IclExample parse_example(const Json& j, IclFormat format, const std::string& whe
   if (format == IclFormat::kMultipleChoice) {
     e.contexts = {string_field(j, "query", where)};
     e.continuations = string_list(j, "choices", where);
+    // One choice scores accuracy 1.0 whatever the model: no test at all.
+    check_input(e.continuations.size() >= 2, where + ": 'choices' needs at least two options");
     e.gold = gold_field(j, e.continuations.size(), where);
   } else if (format == IclFormat::kSchema) {
     e.contexts = string_list(j, "context_options", where);
     e.continuations = {string_field(j, "continuation", where)};
+    check_input(e.contexts.size() >= 2, where + ": 'context_options' needs at least two options");
     e.gold = gold_field(j, e.contexts.size(), where);
   } else if (j.contains("text")) {
     // LAMBADA: the last space-separated word is the continuation (lm-evaluation-harness' rsplit(" ", 1)).

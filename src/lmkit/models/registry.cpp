@@ -132,6 +132,11 @@ LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::
       throw InputError(file_name + ": tensor '" + found->first + "' has shape " + c10::str(found->second.sizes()) +
                        " but the model expects " + c10::str(t.transpose ? t.param.t().sizes() : t.param.sizes()));
     }
+    // Float weights stored as integers (or the reverse) would load as numbers of another kind.
+    if (src.is_floating_point() != t.param.is_floating_point()) {
+      throw InputError(file_name + ": tensor '" + found->first + "' is " + std::string(c10::toString(src.scalar_type())) +
+                       " but the model's parameter is " + c10::toString(t.param.scalar_type()));
+    }
     if (src.is_floating_point() && !at::isfinite(src).all().item<bool>()) {
       throw InputError(file_name + ": tensor '" + found->first + "' holds NaN or Inf values (a diverged run's weights?)");
     }

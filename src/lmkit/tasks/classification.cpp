@@ -29,7 +29,7 @@ class Classification : public Task {
     columns_.text_pair = text_pair_, columns_.regression = regression_;
     max_length_ = c.max_length;
     std::map<std::string, int64_t> label_map;
-    if (!regression_) label_map = data::make_label_map(data::read_labelled_rows(train, columns_));
+    if (!regression_) label_map = data::make_label_map(data::read_labelled_rows(train, columns_), train);
     Prepared p;
     p.num_labels = regression_ ? 1 : static_cast<int64_t>(label_map.size());
     check_input(regression_ || p.num_labels >= 2, train + ": needs at least two labels");
@@ -79,6 +79,7 @@ class Classification : public Task {
   std::string describe(const Json& r) const override {
     char line[160];
     if (r.contains("pearson")) {
+      if (!r["pearson"].is_number()) return "pearson and spearman undefined (constant gold scores)";
       std::snprintf(line, sizeof line, "pearson %.4f, spearman %.4f", r["pearson"].get<double>(), r["spearman"].get<double>());
     } else {
       std::snprintf(line, sizeof line, "accuracy %.4f, macro-F1 %.4f, MCC %.4f", r["accuracy"].get<double>(),

@@ -138,7 +138,11 @@ tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
 Json finetune(const FinetuneOptions& a, Task& task, const Json& resolved, const CLI::App* app) {
   const TaskSpec& spec = tasks::task(a.task);
   check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
-  const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite);
+  // Every task's predictions file is a finetuning run's own (a run directory may be reused for another task).
+  std::vector<std::string> predictions;
+  for (const auto& t : tasks()) predictions.push_back(t.predictions);
+  const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite, predictions);
+  if (run.leader) a.tensorboard.check();
   const tokenizer::Tokenizer tok = run_tokenizer(a);
   // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
   const int32_t pad = data::pad_id(tok);
@@ -147,6 +151,11 @@ Json finetune(const FinetuneOptions& a, Task& task, const Json& resolved, const 
   Json config;
   const models::Family& family = family_of_run(a, &config);
   head_of(spec, family);
+  // Said before training, not when the first long example reaches the model.
+  const int64_t positions = family.max_length(config);
+  check_input(positions == 0 || a.max_length <= positions,
+              "--max-length " + std::to_string(a.max_length) + " exceeds the model's " + std::to_string(positions) +
+                  " positions (" + family.positions_key + " in its config.json)");
   Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, "", run.leader, app};
   task.prepare_options(c);
   Prepared p = task.prepare(c, a.train, a.dev);

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -94,6 +95,15 @@ class TextToText : public Task {
 
   Json evaluate(models::Model& model, const Context& c, const std::string& path, const std::string& predictions) override {
     if (c.max_length > 0) s2s_.max_source_length = c.max_length;
+    // Finetuned on parallel files, evaluated on a column file: the file given wins, and says so.
+    const std::string src = path + "." + pairs_.source_lang;
+    if (!pairs_.source_lang.empty() && !c.given("--source-lang") && std::filesystem::is_regular_file(path) &&
+        !std::filesystem::exists(src)) {
+      std::fprintf(stderr, "%s: a file, not parallel files (%s is missing): read as columns, not with the finetuning's "
+                   "--source-lang %s (give --source-lang to read parallel files)\n", path.c_str(), src.c_str(),
+                   pairs_.source_lang.c_str());
+      pairs_.source_lang.clear(), pairs_.target_lang.clear();
+    }
     s2s_.decoder_only = !c.family.encoder_decoder;
     pairs_.format = c.columns.format;
     const auto g = eval::text_generation_options(beams_, max_new_tokens_, s2s_.max_target_length);
@@ -126,10 +136,11 @@ class TextToText : public Task {
                 "--max-length " + std::to_string(source) + (encdec ? " or" : " plus") + " --max-target-length " +
                     std::to_string(target) + " exceeds the model's " + std::to_string(positions) + " positions");
     // Checked now, not at the first dev evaluation an epoch later.
-    const int64_t room = encdec ? positions : target;
-    check_input(room == 0 || max_new_tokens_ <= room,
+    const int64_t room = encdec ? (positions > 0 ? positions : eval::kMaxNewTokensWithoutPositions) : target;
+    check_input(max_new_tokens_ <= room,
                 "--max-new-tokens " + std::to_string(max_new_tokens_) + " exceeds " +
-                    (encdec ? "the model's " + std::to_string(positions) + " positions"
+                    (encdec ? positions > 0 ? "the model's " + std::to_string(positions) + " positions"
+                                            : std::to_string(room) + ", the limit for a model without a position limit"
                             : "--max-target-length " + std::to_string(target) +
                                   " (a decoder-only model has room for the target only)"));
   }

@@ -18,6 +18,9 @@ namespace {
 class TokenClassification : public Task {
  public:
   void add_flags(CLI::App& app, Mode mode) override {
+    app.add_option("--label-names", names_file_,
+                   "token-classification: the tag names of integer JSONL tags (HF datasets' ClassLabel ids), one a line in "
+                   "id order" + std::string(mode == Mode::kEvaluate ? " (default: as finetuned)" : ""));
     if (mode == Mode::kFinetune) {
       app.add_flag("--label-all-subwords", label_all_,
                    "token-classification: every subword carries its word's tag (B-X continued as I-X), not only the first");
@@ -47,7 +50,7 @@ class TokenClassification : public Task {
 
   Json info() const override {
     return {{"label_all_subwords", label_all_}, {"tag_column", format_.tag_column}, {"tokens_field", format_.tokens_field},
-            {"tags_field", format_.tags_field}};
+            {"tags_field", format_.tags_field}, {"label_names", format_.label_names}};
   }
 
   void use_info(const Json& info, const CLI::App&) override {
@@ -80,14 +83,24 @@ class TokenClassification : public Task {
  private:
   // How the files are read: finetune.json's record (`info`), --format, --text-column (the JSONL words
   // field) and --label-column (the CoNLL tag column or the JSONL tags field) over it.
-  static data::TaggedFormat format_of(const Context& c, const Json& info) {
+  data::TaggedFormat format_of(const Context& c, const Json& info) const {
     data::TaggedFormat f;
+    f.label_names = names_file_.empty() ? info.value("label_names", f.label_names) : read_names(names_file_);
     f.tag_column = info.value("tag_column", f.tag_column);
     f.tokens_field = info.value("tokens_field", f.tokens_field), f.tags_field = info.value("tags_field", f.tags_field);
     f.format = c.columns.format;
     if (c.given("--text-column")) f.tokens_field = c.columns.text;
     if (c.given("--label-column")) data::set_tag_source(f, c.columns.label);
     return f;
+  }
+
+  static std::vector<std::string> read_names(const std::string& file) {
+    std::vector<std::string> names;
+    for (const auto& line : read_lines(file)) {
+      if (!line.empty()) names.push_back(line);
+    }
+    check_input(!names.empty(), file + ": no tag names (one a line, in id order)");
+    return names;
   }
 
   static Json score(models::Model& m, const data::TokenClassificationDataset& ds, const std::map<std::string, int64_t>& tag_map,
@@ -99,6 +112,7 @@ class TokenClassification : public Task {
   }
 
   bool label_all_ = false;
+  std::string names_file_;
   data::TaggedFormat format_;
   int64_t max_length_ = 0;
   Json info_ = Json::object();

@@ -6,11 +6,11 @@
 namespace lmkit::train {
 
 Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, const std::string& output, bool resume,
-             bool overwrite) {
+             bool overwrite, const std::vector<std::string>& also_ours) {
   Run r{dist::start(runtime, dist), true, nullptr, output, resume};
   r.leader = !r.started.group || r.started.group->leader();
   // One writer per run directory (rank 0 in a data-parallel job).
-  if (r.leader) r.lock = open_run_directory(output, resume, overwrite);
+  if (r.leader) r.lock = open_run_directory(output, resume, overwrite, also_ours);
   else make_output_directory(output);
   return r;
 }

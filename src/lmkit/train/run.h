@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/file.h"
@@ -29,7 +30,8 @@ struct Run {
 
 /// Starts the runtime and the process group (dist::start) and opens `output` for the run:
 /// a used directory is continued (`resume`) or replaced (`overwrite`), never mixed with a new run.
+/// `also_ours`: the files the app writes there beyond the trainer's (open_run_directory).
 Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, const std::string& output, bool resume,
-             bool overwrite);
+             bool overwrite, const std::vector<std::string>& also_ours = {});
 
 }  // namespace lmkit::train

@@ -55,7 +55,7 @@ namespace {
 
 // What lmkit-pretrain and lmkit-finetune write in a run directory (and nothing else).
 bool run_output(const std::string& name) {
-  static const std::set<std::string> names = {".lock",       "config.json", "metrics.jsonl", "result.json", "predictions.tsv",
+  static const std::set<std::string> names = {".lock",       "config.json", "metrics.jsonl", "result.json",
                                               "checkpoints", "final",       "best",          "cache",
                                               // a tokenizer trained in the run: tokenizer.model and HF's files beside it
                                               "tokenizer_config.json", "special_tokens_map.json"};
@@ -100,7 +100,8 @@ class StopSignals {
 
 }  // namespace
 
-std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite) {
+std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
+                                            const std::vector<std::string>& also_ours) {
   check_input(!(resume && overwrite), "--resume and --overwrite exclude each other");
   make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
   std::error_code ec;
@@ -108,7 +109,8 @@ std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume,
   std::vector<std::string> ours, foreign;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    (earlier_run && run_output(name) ? ours : foreign).push_back(name);
+    const bool own = run_output(name) || std::find(also_ours.begin(), also_ours.end(), name) != also_ours.end();
+    (earlier_run && own ? ours : foreign).push_back(name);
   }
   auto list = [](std::vector<std::string> names) {
     std::sort(names.begin(), names.end());
@@ -466,7 +468,9 @@ bool Trainer::validate_and_keep_best(Loop& loop) {
   loop.last_valid["epoch"] = loop.loader.position().epoch;
   if (writer()) loop.log(loop.last_valid);
   if (!loop.last_valid.contains(o_.best_metric)) throw RuntimeError("validation has no '" + o_.best_metric + "'");
-  const double v = loop.last_valid[o_.best_metric].get<double>();
+  // A figure that is undefined (null: a correlation over constant gold scores) never improves on one.
+  const Json& figure = loop.last_valid[o_.best_metric];
+  const double v = figure.is_number() ? figure.get<double>() : std::nan("");
   const bool better = std::isnan(best_valid_) || (o_.higher_is_better ? v > best_valid_ : v < best_valid_);
   if (better) {
     best_valid_ = v, best_step_ = step, evals_since_best_ = 0;

@@ -127,7 +127,9 @@ class Trainer {
 /// outputs with `overwrite` once the lock is held, and refused otherwise; a
 /// directory holding files lmkit did not write is refused whatever the flags; a
 /// directory another process runs in is a RuntimeError (RunLock).
-std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite);
+/// `also_ours` names further files the app writes there (the finetuning tasks' predictions files).
+std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
+                                            const std::vector<std::string>& also_ours = {});
 
 /// --resume continues the run its directory holds: a flag that defines the data, the
 /// model or the optimisation (`now`, the resolved options) must be what it was
