@@ -84,6 +84,21 @@ grep -q 'BertForTokenClassification' "$work/shuffle-full/final/config.json" ||
   { echo "FAIL: the shuffle run did not train BertForTokenClassification"; exit 1; }
 echo "plugin: shuffle trained 8 steps; 4 + 4 resumed to byte-identical weights"
 
+# A plugin's family: its checkpoint records the plugin, and says which --plugin to pass without it.
+cmake -S "$src/tests/install/toy_family" -B "$work/toy" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$work/toy.log" 2>&1 && cmake --build "$work/toy" >>"$work/toy.log" 2>&1 || { tail -40 "$work/toy.log"; exit 1; }
+toy="$work/toy/liblmkit_toy.so"
+echo '{"model_type": "toy", "hidden_size": 8}' >"$work/toy.json"
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" --plugin "$toy" --model "$work/toy.json" --tokenizer "$work/shuffle-full/tokenizer.model" \
+  --train "$src/data/wikitext-2-sample/valid.txt" --steps 2 --batch-size 4 --seq-len 32 --threads 1 --output "$work/toy-run" \
+  >"$work/toy-run.log" 2>&1 || { tail -20 "$work/toy-run.log"; exit 1; }
+grep -q "\"plugin\": \"$toy\"" "$work/toy-run/final/lmkit_plugin.json" ||
+  { echo "FAIL: the toy checkpoint does not record its plugin"; cat "$work/toy-run/final/lmkit_plugin.json"; exit 1; }
+expect_error "^error: .*/toy-run/final/config.json: model_type 'toy' comes from a plugin: pass --plugin .*/liblmkit_toy.so$" \
+  "$bin/lmkit-info" "$work/toy-run/final"
+"$bin/lmkit-info" --plugin "$toy" "$work/toy-run/final" >/dev/null || { echo "FAIL: lmkit-info --plugin toy"; exit 1; }
+echo "plugin: a toy family's checkpoint names its plugin"
+
 # add_subdirectory: lmkit's targets name no CMAKE_SOURCE_DIR, so it configures inside another project.
 parent="$work/parent" && mkdir -p "$parent"
 cat >"$parent/CMakeLists.txt" <<CMAKE
