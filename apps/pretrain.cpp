@@ -68,7 +68,10 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
     tokenizer::TrainOptions t;
     t.inputs = seq2seq ? std::vector<std::string>{side(a.train, a.source_lang), side(a.train, a.target_lang)}
                        : std::vector<std::string>{a.train};
-    for (const auto& in : t.inputs) check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
+    for (const auto& in : t.inputs) {
+      check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
+      check_readable_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
+    }
     t.vocab_size = a.vocab_size, t.family = kind, t.output = tok_path;
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
                  family.tokenizer_family.c_str(), a.train.c_str());
@@ -127,6 +130,12 @@ std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretra
   });
   train->check_vocab(tok.vocab_size(), model_name);
   return {make(a.train, train, a.runtime.seed), make(a.valid, valid, 12345)};
+}
+
+// The tokenizer as the run records it: one trained into the run directory by its place
+// there, so that a run directory moved elsewhere resumes (its path changed, not its tokenizer).
+std::string own_tokenizer(const Args& a, const std::string& tok_path) {
+  return tok_path == a.output + "/tokenizer.model" ? "OUTPUT/tokenizer.model" : tok_path;
 }
 
 train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group) {
@@ -203,7 +212,7 @@ void run(const Args& a, const Json& resolved) {
   const train::TrainerOptions o = trainer_options(a, run.started.group);
 
   Json run_config = resolved;
-  run_config["objective"] = objective.name, run_config["tokenizer"] = tok_path, run_config["warmup"] = o.schedule.warmup;
+  run_config["objective"] = objective.name, run_config["tokenizer"] = own_tokenizer(a, tok_path), run_config["warmup"] = o.schedule.warmup;
   run_config["model_config"] = model->config_json();
   run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
   run.record_config(run_config, a.steps, a.allow_changes);

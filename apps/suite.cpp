@@ -241,9 +241,35 @@ std::string result_file(const eval::SuiteTask& t, const RunPaths& p) {
   return p.dir + (t.finetuned() && !t.test.empty() ? "/test.json" : "/result.json");
 }
 
-// What a finished run records: the task's definition, the start, the seed and dtype. Another stamp: run it again.
+// What a file holds, cheaply: its size, its modification time and a hash (FNV-1a) of its
+// first MB. Paths refilled with other weights or data give another fingerprint.
+std::string fingerprint(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return fs::is_directory(path, ec) ? "directory" : "missing";
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 20, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : head) h = (h ^ c) * 1099511628211ull;
+  const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
+  char text[96];
+  std::snprintf(text, sizeof text, "%llu:%lld:%016llx", static_cast<unsigned long long>(fs::file_size(path, ec)),
+                static_cast<long long>(mtime), static_cast<unsigned long long>(h));
+  return text;
+}
+
+// What a finished run records: the task's definition, the start, the seed and dtype, and
+// the fingerprints of the weights and data it read. Another stamp: run it again.
 Json stamp_of(const Args& a, const eval::SuiteTask& t, const Init& init, int64_t seed) {
-  return {{"task", t.definition}, {"init", init.json()}, {"seed", seed}, {"dtype", a.dtype}};
+  Json inputs = Json::object();
+  std::vector<std::string> files = {t.train, t.dev, t.test};
+  files.insert(files.end(), t.data.begin(), t.data.end());
+  files.push_back(init.checkpoint.empty() ? init.model : init.checkpoint + "/model.safetensors");
+  for (const auto& f : files) {
+    if (!f.empty()) inputs[f] = fingerprint(f);
+  }
+  return {{"task", t.definition}, {"init", init.json()}, {"seed", seed}, {"dtype", a.dtype}, {"inputs", inputs}};
 }
 
 bool finished(const eval::SuiteTask& t, const RunPaths& p, const Json& stamp) {

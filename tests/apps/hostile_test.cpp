@@ -149,6 +149,9 @@ TEST_CASE("hostile: the probe's cases are one error line naming the fault, and n
            test::model_preset("bert-tiny") + " --tokenizer " + bert_tok + " --train " + (dir / "cls.tsv") + " --dev " +
            (dir / "cls.tsv") + " --max-length 600 --output " + (dir / "s"),
        2, "--max-length 600 exceeds the model's 512 positions (max_position_embeddings in its config.json)", {}},
+      {"--label-column naming a JSONL field for a CoNLL file", tagger + " --train " + fixture_file("ner/train.conll") +
+           " --dev " + fixture_file("ner/dev.conll") + " --label-column ner_tags --output " + (dir / "t"),
+       2, "--label-column ner_tags names a JSONL field, but", {}},
       {"a CoNLL tag outside the training tags is cited at its own line", tagger + " --train " + fixture_file("ner/train.conll") +
            " --dev " + (dir / "bad-tag.conll") + " --output " + (dir / "r"),
        2, "bad-tag.conll:7: tag 'B-XYZ' (word 'boycott')", {}},
@@ -235,4 +238,46 @@ TEST_CASE("hostile: SIGTERM to lmkit-suite stops its running app too, exit 3, an
   auto again = test::run_shell(suite + " 2>&1");
   INFO(again.out);
   CHECK(again.code == 0);
+}
+
+TEST_CASE("hostile: a stopped run directory moved elsewhere resumes there", "[apps][hostile]") {
+  test::TempDir dir;
+  const std::string cmd = "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::source_dir() +
+                          "/data/wikitext-2-sample/valid.txt --vocab-size 400 --steps 4 --save-every 2 --batch-size 2 "
+                          "--seq-len 16 --threads 1 --output ";
+  auto first = run(cmd + (dir / "a") + " --stop-at 2");
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  std::filesystem::rename(dir / "a", dir / "b");
+  // The tokenizer it trained is recorded by its place in the run, not by the old path.
+  auto resumed = run(cmd + (dir / "b") + " --resume");
+  INFO(resumed.out);
+  CHECK(resumed.code == 0);
+  CHECK(std::filesystem::exists(dir / "b/final/model.safetensors"));
+}
+
+TEST_CASE("hostile: a suite run whose data changed in place runs again", "[apps][hostile][suite]") {
+  test::TempDir dir;
+  auto pre = run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+                 (*test::data_fixture("bert").dir / "tok.model") + " --train " + test::source_dir() +
+                 "/data/wikitext-2-sample/valid.txt --steps 2 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / "pre"));
+  INFO(pre.out);
+  REQUIRE(pre.code == 0);
+  // The suite's files in a folder of the test's own, so that one can change.
+  std::filesystem::create_directories(dir / "suite");
+  std::filesystem::copy_file(fixture_file("suite/tiny.json"), dir / "suite/tiny.json");
+  std::filesystem::copy(fixture_file("seq2seq"), dir / "seq2seq", std::filesystem::copy_options::recursive);
+  const std::string suite = "lmkit-suite --suite " + (dir / "suite/tiny.json") + " --checkpoint " + (dir / "pre/final") +
+                            " --output " + (dir / "out") + " --tasks sentiment --seeds 1 --threads 1";
+  auto first = run(suite);
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  auto same = run(suite);
+  INFO(same.out);
+  CHECK_THAT(same.out, Catch::Contains("sentiment seed 1: finished earlier"));
+  std::ofstream(dir / "seq2seq/dev.tsv", std::ios::app) << "a film I liked\tpositive\n";
+  auto changed = run(suite);
+  INFO(changed.out);
+  CHECK(changed.code == 0);
+  CHECK_THAT(changed.out, Catch::Contains("sentiment seed 1: lmkit-finetune"));
 }

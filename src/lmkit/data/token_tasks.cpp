@@ -161,7 +161,7 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
                                                        const TokenTaskOptions& o)
     : sentences_(std::move(sentences)) {
   const int64_t budget = o.max_length - tok.post_processor().added(false);
-  check_input(budget >= 1, "--max-length " + std::to_string(o.max_length) + " leaves no room beside the special tokens");
+  check_input(budget >= 1, o.length_flag + " " + std::to_string(o.max_length) + " leaves no room beside the special tokens");
   const bool token_types = tok.family_spec().token_types;
   const int64_t offset = sequence_offset(tok.post_processor());
   const std::vector<int64_t> continued = continuation_tags(tag_map);
@@ -178,7 +178,7 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
       pieces.push_back(encode_word(tok, s.words[w]));
       if (static_cast<int64_t>(pieces.back().size()) > budget) {
         throw InputError(path + ":" + std::to_string(s.line_of(w)) + ": the word '" + s.words[w].substr(0, 60) + "' is " + std::to_string(pieces.back().size()) +
-                         " subwords; --max-length " + std::to_string(o.max_length) + " leaves " + std::to_string(budget) +
+                         " subwords; " + o.length_flag + " " + std::to_string(o.max_length) + " leaves " + std::to_string(budget) +
                          " per window");
       }
     }

@@ -59,6 +59,7 @@ struct WordWindow {
 struct TokenTaskOptions {
   int64_t max_length = 128;         ///< tokens per example, special tokens included
   bool label_all_subwords = false;  ///< every subword carries its word's tag (B-X continued as I-X)
+  std::string length_flag = "--max-length";  ///< the flag max_length came from, for messages
 };
 
 /// Token classification examples: each sentence in the tokenizer's template,

@@ -135,7 +135,8 @@ tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
 
 }  // namespace
 
-Json finetune(const FinetuneOptions& a, Task& task, const Json& resolved, const CLI::App* app) {
+Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, const CLI::App* app) {
+  FinetuneOptions a = options;
   const TaskSpec& spec = tasks::task(a.task);
   check_input(a.checkpoint.empty() != (a.init != "random"), "give --checkpoint DIR or --init random (with --model and --tokenizer)");
   // Every task's predictions file is a finetuning run's own (a run directory may be reused for another task).
@@ -151,8 +152,14 @@ Json finetune(const FinetuneOptions& a, Task& task, const Json& resolved, const 
   Json config;
   const models::Family& family = family_of_run(a, &config);
   head_of(spec, family);
-  // Said before training, not when the first long example reaches the model.
+  // Said before training, not when the first long example reaches the model. The default
+  // length is fitted to a model with fewer positions, and says so.
   const int64_t positions = family.max_length(config);
+  if (positions > 0 && a.max_length > positions && app && !app->count("--max-length")) {
+    if (run.leader) std::fprintf(stderr, "--max-length %lld (the model's positions; the default %lld does not fit)\n",
+                                 static_cast<long long>(positions), static_cast<long long>(a.max_length));
+    a.max_length = positions;
+  }
   check_input(positions == 0 || a.max_length <= positions,
               "--max-length " + std::to_string(a.max_length) + " exceeds the model's " + std::to_string(positions) +
                   " positions (" + family.positions_key + " in its config.json)");

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -29,6 +30,7 @@ class TokenClassification : public Task {
 
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     format_ = format_of(c, Json::object());
+    check_columns(c, train);
     max_length_ = c.max_length;
     auto train_sentences = data::read_tagged_sentences(train, format_);
     auto tag_map = data::make_tag_map(train_sentences);
@@ -62,8 +64,9 @@ class TokenClassification : public Task {
     const int64_t num_labels = static_cast<int64_t>(model.config_json().value("id2label", Json::object()).size());
     const auto tag_map = data::load_label_map(c.checkpoint, num_labels);
     const int64_t length = c.length_within_positions(128);
+    const data::TokenTaskOptions options{length, label_all_, c.given("--seq-len") ? "--seq-len" : "--max-length (as finetuned)"};
     const data::TokenClassificationDataset ds(data::read_tagged_sentences(path, format_of(c, info_)), path, c.tokenizer, tag_map,
-                                              {length, label_all_});
+                                              options);
     Json r = score(model, ds, tag_map, c.batch_size, c.pad_id, c.device, predictions);
     r["max_length"] = length;
     return r;
@@ -92,6 +95,17 @@ class TokenClassification : public Task {
     if (c.given("--text-column")) f.tokens_field = c.columns.text;
     if (c.given("--label-column")) data::set_tag_source(f, c.columns.label);
     return f;
+  }
+
+  // CoNLL has no named fields: its word is the first column, its tag a column number.
+  void check_columns(const Context& c, const std::string& path) const {
+    const bool conll = format_.format == "conll" || (format_.format == "auto" && std::filesystem::path(path).extension() != ".jsonl");
+    if (!conll) return;
+    const std::string& label = c.columns.label;
+    check_input(!c.given("--label-column") || (!label.empty() && label.find_first_not_of("0123456789") == std::string::npos),
+                "--label-column " + label + " names a JSONL field, but " + path + " is CoNLL: give the tag's column number");
+    check_input(!c.given("--text-column"), "--text-column names a JSONL field, but " + path +
+                                               " is CoNLL (its word is the first column)");
   }
 
   static std::vector<std::string> read_names(const std::string& file) {
