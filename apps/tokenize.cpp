@@ -163,6 +163,7 @@ struct EncodeCommand {
     check_input(overwrite, "--output " + output + ": a token corpus is already there; give --overwrite to replace it");
   }
   void run() const {
+    const OutputLock lock(output);  // one writer of --output at a time
     check_output();
     for (const auto& in : inputs) check_readable_file(in);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);

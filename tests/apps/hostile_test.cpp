@@ -281,3 +281,26 @@ TEST_CASE("hostile: a suite run whose data changed in place runs again", "[apps]
   CHECK(changed.code == 0);
   CHECK_THAT(changed.out, Catch::Contains("sentiment seed 1: lmkit-finetune"));
 }
+
+TEST_CASE("hostile: two lmkit-tokenize encode into one new --output: the second is refused while the first writes",
+          "[apps][hostile]") {
+  test::TempDir dir;
+  {
+    std::ofstream big(dir / "big.txt");
+    const std::string text = read_file(test::source_dir() + "/data/wikitext-2-sample/train.txt");
+    for (int i = 0; i < 6; ++i) big << text;
+  }
+  const std::string encode = test::bin_dir() + "/lmkit-tokenize encode --tokenizer " +
+                             (*test::data_fixture("bert").dir / "tok.model") + " --input " + (dir / "big.txt") +
+                             " --output " + (dir / "corpus") + " --threads 1";
+  // The second starts once the first holds the lock.
+  auto r = test::run_shell("bash -c '" + encode + " > " + (dir / "first.log") + " 2>&1 & pid=$!; for i in $(seq 200); do " +
+                           "[ -e " + (dir / ".corpus.lock") + " ] && break; sleep 0.01; done; " + encode + " 2>&1; " +
+                           "echo \"second $?\"; wait $pid; echo \"first $?\"'");
+  INFO(r.out << "\n" << read_file(dir / "first.log"));
+  CHECK_THAT(r.out, Catch::Contains("second 1"));
+  CHECK_THAT(r.out, Catch::Contains("is being written by another process"));
+  CHECK_THAT(r.out, Catch::Contains("first 0"));
+  CHECK(std::filesystem::exists(dir / "corpus/header.json"));
+  CHECK_FALSE(std::filesystem::exists(dir / ".corpus.lock"));
+}

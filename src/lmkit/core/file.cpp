@@ -247,6 +247,36 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
+OutputLock::OutputLock(const std::string& output) {
+  const std::filesystem::path target = std::filesystem::path(output).lexically_normal();
+  const std::filesystem::path parent = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  path_ = (parent / ("." + target.filename().string() + ".lock")).string();
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw RuntimeError(path_ + ": cannot open the output's lock file (" + std::strerror(errno) + ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder = read_file(path_);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) throw RuntimeError(path_ + ": cannot lock (" + std::strerror(err) + ")");
+    throw RuntimeError("--output " + output + " is being written by another process (" +
+                       (holder.empty() ? "holder unknown" : holder.substr(0, 200)) + "): wait for it or choose another --output");
+  }
+  const std::string me = "pid " + std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    std::fprintf(stderr, "%s: cannot record the lock's holder (%s)\n", path_.c_str(), std::strerror(errno));
+  }
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still held: a writer that opens it now finds it locked
+  ::close(fd_);
+}
+
 void fsync_directory(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {

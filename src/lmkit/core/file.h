@@ -108,4 +108,20 @@ class RunLock {
   int fd_ = -1;
 };
 
+/// An exclusive lock on an output that is written whole at the end (a token corpus): flock
+/// on the hidden sibling PARENT/.NAME.lock, removed when the writer is done. A second
+/// writer of the same output gets a RuntimeError naming the holder, instead of both
+/// finishing and the later one silently replacing the other's output.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& output);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 }  // namespace lmkit
