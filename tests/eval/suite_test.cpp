@@ -91,6 +91,8 @@ TEST_CASE("suite: figures in %, mean and sample sd, the average over task scores
   CHECK(t2t["metrics"]["bleu"]["mean"].get<double>() == Approx(25));  // already a percentage
   CHECK_THROWS_WITH(task_figures(s.tasks[1], {{{"exact_match", 1.0}}}, {5}),
                     Catch::Contains("t2t (seed 5): the result has no 'bleu' figure"));
+  CHECK_THROWS_WITH(task_figures(s.tasks[1], {{{"bleu", nullptr}}}, {6}),
+                    Catch::Contains("t2t (seed 6): 'bleu' is undefined (null"));
 
   const Json lam = task_figures(s.tasks[2], {{{"accuracy", 0.1}}}, {1});
   const Json a = suite_row(s, "pre", {{"checkpoint", "p"}}, {{"mrpc", mrpc}, {"t2t", t2t}, {"lam", lam}});

@@ -298,8 +298,10 @@ Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const
     std::vector<double> values;
     for (size_t i = 0; i < results.size(); ++i) {
       const Json& r = results[i];
-      check_input(r.contains(m) && r[m].is_number(), task.name + " (seed " + std::to_string(seeds[i]) + "): the result has no '" +
-                                                         m + "' figure");
+      const std::string where = task.name + " (seed " + std::to_string(seeds[i]) + "): ";
+      check_input(!(r.contains(m) && r[m].is_null()),
+                  where + "'" + m + "' is undefined (null: a correlation over constant gold scores) and cannot be averaged");
+      check_input(r.contains(m) && r[m].is_number(), where + "the result has no '" + m + "' figure");
       values.push_back(r[m].get<double>() * scale);
       scores[i] += values.back() / static_cast<double>(task.metrics.size());
     }
