@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -202,6 +203,8 @@ int guard(const std::function<void()>& body, CLI::App* app) {
 
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   add_plugin_flag(app);
+  // "Usage: lmkit-finetune [OPTIONS]", not "Usage: [OPTIONS]".
+  if (app.get_name().empty() && argc > 0) app.name(std::filesystem::path(argv[0]).filename().string());
   // Past a file-size limit (ulimit -f) a write fails with EFBIG, which the writers report as
   // one error line and clean up after, instead of SIGXFSZ killing the process mid-write.
   ::signal(SIGXFSZ, SIG_IGN);
