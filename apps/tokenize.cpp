@@ -107,7 +107,11 @@ struct TrainCommand {
   void run() {
     namespace fs = std::filesystem;
     // The files of a tokenizer already there are replaced only with --overwrite.
+    // Its folders are made as encode's are: DIR itself, or PATH.model's folder.
     std::error_code ec;
+    const bool model_file = fs::path(options.output).extension() == ".model";
+    if (!model_file) make_output_directory(options.output);
+    else if (fs::path(options.output).has_parent_path()) make_output_directory(fs::path(options.output).parent_path().string());
     if (fs::is_directory(options.output, ec)) {
       check_input(overwrite || !tokenizer::Tokenizer::present(options.output),
                   "--output " + options.output + ": holds a tokenizer; give --overwrite to replace it");

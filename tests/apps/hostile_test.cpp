@@ -304,3 +304,17 @@ TEST_CASE("hostile: two lmkit-tokenize encode into one new --output: the second 
   CHECK(std::filesystem::exists(dir / "corpus/header.json"));
   CHECK_FALSE(std::filesystem::exists(dir / ".corpus.lock"));
 }
+
+TEST_CASE("tokenize train makes its output folders, as encode does (docs/data.md's first command)", "[apps][tokenize]") {
+  test::TempDir dir;
+  const std::string train = "lmkit-tokenize train --input " + test::source_dir() +
+                            "/data/wikitext-2-sample/valid.txt --vocab-size 1000 --family bert --output ";
+  auto as_dir = run(train + (dir / "tok/bert"));
+  INFO(as_dir.out);
+  CHECK(as_dir.code == 0);
+  CHECK(std::filesystem::exists(dir / "tok/bert/tokenizer.model"));
+  auto as_file = run(train + (dir / "new/sub/t.model"));
+  INFO(as_file.out);
+  CHECK(as_file.code == 0);
+  CHECK(std::filesystem::exists(dir / "new/sub/t.model"));
+}
