@@ -51,6 +51,15 @@ std::vector<std::pair<std::string, std::string>> finished_runs(const test::TempD
   };
 }
 
+// A bert-tiny pretrained two steps into dir/pre (its checkpoint: dir/pre/final).
+void pretrain_bert_tiny(const test::TempDir& dir) {
+  auto pre = run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+                 (*test::data_fixture("bert").dir / "tok.model") + " --train " + test::source_dir() +
+                 "/data/wikitext-2-sample/valid.txt --steps 2 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / "pre"));
+  INFO(pre.out);
+  REQUIRE(pre.code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("hostile: a finished run of every task is its own: --resume has nothing to do, --overwrite replaces it",
@@ -216,11 +225,7 @@ TEST_CASE("hostile: the probe's cases are one error line naming the fault, and n
 TEST_CASE("hostile: SIGTERM to lmkit-suite stops its running app too, exit 3, and a second call finishes",
           "[apps][hostile][suite]") {
   test::TempDir dir;
-  auto pre = run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
-                 (*test::data_fixture("bert").dir / "tok.model") + " --train " + test::source_dir() +
-                 "/data/wikitext-2-sample/valid.txt --steps 2 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / "pre"));
-  INFO(pre.out);
-  REQUIRE(pre.code == 0);
+  pretrain_bert_tiny(dir);
   const std::string suite = test::bin_dir() + "/lmkit-suite --suite " + fixture_file("suite/tiny.json") + " --checkpoint " +
                             (dir / "pre/final") + " --output " + (dir / "out") + " --tasks ner --threads 1";
   // Signalled once the finetuning run has started (its log exists).
@@ -258,11 +263,7 @@ TEST_CASE("hostile: a stopped run directory moved elsewhere resumes there", "[ap
 
 TEST_CASE("hostile: a suite run whose data changed in place runs again", "[apps][hostile][suite]") {
   test::TempDir dir;
-  auto pre = run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
-                 (*test::data_fixture("bert").dir / "tok.model") + " --train " + test::source_dir() +
-                 "/data/wikitext-2-sample/valid.txt --steps 2 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / "pre"));
-  INFO(pre.out);
-  REQUIRE(pre.code == 0);
+  pretrain_bert_tiny(dir);
   // The suite's files in a folder of the test's own, so that one can change.
   std::filesystem::create_directories(dir / "suite");
   std::filesystem::copy_file(fixture_file("suite/tiny.json"), dir / "suite/tiny.json");

@@ -207,19 +207,31 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
+namespace {
+
+// An exclusive flock on `path` (created), without waiting: the descriptor, or -1 when
+// another process holds it (`holder`: what that process wrote there). RuntimeError otherwise.
+int lock_or_holder(const std::string& path, std::string& holder) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw RuntimeError(path + ": cannot open the lock file (" + std::strerror(errno) + ")");
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  const int err = errno;
+  holder = read_file(path);
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  holder = holder.empty() ? "holder unknown" : holder.substr(0, 200);
+  ::close(fd);
+  if (err != EWOULDBLOCK) throw RuntimeError(path + ": cannot lock (" + std::strerror(err) + ")");
+  return -1;
+}
+
+}  // namespace
+
 RunLock::RunLock(const std::string& dir) {
   const std::string path = dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw RuntimeError(path + ": cannot open the run's lock file (" + std::strerror(errno) + ")");
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    std::string holder = read_file(path);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    ::close(fd_);
-    fd_ = -1;
-    if (err != EWOULDBLOCK) throw RuntimeError(path + ": cannot lock (" + std::strerror(err) + ")");
-    throw RuntimeError(dir + " is in use by another run (" + (holder.empty() ? "holder unknown" : holder.substr(0, 200)) +
-                       "): wait for it to finish or choose another --output");
+  std::string holder;
+  fd_ = lock_or_holder(path, holder);
+  if (fd_ < 0) {
+    throw RuntimeError(dir + " is in use by another run (" + holder + "): wait for it to finish or choose another --output");
   }
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
@@ -253,17 +265,11 @@ OutputLock::OutputLock(const std::string& output) {
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
   path_ = (parent / ("." + target.filename().string() + ".lock")).string();
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw RuntimeError(path_ + ": cannot open the output's lock file (" + std::strerror(errno) + ")");
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    std::string holder = read_file(path_);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    ::close(fd_);
-    fd_ = -1;
-    if (err != EWOULDBLOCK) throw RuntimeError(path_ + ": cannot lock (" + std::strerror(err) + ")");
-    throw RuntimeError("--output " + output + " is being written by another process (" +
-                       (holder.empty() ? "holder unknown" : holder.substr(0, 200)) + "): wait for it or choose another --output");
+  std::string holder;
+  fd_ = lock_or_holder(path_, holder);
+  if (fd_ < 0) {
+    throw RuntimeError("--output " + output + " is being written by another process (" + holder +
+                       "): wait for it or choose another --output");
   }
   const std::string me = "pid " + std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {

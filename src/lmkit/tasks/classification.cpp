@@ -27,7 +27,6 @@ class Classification : public Task {
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     columns_ = c.columns;
     columns_.text_pair = text_pair_, columns_.regression = regression_;
-    max_length_ = c.max_length;
     std::map<std::string, int64_t> label_map;
     if (!regression_) label_map = data::make_label_map(data::read_labelled_rows(train, columns_), train);
     Prepared p;
@@ -94,7 +93,6 @@ class Classification : public Task {
   std::string text_pair_;
   bool regression_ = false;
   data::ColumnSpec columns_;
-  int64_t max_length_ = 0;
   Json info_ = Json::object();
 };
 

@@ -97,7 +97,7 @@ void limit_examples(const FinetuneOptions& a, Prepared& p, bool leader) {
 
 // Trains with dev evaluation each epoch; returns the trainer's summary and sets per_epoch.
 // Every checkpoint carries the tokenizer, label_map.json and finetune.json.
-Json train(const FinetuneOptions& a, const train::Run& run, const Context& c, Task& task, Prepared& p, const Json& resolved,
+Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& c, Task& task, Prepared& p, const Json& resolved,
            int64_t& per_epoch) {
   auto model = make_model(a, c, head_of(tasks::task(a.task), c.family), p.num_labels);
   limit_examples(a, p, run.leader);
@@ -167,7 +167,7 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   task.prepare_options(c);
   Prepared p = task.prepare(c, a.train, a.dev);
   int64_t per_epoch = 0;
-  const Json summary = train(a, run, c, task, p, resolved, per_epoch);
+  const Json summary = train_task(a, run, c, task, p, resolved, per_epoch);
   if (!run.leader) return Json::object();
   auto best = models::load_pretrained(a.output + "/best");
   best->to(c.device);

@@ -31,7 +31,6 @@ class TokenClassification : public Task {
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     format_ = format_of(c, Json::object());
     check_columns(c, train);
-    max_length_ = c.max_length;
     auto train_sentences = data::read_tagged_sentences(train, format_);
     auto tag_map = data::make_tag_map(train_sentences);
     Prepared p;
@@ -128,7 +127,6 @@ class TokenClassification : public Task {
   bool label_all_ = false;
   std::string names_file_;
   data::TaggedFormat format_;
-  int64_t max_length_ = 0;
   Json info_ = Json::object();
 };
 
