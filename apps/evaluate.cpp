@@ -11,6 +11,7 @@
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/plugin.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/pipeline.h"
@@ -34,6 +35,7 @@ struct Args {
   eval::IclOptions icl;
   data::ColumnSpec columns;
   int64_t context = 0, stride = 0, seq_len = 0, batch_size = 8, max_sequences = 0;
+  int64_t max_examples = 0;  ///< --max-eval-examples: the first N examples (task metrics, in-context, bleu)
   int64_t beams = 4, max_new_tokens = 64;  ///< bleu (the flags are the generation metric's too)
   bool overwrite = false;
 };
@@ -79,20 +81,31 @@ std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokeni
   return model;
 }
 
-// The stamp lmkit-evaluate puts in every result file: the file is its own to replace for
-// the same checkpoint, and a user's file (whatever keys it holds) needs --overwrite.
+// The stamp lmkit-evaluate puts in every result file. The file is its own to replace for
+// the same evaluation (metric, checkpoint and data); another evaluation's result is kept
+// (the default result.json of an earlier command), and a user's file needs --overwrite.
 constexpr const char* kWrittenBy = "written_by";
 constexpr const char* kStamp = "lmkit-evaluate";
 
-void check_result_file(const Args& a) {
+Json data_of(const Args& a, bool icl) { return icl ? Json(a.data_files) : Json(a.data); }
+
+void check_result_file(const Args& a, bool icl) {
   const std::string path = a.output.empty() ? "result.json" : a.output;
   bool ours = false;
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) {
+  if (fs::is_regular_file(path, ec) && !a.overwrite) {
+    Json j;
     try {
-      const Json j = Json::parse(read_file(path));
-      ours = j.is_object() && j.value(kWrittenBy, "") == kStamp && j.value("checkpoint", "") == a.checkpoint;
+      j = Json::parse(read_file(path));
     } catch (const std::exception&) {
+    }
+    if (j.is_object() && j.value(kWrittenBy, "") == kStamp) {
+      const std::string metric = j.value("metric", ""), checkpoint = j.value("checkpoint", "");
+      const Json data = j.value("data", Json());
+      ours = metric == a.metric && checkpoint == a.checkpoint && data == data_of(a, icl);
+      check_input(ours, (a.output.empty() ? "the default --output " : "--output ") + path + " holds another evaluation (" +
+                            metric + " of " + checkpoint + " on " + (data.is_string() ? data.get<std::string>() : data.dump()) +
+                            "): give --output FILE for this one, or --overwrite");
     }
   }
   check_output_file(path, a.overwrite || ours);
@@ -102,17 +115,60 @@ void check_result_file(const Args& a) {
   }
 }
 
+// A figure as a person reads it: four decimals, integers as they are, text without
+// quotes, a list comma-joined, null (a correlation over constant gold scores) as undefined.
+std::string shown(const Json& v) {
+  if (v.is_number_float()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", v.get<double>());
+    return text;
+  }
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "undefined";
+  if (!v.is_array()) return v.dump();
+  std::string list;
+  for (const auto& x : v) list += (list.empty() ? "" : ", ") + shown(x);
+  return list;
+}
+
+// The result as an aligned table on stdout: a row per figure, and a nested object (the
+// per-type scores) as a row per entry with its figures as columns. The JSON file has it all.
 void print_table(const Json& r) {
+  std::printf("%s of %s on %s\n", r["metric"].get<std::string>().c_str(), r["checkpoint"].get<std::string>().c_str(),
+              shown(r["data"]).c_str());
+  size_t width = 0;
+  for (auto it = r.begin(); it != r.end(); ++it) width = std::max(width, it.key().size());
+  std::vector<std::string> nested;
   for (auto it = r.begin(); it != r.end(); ++it) {
-    if (it.value().is_number_float()) std::printf("%-18s %.4f\n", it.key().c_str(), it.value().get<double>());
-    else std::printf("%-18s %s\n", it.key().c_str(), it.value().dump().c_str());
+    const std::string& key = it.key();
+    if (key == "metric" || key == "checkpoint" || key == "data" || key == kWrittenBy) continue;
+    if (it.value().is_object()) nested.push_back(key);
+    else std::printf("  %-*s  %s\n", static_cast<int>(width), key.c_str(), shown(it.value()).c_str());
+  }
+  for (const auto& key : nested) {
+    const Json& rows = r[key];
+    if (rows.empty() || !rows.begin().value().is_object()) {
+      std::printf("  %-*s  %s\n", static_cast<int>(width), key.c_str(), rows.dump().c_str());
+      continue;
+    }
+    std::printf("  %-*s", static_cast<int>(width), key.c_str());
+    for (auto c = rows.begin().value().begin(); c != rows.begin().value().end(); ++c) std::printf("  %10s", c.key().c_str());
+    std::printf("\n");
+    for (auto row = rows.begin(); row != rows.end(); ++row) {
+      std::printf("    %-*s", static_cast<int>(width) - 2, row.key().c_str());
+      for (auto c = row.value().begin(); c != row.value().end(); ++c) std::printf("  %10s", shown(c.value()).c_str());
+      std::printf("\n");
+    }
   }
 }
 
 Json bleu(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device) {
   check_input(!a.references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
-  const auto sources = read_lines(a.data), refs = read_lines(a.references);
+  auto sources = read_lines(a.data), refs = read_lines(a.references);
   check_input(sources.size() == refs.size(), a.data + " and " + a.references + " differ in line count");
+  if (a.max_examples > 0 && sources.size() > static_cast<size_t>(a.max_examples)) {
+    sources.resize(static_cast<size_t>(a.max_examples)), refs.resize(static_cast<size_t>(a.max_examples));
+  }
   check_input(!sources.empty(), a.data + ": no source lines to translate");
   auto model = load_model(a, tok);
   model->to(device);
@@ -141,7 +197,7 @@ Json task_metric(const Args& a, const CLI::App& app, const tasks::TaskSpec& spec
   model->to(device);
   const int64_t length = app.count("--seq-len") ? a.seq_len : info.value("max_length", int64_t{0});
   const tasks::Context c{tok,    data::pad_id(tok),      device, a.batch_size, length, a.columns, family, model->config_json(),
-                         a.checkpoint, /*leader=*/true, &app};
+                         a.checkpoint, /*leader=*/true, &app, a.max_examples};
   return task.evaluate(*model, c, a.data, a.predictions);
 }
 
@@ -164,6 +220,8 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
   for (const auto& file : eval::icl_task_files(a.data_files)) {
     tasks.push_back(eval::read_icl_task(file));
     check_icl_format(a, tasks.back());
+    auto& examples = tasks.back().examples;  // --max-eval-examples: demonstrations come from the kept ones
+    if (a.max_examples > 0 && examples.size() > static_cast<size_t>(a.max_examples)) examples.resize(static_cast<size_t>(a.max_examples));
   }
   auto model = load_model(a, tok);
   const auto& family = models::family(model->model_type());
@@ -232,11 +290,14 @@ void check_inputs(const Args& a, bool icl, bool task) {
               "--predictions applies to the in-context metrics and those of the finetuning tasks (" +
                   join_names(tasks_metrics()) + ")");
   if (!a.predictions.empty()) check_output_file(a.predictions, a.overwrite, "--predictions");
+  check_input(a.max_examples == 0 || task || icl || a.metric == "bleu",
+              "--max-eval-examples applies to the in-context metrics, bleu and those of the finetuning tasks, not --metric " +
+                  a.metric + " (give a shorter --data file" + (a.metric == "pseudo-perplexity" ? ", or --max-sequences)" : ")"));
   if (!task && !icl) {
     check_input(fs::exists(a.data), a.data + ": no such file or corpus directory");
     if (!data::is_corpus(a.data)) check_readable_file(a.data);
   }
-  check_result_file(a);
+  check_result_file(a, icl);
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
 }
@@ -260,7 +321,7 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags) {
   r["metric"] = a.metric;
   r["checkpoint"] = a.checkpoint;
   r[kWrittenBy] = kStamp;
-  r["data"] = icl ? Json(a.data_files) : Json(a.data);
+  r["data"] = data_of(a, icl);
   if (!icl) print_table(r);
   save_json_file(a.output.empty() ? "result.json" : a.output, r);
 }
@@ -308,6 +369,10 @@ void add_corpus_flags(CLI::App& app, Args& a) {
                  "the finetuning's --max-length)")
       ->check(in_range(8, 1 << 16));
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
+  app.add_option("--max-eval-examples", a.max_examples,
+                 "evaluate the first N examples only: rows, sentences, pairs, source lines or in-context examples "
+                 "(0: all)")
+      ->check(non_negative());
   app.add_option("--max-sequences", a.max_sequences, "pseudo-perplexity: sequences scored (0: all)")
       ->check(non_negative());
   app.add_option("--references", a.references, "bleu: reference translations, one per line");
@@ -337,6 +402,11 @@ int main(int argc, char** argv) {
     a.icl.seed = app.count("--seed") ? a.runtime.seed : 1234;  // lm-evaluation-harness' few-shot seed
     if (app.count("--beams")) a.beams = app.get_option("--beams")->as<int64_t>();
     if (app.count("--max-new-tokens")) a.max_new_tokens = app.get_option("--max-new-tokens")->as<int64_t>();
-    run(a, app, task_flags);
+    StopSignals signals;  // SIGTERM/SIGINT stop the evaluation between batches
+    try {
+      run(a, app, task_flags);
+    } catch (const Interrupted& e) {
+      throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": nothing written");
+    }
   });
 }

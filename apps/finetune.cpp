@@ -43,6 +43,10 @@ void add_run_flags(CLI::App& app, tasks::FinetuneOptions& a) {
                  "the CoNLL tag column, default the last; or the JSONL tags field, default tags)");
   app.add_option("--format", a.columns.format, "auto (by extension), tsv, csv or jsonl (token classification: conll or jsonl)");
   app.add_flag("--resume", a.resume, "continue the run in OUTPUT from its latest checkpoint (after a stop or a signal)");
+  app.add_option("--keep", a.keep,
+                 "what a finished run keeps: all (best/, final/, and checkpoints/step-N with the optimizer state, "
+                 "to resume from) or best (best/ alone)")
+      ->check(CLI::IsMember({"all", "best"}));
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, predictions and results)");
 }
 
@@ -51,6 +55,9 @@ void add_training_flags(CLI::App& app, tasks::FinetuneOptions& a) {
   app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
   app.add_option("--max-train-examples", a.max_train_examples,
                  "train on the first N examples only (a long sentence's windows count one each; 0: all)")
+      ->check(non_negative());
+  app.add_option("--max-dev-examples", a.max_dev_examples,
+                 "evaluate on the dev file's first N examples (rows, sentences or pairs; 0: all)")
       ->check(non_negative());
   app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
   app.add_option("--batch-size", a.batch_size, "examples per batch")->check(positive());

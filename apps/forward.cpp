@@ -110,8 +110,13 @@ int main(int argc, char** argv) {
     }
     const auto tensors = named_outputs(*model, out, gradients);
     lmkit::io::write_safetensors(output, tensors, {{"format", "pt"}, {"producer", "lmkit-forward"}});
-    std::printf("%s: wrote", output.c_str());
-    for (const auto& t : tensors) std::printf(" %s%s", t.first.c_str(), c10::str(t.second.sizes()).c_str());
-    std::printf("\n");
+    // A line per output; the parameter gradients (hundreds for a large model) as one count.
+    std::printf("%s: %zu tensors\n", output.c_str(), tensors.size());
+    size_t grads = 0;
+    for (const auto& t : tensors) {
+      if (t.first.rfind("grad.", 0) == 0) ++grads;
+      else std::printf("  %-28s %s\n", t.first.c_str(), c10::str(t.second.sizes()).c_str());
+    }
+    if (grads > 0) std::printf("  grad.* (%zu parameter gradients, HF's parameter names)\n", grads);
   });
 }

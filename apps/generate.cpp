@@ -10,6 +10,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   b->excludes(k)->excludes(p)->excludes(t);
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
+    lmkit::StopSignals signals;  // SIGTERM/SIGINT stop generation between tokens (exit 3)
     if (prompts.empty() && prompt_ids.empty()) throw lmkit::InputError("give --prompt TEXT or --prompt-ids 1,2,3");
     const c10::Device device = lmkit::init_runtime(runtime);
     const bool has_tokenizer = lmkit::tokenizer::Tokenizer::present(checkpoint);

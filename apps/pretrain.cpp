@@ -166,7 +166,11 @@ void print_summary(const Args& a, const Json& summary) {
               summary["elapsed_s"].get<double>(), summary["train_loss"].get<double>());
   if (summary.contains("valid")) {
     const Json& v = summary["valid"];
-    std::printf(", valid loss %.4f, perplexity %.2f", v["loss"].get<double>(), v["perplexity"].get<double>());
+    // A loss of several terms (mlm + nsp) has no perplexity of its own: each term's is named after it.
+    bool terms = false;
+    for (auto it = v.begin(); it != v.end(); ++it) terms = terms || it.key().find("_perplexity") != std::string::npos;
+    std::printf(", valid loss %.4f", v["loss"].get<double>());
+    if (!terms) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
     // The model's loss terms and metrics apart ("mlm_loss 2.31, mlm_perplexity 10.1, nsp_accuracy 0.62").
     std::string parts;
     for (auto it = v.begin(); it != v.end(); ++it) {

@@ -227,7 +227,8 @@ std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::Su
   const tasks::TaskSpec& spec = tasks::task(t.task);
   std::vector<std::string> f = {sibling("lmkit-finetune"), "--task", spec.name};
   append(f, init.flags()), append(f, t.finetune_flags);
-  append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--dtype", a.dtype});
+  // A task run is started anew (--overwrite) when it did not finish, so it keeps only best/ (--keep best).
+  append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--keep", "best", "--dtype", a.dtype});
   append(f, runtime_flags(a, seed));
   if (t.test.empty()) return {f};
   std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", spec.metric,

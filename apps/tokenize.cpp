@@ -303,9 +303,10 @@ struct InspectCommand {
       }
       tensors.emplace_back("decoder_input_ids", models::shift_right(labels, tok.specials().pad, tok.specials().pad));
     }
-    const auto specials = tok.special_ids();
-    tensors.emplace_back("special_ids", at::tensor(std::vector<int64_t>(specials.begin(), specials.end()), at::kLong));
-    io::write_safetensors(dump, tensors, {{"objective", objective}, {"seed", std::to_string(seed)}});
+    // The special ids go in the metadata, so that the file is lmkit-forward's --inputs as it is.
+    std::string specials;
+    for (const int32_t id : tok.special_ids()) specials += (specials.empty() ? "" : ",") + std::to_string(id);
+    io::write_safetensors(dump, tensors, {{"objective", objective}, {"seed", std::to_string(seed)}, {"special_ids", specials}});
     std::printf("%s: %zu tensors\n", dump.c_str(), tensors.size());
   }
 };

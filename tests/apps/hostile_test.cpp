@@ -5,8 +5,11 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "../data/data_fixture.h"
 #include "app_runner.h"
@@ -318,4 +321,77 @@ TEST_CASE("tokenize train makes its output folders, as encode does (docs/data.md
   INFO(as_file.out);
   CHECK(as_file.code == 0);
   CHECK(std::filesystem::exists(dir / "new/sub/t.model"));
+}
+
+namespace {
+
+// Runs `args` (an app and its flags) in the background, waits until `ready` holds, then
+// `delay_ms` later sends SIGTERM; returns the exit code and the app's output.
+test::Run terminate_when(const std::string& args, const std::function<bool()>& ready, int delay_ms, const test::TempDir& dir) {
+  std::string pid = test::run_shell("(" + test::bin_dir() + "/" + args + " > " + (dir / "term.log") + " 2>&1; echo $? > " +
+                                    (dir / "term.code") + ") > /dev/null 2>&1 & echo $!").out;
+  pid = pid.substr(0, pid.find('\n'));  // the subshell's: the app is its child
+  for (int i = 0; i < 1200 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  test::run_shell("pkill -TERM -P " + pid);
+  for (int i = 0; i < 1200 && !std::filesystem::exists(dir / "term.code"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(std::filesystem::exists(dir / "term.code"));
+  test::Run r{std::stoi(read_file(dir / "term.code")), read_file(dir / "term.log")};
+  std::filesystem::remove(dir / "term.code");
+  return r;
+}
+
+int count_lines(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("hostile: SIGTERM during a finetuning run's dev generation stops it at once, and --resume validates that step first",
+          "[apps][hostile]") {
+  test::TempDir dir;
+  // An untrained T5 rarely ends a sequence: 40 dev rows of up to 1500 new tokens take seconds.
+  const std::string t5_tok = *test::data_fixture("t5").dir / "tok.model";
+  const std::string args = "lmkit-finetune --task seq2seq --init random --model " + tiny_t5(dir) + " --tokenizer " + t5_tok +
+                           " --train " + fixture_file("seq2seq/dev.tsv") + " --dev " + fixture_file("seq2seq/dev.tsv") +
+                           " --max-length 24 --max-target-length 6 --max-new-tokens 1500 --beams 1 --epochs 2 --batch-size 4"
+                           " --max-train-examples 4 --threads 1 --output " + (dir / "ft");
+  const std::string metrics = dir / "ft/metrics.jsonl";
+  const auto stopped = terminate_when(args, [&] { return count_lines(metrics, "\"split\":\"train\"") >= 1; }, 200, dir);
+  INFO(stopped.out);
+  CHECK(stopped.code == 3);
+  CHECK_THAT(stopped.out, Catch::Contains("interrupted by SIGTERM during the validation of step 1: checkpoint") &&
+                              Catch::Contains("(it validates step 1 first)"));
+  CHECK(count_lines(metrics, "\"split\":\"valid\"") == 0);
+  CHECK(load_json_file(dir / "ft/checkpoints/step-1/trainer_state.json").value("validation_pending", false));
+  const auto resumed = run(args + " --resume");
+  INFO(resumed.out);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains("validating step 1 first"));
+  // Each step validated once, in order, and the run finished.
+  std::vector<int64_t> validated;
+  std::ifstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line);
+    if (j["split"] == "valid") validated.push_back(j["step"].get<int64_t>());
+  }
+  CHECK(validated == std::vector<int64_t>{1, 2});
+  CHECK(std::filesystem::exists(dir / "ft/result.json"));
+  CHECK(std::filesystem::exists(dir / "ft/predictions.txt"));
+
+  // lmkit-evaluate's generation stops between decoding steps too, and writes nothing.
+  const std::string eval = "lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + fixture_file("seq2seq/dev.tsv") +
+                           " --metric generation --max-new-tokens 1500 --beams 1 --batch-size 1 --threads 1 --output " +
+                           (dir / "eval.json") + " --predictions " + (dir / "eval.txt");
+  const auto eval_stopped = terminate_when(eval, [] { return true; }, 1500, dir);
+  INFO(eval_stopped.out);
+  CHECK(eval_stopped.code == 3);
+  CHECK_THAT(eval_stopped.out, Catch::Contains("interrupted by SIGTERM during generation: nothing written"));
+  CHECK(!std::filesystem::exists(dir / "eval.json"));
+  CHECK(!std::filesystem::exists(dir / "eval.txt"));
 }

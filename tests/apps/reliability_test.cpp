@@ -340,6 +340,8 @@ TEST_CASE("reliability: lmkit-tokenize inspect shows and dumps every objective o
       const auto file = io::read_safetensors(dump);
       CHECK(file.at("input_ids", dump).size(0) == 4);
       CHECK(file.at("attention_mask", dump).sum().item<int64_t>() > 0);
+      CHECK(!file.get("special_ids").defined());  // lmkit-forward reads every tensor as an input
+      CHECK(file.metadata.count("special_ids") == 1);
       CHECK(run("lmkit-tokenize inspect --tokenizer " + tok + " --corpus " + corpus + " --objective " + objective + " --dump " + dump)
                 .code == 2);  // an existing dump is replaced only with --overwrite
     }

@@ -154,6 +154,12 @@ TEST_CASE("suite: bad suite files, flags and failing runs are one error line and
        "tasks[0].name 'a/b' must be letters"},
       {suite_file("f.json", R"({"name": "s", "type": "classification", "train": "none.tsv", "dev": "a.tsv"})"),
        "task s: " + (dir / "none.tsv") + ": no such file"},
+      // A flag's own spelling is the same key ("max-train-examples" is max_train_examples).
+      {suite_file("u.json", R"({"name": "s", "type": "classification", "train": "a.tsv", "dev": "a.tsv",
+                                "max-train-examples": 2, "max_train_examples": 3})"),
+       "tasks[0]: keys 'max-train-examples' and 'max_train_examples' name one flag"},
+      {suite_file("w.json", R"({"name": "s", "type": "in-context", "data": "x.jsonl", "max-train-examples": 2})"),
+       "tasks[0].max_train_examples does not apply to in-context tasks"},
   };
   for (const auto& [file, expected] : cases) {
     auto r = run("lmkit-suite --suite " + file + " --init random --model " + test::source_dir() + "/models/bert-tiny.json" +

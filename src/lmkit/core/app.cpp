@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -79,22 +82,29 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
   const Json j = load_json_file(path);
   if (!j.is_object()) throw InputError(path + ": the config must be a JSON object");
   std::vector<std::string> from_file;
+  std::map<std::string, std::string> seen;  // flag -> the key that gave it
   for (auto it = j.begin(); it != j.end(); ++it) {
+    // "batch_size" (as in suite files) and "batch-size" (the flag's spelling) are one key.
     const std::string key = it.key();
-    const CLI::Option* opt = key == "config" ? nullptr : app.get_option_no_throw("--" + key);
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (!seen.emplace(flag, key).second) {
+      throw InputError(path + ": keys '" + seen[flag] + "' and '" + key + "' name one flag (--" + flag + ")");
+    }
+    const CLI::Option* opt = flag == "config" ? nullptr : app.get_option_no_throw("--" + flag);
     if (!opt) {
       std::vector<std::string> names;
       for (const CLI::Option* o : app.get_options()) {
         const std::string name = o->get_name(false, true);
         if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
       }
-      const std::string hint = closest_name(key, names);
+      const std::string hint = closest_name(flag, names);
       throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
     const Json& v = it.value();
     if (opt->get_expected_max() == 0) {  // a flag (CLI11 gives flags a type size of 1 but no values)
       if (!v.is_boolean()) throw InputError(path + ": key '" + key + "' must be true or false");
-      if (v.get<bool>()) from_file.push_back("--" + key);
+      if (v.get<bool>()) from_file.push_back("--" + flag);
       continue;
     }
     const std::string type = opt->get_type_name().substr(0, opt->get_type_name().find(':'));
@@ -110,9 +120,9 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
       throw InputError(path + ": key '" + key + "' takes one value, not a list");
     }
     if (v.is_array()) {
-      for (const auto& x : v) from_file.push_back("--" + key), from_file.push_back(scalar(x));
+      for (const auto& x : v) from_file.push_back("--" + flag), from_file.push_back(scalar(x));
     } else {
-      from_file.push_back("--" + key), from_file.push_back(scalar(v));
+      from_file.push_back("--" + flag), from_file.push_back(scalar(v));
     }
   }
   from_file.insert(from_file.end(), args.begin(), args.end());
@@ -201,8 +211,79 @@ int guard(const std::function<void()>& body, CLI::App* app) {
   }
 }
 
+namespace {
+
+// Help a person reads: "--rouge-stemmer, --no-rouge-stemmer" (not CLI11's
+// "--rouge-stemmer,--no-rouge-stemmer{false}"), the value's kind and check without
+// the default glued to it ("INT:> 0", not "INT:> 0=32"), every default in the
+// description, and long descriptions wrapped under their option.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    if (positional) return CLI::Formatter::make_option_name(opt, positional);
+    std::string names;
+    int braces = 0;
+    for (const char c : opt->get_name(false, true)) {
+      if (c == '{' || c == '}') braces += c == '{' ? 1 : -1;
+      else if (braces == 0) names += c == ',' ? std::string(", ") : std::string(1, c);
+    }
+    return names;
+  }
+
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    std::string out;
+    if (opt->get_type_size() == 0) return out;
+    if (!opt->get_type_name().empty()) out += " " + opt->get_type_name();
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    if (opt->get_required()) out += " REQUIRED";
+    return out;
+  }
+
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string desc = opt->get_description();
+    const std::string def = opt->get_default_str();
+    // Not again where the description says it ("(default ...)", or "(0: all)" for a default 0).
+    const bool shown = def.empty() || def == "[]" || desc.find("default") != std::string::npos ||
+                       desc.find("(" + def + ":") != std::string::npos;
+    if (opt->get_type_size() != 0 && !opt->get_required() && !shown) desc += " (default: " + def + ")";
+    return desc;
+  }
+
+  std::string make_option(const CLI::Option* opt, bool positional) const override {
+    constexpr size_t kColumn = 30, kWidth = 110;
+    const std::string head = "  " + make_option_name(opt, positional) + make_option_opts(opt);
+    std::vector<std::string> lines(1);  // the description, wrapped at kWidth
+    std::istringstream words(make_option_desc(opt));
+    for (std::string word; words >> word;) {
+      if (!lines.back().empty() && kColumn + lines.back().size() + 1 + word.size() > kWidth) lines.emplace_back();
+      lines.back() += (lines.back().empty() ? "" : " ") + word;
+    }
+    std::string out = head;
+    size_t i = 0;
+    if (head.size() + 1 < kColumn && !lines[0].empty()) out += std::string(kColumn - head.size(), ' ') + lines[i++];
+    out += "\n";
+    for (; i < lines.size(); ++i) {
+      if (!lines[i].empty()) out += std::string(kColumn, ' ') + lines[i] + "\n";
+    }
+    return out;
+  }
+};
+
+// Every option's default as the help shows it (the value its variable holds before parsing).
+void show_defaults(CLI::App& app, const std::shared_ptr<CLI::Formatter>& formatter) {
+  app.formatter(formatter);
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_default_str().empty()) o->capture_default_str();
+  }
+  for (CLI::App* sub : app.get_subcommands({})) show_defaults(*sub, formatter);
+}
+
+}  // namespace
+
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   add_plugin_flag(app);
+  show_defaults(app, std::make_shared<HelpFormatter>());
   // "Usage: lmkit-finetune [OPTIONS]", not "Usage: [OPTIONS]".
   if (app.get_name().empty() && argc > 0) app.name(std::filesystem::path(argv[0]).filename().string());
   // Past a file-size limit (ulimit -f) a write fails with EFBIG, which the writers report as

@@ -24,7 +24,7 @@ ProgressBar::ProgressBar(int64_t total, std::string label, std::ostream* out, in
 }
 
 ProgressBar::~ProgressBar() {
-  if (drawn_ && !finished_ && interactive_) *out_ << std::endl;  // leave the cursor on a fresh line
+  if (drawn_ && !finished_ && interactive_) *out_ << (transient ? "\r\033[K" : "\n") << std::flush;  // leave the cursor on a fresh line
 }
 
 std::string ProgressBar::format_duration(double seconds) {
@@ -63,13 +63,17 @@ void ProgressBar::update(int64_t done, const Fields& fields) {
   if (!fields.empty()) fields_ = fields;
   const auto now = std::chrono::steady_clock::now();
   const double since = std::chrono::duration<double>(now - last_draw_).count();
+  if (transient && !drawn_ && std::chrono::duration<double>(now - start_).count() < 1.0) return;
   if ((interactive_ && since >= 0.1) || (!interactive_ && since >= log_every_s)) draw(false);
 }
 
 void ProgressBar::finish() {
   if (finished_) return;
-  draw(true);
   finished_ = true;
+  if (!transient) return draw(true);
+  if (!drawn_) return;
+  if (interactive_) *out_ << "\r\033[K" << std::flush;  // the work around it draws on this line again
+  else draw(true);
 }
 
 void ProgressBar::draw(bool final_line) {

@@ -35,6 +35,9 @@ class ProgressBar {
   void finish();
 
   double log_every_s = 30.0;
+  /// A bar inside other work (dev evaluation during training): nothing for work that
+  /// ends within a second, and on a terminal the line is erased when it finishes.
+  bool transient = false;
 
   /// "1:02:03" / "4:05": a duration for humans.
   static std::string format_duration(double seconds);

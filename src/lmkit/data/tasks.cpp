@@ -344,10 +344,12 @@ std::map<std::string, int64_t> load_label_map(const std::string& dir, int64_t nu
 
 ClassificationDataset::ClassificationDataset(const std::string& path, const ColumnSpec& columns,
                                              const tokenizer::Tokenizer& tok, int64_t max_length,
-                                             const std::map<std::string, int64_t>& label_map) {
+                                             const std::map<std::string, int64_t>& label_map, int64_t max_rows) {
   check_input(max_length >= 4, "--max-length must be at least 4");
   const bool token_types = tok.family_spec().token_types;  // the model reads segment ids (BERT)
-  for (const auto& row : read_labelled_rows(path, columns)) {
+  auto rows = read_labelled_rows(path, columns);
+  if (max_rows > 0 && rows.size() > static_cast<size_t>(max_rows)) rows.resize(static_cast<size_t>(max_rows));
+  for (const auto& row : rows) {
     Example e;
     if (columns.regression) {
       char* end = nullptr;

@@ -92,8 +92,9 @@ class ClassificationDataset : public Dataset {
  public:
   /// `label_map` maps label strings to class ids (build it from the training
   /// file with make_label_map); a label outside it is an InputError with file and line.
+  /// `max_rows` > 0 reads only the file's first that many rows.
   ClassificationDataset(const std::string& path, const ColumnSpec& columns, const tokenizer::Tokenizer& tokenizer,
-                        int64_t max_length, const std::map<std::string, int64_t>& label_map);
+                        int64_t max_length, const std::map<std::string, int64_t>& label_map, int64_t max_rows = 0);
   int64_t size(int64_t) const override { return static_cast<int64_t>(examples_.size()); }
   Example get(int64_t index, int64_t) const override { return examples_[static_cast<size_t>(index)]; }
   int64_t length_hint(int64_t index) const override {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "lmkit/core/stop.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/nn/eval_mode.h"
@@ -23,6 +24,7 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
   double loss_sum = 0;
   int64_t examples = 0, num_labels = 0;
   for (int64_t i = 0; i < n; ++i) {
+    check_stop("evaluation");
     Batch b = loader.next();
     Output o = model.forward(b.to(device));
     const int64_t rows = b.input_ids.size(0);

@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/progress.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/nn/eval_mode.h"
 
@@ -49,6 +51,7 @@ std::vector<std::vector<int64_t>> greedy_or_sample(models::Model& model, const a
   std::vector<bool> done(b, false);
   at::Tensor tokens = first_tokens(spec, input_ids);
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    check_stop("generation");
     at::Tensor logits = session->step(tokens).to(at::kFloat);  // (B, V)
     at::Tensor next;
     if (o.search == Search::kSample) {
@@ -155,6 +158,7 @@ std::vector<std::vector<int64_t>> beam_search(models::Model& model, const at::Te
   at::Tensor tokens = first_tokens(spec, input_ids).index_select(0, expand);
   BeamState beams(b, k, o.length_penalty);
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    check_stop("generation");
     at::Tensor logprobs = session->step(tokens).to(at::kFloat).log_softmax(-1).cpu();  // (B·k, V)
     const int64_t v = logprobs.size(1);
     at::Tensor total = logprobs + at::tensor(beams.logprob, at::kDouble).to(at::kFloat).unsqueeze(1);
@@ -247,6 +251,9 @@ std::vector<std::string> generate_texts(models::Model& model, const tokenizer::T
   check_input(batch_size >= 1, "generation: the batch size must be >= 1");
   const auto spec = model.generation_spec();
   std::vector<std::string> out(prompts.size());
+  ProgressBar bar(static_cast<int64_t>(prompts.size()), "generate");
+  bar.transient = true;
+  int64_t done = 0;
   for (const auto& rows : generation_batches(prompts, spec.encoder_decoder, batch_size)) {
     size_t width = 0;
     for (const size_t i : rows) width = std::max(width, prompts[i].size());
@@ -265,7 +272,9 @@ std::vector<std::string> generate_texts(models::Model& model, const tokenizer::T
       const auto eos = std::find(tokens.begin(), tokens.end(), spec.eos_token_id);
       out[rows[r]] = tok.decode(std::vector<int32_t>(tokens.begin(), eos));
     }
+    bar.update(done += static_cast<int64_t>(rows.size()));
   }
+  bar.finish();
   return out;
 }
 

@@ -14,6 +14,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/nn/eval_mode.h"
 #include "lmkit/tokenizer/unicode.h"
 
@@ -467,8 +468,12 @@ Json evaluate_in_context(models::Model& model, const tokenizer::Tokenizer& tok, 
   {
     c10::InferenceMode inference;
     nn::EvalMode eval_mode(model);
-    for (const auto& [first, count] : shared) score_shared(model, requests, first, count, eos, device, scored);
+    for (const auto& [first, count] : shared) {
+      check_stop("in-context scoring");
+      score_shared(model, requests, first, count, eos, device, scored);
+    }
     for (size_t first = 0; first < order.size(); first += static_cast<size_t>(o.batch_size)) {
+      check_stop("in-context scoring");
       const size_t last = std::min(order.size(), first + static_cast<size_t>(o.batch_size));
       score_batch(model, requests, std::vector<size_t>(order.begin() + first, order.begin() + last), max_positions, eos,
                   device, scored);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lmkit/core/stop.h"
 #include "lmkit/models/family.h"
 #include "lmkit/nn/eval_mode.h"
 
@@ -120,6 +121,7 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
   at::NoGradGuard no_grad;
   Tally tally(model);
   for (int64_t i = 0; i < n; ++i) {
+    check_stop("evaluation");
     Batch b = loader.next().to(device);
     if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
     tally.add(model, b, model.forward(b));

@@ -8,6 +8,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/data/objectives.h"
 #include "lmkit/data/text.h"
 #include "lmkit/eval/loss.h"
@@ -85,6 +86,7 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
   int64_t scored = 0;
   ProgressBar bar(static_cast<int64_t>(windows.size()), "perplexity");
   for (size_t i = 0; i < windows.size();) {
+    check_stop("perplexity");
     const Batch b = window_batch(stream, windows, i, w.batch_size).to(device);
     const int64_t targets = models::count_targets(model, b);
     if (targets > 0) {
@@ -155,6 +157,7 @@ Json pseudo_perplexity(models::Model& model, std::shared_ptr<const data::Corpus>
     if (count == 0) continue;
     const int64_t t = static_cast<int64_t>(ids.size());
     for (int64_t start = 0; start < count; start += 32) {
+      check_stop("pseudo-perplexity");
       const int64_t m = std::min<int64_t>(32, count - start);
       Batch b;
       b.input_ids = at::tensor(std::vector<int64_t>(rows.begin() + start * t, rows.begin() + (start + m) * t), at::kLong)

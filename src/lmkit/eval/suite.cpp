@@ -27,6 +27,7 @@ const std::vector<FlagKey>& finetune_keys() {
       {"batch_size", "--batch-size", KeyValue::kInt, true},
       {"max_length", "--max-length", KeyValue::kInt, false},
       {"max_train_examples", "--max-train-examples", KeyValue::kInt, false},
+      {"max_dev_examples", "--max-dev-examples", KeyValue::kInt, false},
       {"weight_decay", "--weight-decay", KeyValue::kNumber, false},
       {"warmup_ratio", "--warmup-ratio", KeyValue::kNumber, false},
       {"clip", "--clip", KeyValue::kNumber, false},
@@ -232,8 +233,24 @@ std::string SuiteTask::split() const {
   return (shots == evaluate_flags.end() ? "0" : *std::next(shots)) + "-shot";
 }
 
+// Keys are flag names with '_' ("max_train_examples"); the flag's own spelling
+// ("max-train-examples", as in --config files) is the same key.
+Json underscored_keys(const Json& object, const std::string& where) {
+  if (!object.is_object()) return object;
+  Json out = Json::object();
+  std::map<std::string, std::string> given;  // key -> as written
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    std::string key = it.key();
+    std::replace(key.begin(), key.end(), '-', '_');
+    const auto [first, fresh] = given.emplace(key, it.key());
+    check_input(fresh, where + ": keys '" + first->second + "' and '" + it.key() + "' name one flag");
+    out[key] = it.value();
+  }
+  return out;
+}
+
 Suite read_suite(const std::string& path, const std::string& data_root) {
-  const Json j = load_json_file(path);
+  Json j = load_json_file(path);
   check_input(j.is_object(), path + ": a suite file is a JSON object with 'tasks'");
   for (auto it = j.begin(); it != j.end(); ++it) {
     check_input(it.key() == "name" || it.key() == "description" || it.key() == "defaults" || it.key() == "tasks",
@@ -243,13 +260,13 @@ Suite read_suite(const std::string& path, const std::string& data_root) {
   s.path = path;
   s.name = j.contains("name") ? string_key(j, "name", path, true) : fs::path(path).stem().string();
   s.description = j.contains("description") ? string_key(j, "description", path, true) : "";
-  const Json defaults = j.value("defaults", Json::object());
+  const Json defaults = underscored_keys(j.value("defaults", Json::object()), path + ": defaults");
   check_keys(defaults, path + ": defaults", true);
   check_input(j.contains("tasks") && j["tasks"].is_array() && !j["tasks"].empty(), path + ": key 'tasks' must be a non-empty list");
   std::set<std::string> seen;
   for (size_t i = 0; i < j["tasks"].size(); ++i) {
     const std::string where = path + ": tasks[" + std::to_string(i) + "]";
-    s.tasks.push_back(read_task(j["tasks"][i], defaults, where, data_root));
+    s.tasks.push_back(read_task(underscored_keys(j["tasks"][i], where), defaults, where, data_root));
     check_input(seen.insert(s.tasks.back().name).second, where + ": a second task named '" + s.tasks.back().name + "'");
   }
   return s;

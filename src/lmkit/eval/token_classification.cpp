@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/nn/eval_mode.h"
 
@@ -110,6 +111,7 @@ Json evaluate_token_classifier(models::Model& model, const data::TokenClassifica
   int64_t labelled = 0;
   size_t example = 0;
   for (int64_t i = 0; i < n; ++i) {
+    check_stop("evaluation");
     const Batch b = loader.next();
     const Output o = model.forward(b.to(device));
     const int64_t count = b.labels.ne(-100).sum().item<int64_t>();

@@ -33,7 +33,7 @@ class Classification : public Task {
     p.num_labels = regression_ ? 1 : static_cast<int64_t>(label_map.size());
     check_input(regression_ || p.num_labels >= 2, train + ": needs at least two labels");
     p.train_set = std::make_shared<data::ClassificationDataset>(train, columns_, c.tokenizer, c.max_length, label_map);
-    auto dev_set = std::make_shared<data::ClassificationDataset>(dev, columns_, c.tokenizer, c.max_length, label_map);
+    auto dev_set = std::make_shared<data::ClassificationDataset>(dev, columns_, c.tokenizer, c.max_length, label_map, c.max_examples);
     p.dev_examples = dev_set->size(0);
     if (!regression_) p.label_map = label_map;
     p.evaluate = [dev_set, label_map, batch = c.batch_size, pad = c.pad_id, device = c.device](models::Model& m,
@@ -65,7 +65,7 @@ class Classification : public Task {
     cols.text_pair = c.given("--text-pair-column") ? text_pair_ : info_.value("text_pair_column", text_pair_);
     cols.regression = num_labels == 1;
     const int64_t length = c.length_within_positions(128);
-    auto ds = std::make_shared<data::ClassificationDataset>(path, cols, c.tokenizer, length, label_map);
+    auto ds = std::make_shared<data::ClassificationDataset>(path, cols, c.tokenizer, length, label_map, c.max_examples);
     eval::Predictions p;
     Json r = eval::evaluate_classifier(model, ds, c.batch_size, c.pad_id, c.device, predictions.empty() ? nullptr : &p);
     if (!predictions.empty()) write_file_atomic(predictions, eval::predictions_tsv(p, label_map));

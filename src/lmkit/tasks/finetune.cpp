@@ -3,9 +3,12 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/dist/group.h"
@@ -14,6 +17,8 @@
 #include "lmkit/tokenizer/tokenizer.h"
 #include "lmkit/train/run.h"
 #include "lmkit/train/trainer.h"
+
+namespace fs = std::filesystem;
 
 namespace lmkit::tasks {
 
@@ -68,6 +73,7 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.best_metric = task.best_metric();
   o.higher_is_better = true;
   o.best_dir = a.output + "/best";
+  o.optimizer_in_exports = false;  // best/ and final/ are models: a run resumes from checkpoints/step-N
   o.group = std::move(group);
   return o;
 }
@@ -82,6 +88,8 @@ Json best_result(const FinetuneOptions& a, const Task& task, const Json& dev, co
   result["train_loss"] = summary["train_loss"];
   result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
   result["task"] = task.result_name();
+  result["steps_per_epoch"] = per_epoch;
+  result["kept"] = a.keep;
   save_json_file(a.output + "/result.json", result);
   return result;
 }
@@ -128,6 +136,27 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
   return trainer.run();
 }
 
+// A finished run that kept best/ alone (--keep best) has no checkpoint to resume from: its
+// result.json says it finished, and --resume evaluates best/ again instead of training anew.
+std::optional<Json> finished_keeping_best(const FinetuneOptions& a) {
+  const std::string result = a.output + "/result.json";
+  if (!a.resume || !fs::exists(result) || !train::latest_checkpoint(a.output).empty()) return {};
+  const Json j = load_json_file(result);
+  if (!j.is_object() || j.value("kept", "") != "best" || !fs::exists(a.output + "/best/config.json")) return {};
+  return j;
+}
+
+// --keep best: once the run is finished, final/ and the step checkpoints go.
+// The `latest` pointer goes first: a run killed while these go is still "finished".
+void drop_all_but_best(const FinetuneOptions& a) {
+  if (a.keep != "best") return;
+  for (const char* path : {"checkpoints/latest", "checkpoints", "final"}) {
+    std::error_code ec;
+    fs::remove_all(a.output + "/" + path, ec);
+    if (ec) throw RuntimeError(a.output + "/" + path + ": cannot remove it (--keep best): " + ec.message());
+  }
+}
+
 tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
   check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
   return tokenizer::Tokenizer::load(!a.tokenizer.empty() ? a.tokenizer : a.checkpoint);
@@ -163,16 +192,28 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   check_input(positions == 0 || a.max_length <= positions,
               "--max-length " + std::to_string(a.max_length) + " exceeds the model's " + std::to_string(positions) +
                   " positions (" + family.positions_key + " in its config.json)");
-  Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, "", run.leader, app};
+  Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, "", run.leader, app,
+            a.max_dev_examples};
   task.prepare_options(c);
   Prepared p = task.prepare(c, a.train, a.dev);
   int64_t per_epoch = 0;
-  const Json summary = train_task(a, run, c, task, p, resolved, per_epoch);
+  const auto finished = finished_keeping_best(a);
+  if (finished && run.leader) std::fprintf(stderr, "%s: finished earlier (--keep best): evaluating best/\n", a.output.c_str());
+  const Json summary = finished ? *finished : train_task(a, run, c, task, p, resolved, per_epoch);
+  if (finished) per_epoch = finished->value("steps_per_epoch", int64_t{0});
   if (!run.leader) return Json::object();
   auto best = models::load_pretrained(a.output + "/best");
   best->to(c.device);
-  const Json dev = p.evaluate(*best, a.output + "/" + spec.predictions);
+  Json dev;
+  try {
+    StopSignals signals;
+    dev = p.evaluate(*best, a.output + "/" + spec.predictions);
+  } catch (const Interrupted& e) {
+    throw Error(ExitCode::kInterrupted, std::string(e.what()) + " of the best checkpoint: training is finished; " +
+                                            "the same command with --resume evaluates it and writes " + spec.predictions);
+  }
   const Json result = best_result(a, task, dev, summary, per_epoch);
+  drop_all_but_best(a);
   std::printf("best dev (epoch %lld): %s\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
               task.describe(dev).c_str());
   std::printf("checkpoint: %s/best, predictions: %s/%s\n", a.output.c_str(), a.output.c_str(), spec.predictions.c_str());

@@ -23,6 +23,10 @@ struct FinetuneOptions {
   std::string model, tokenizer, train, dev, output, dtype = "fp32";
   data::ColumnSpec columns;  ///< --text-column, --label-column, --format
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0, max_train_examples = 0;
+  int64_t max_dev_examples = 0;  ///< evaluate on the dev file's first N examples (0: all)
+  /// What a finished run keeps: "all" (best/, final/ and checkpoints/step-N, the one with the
+  /// optimizer state) or "best" (best/ alone: final/ and checkpoints/ go once it is finished).
+  std::string keep = "all";
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   bool resume = false, overwrite = false;
 };

@@ -44,6 +44,14 @@ struct Context {
   std::string checkpoint;        ///< lmkit-evaluate: the finetuned checkpoint (its label map)
   bool leader = true;            ///< prints notes (rank 0 of a data-parallel job)
   const CLI::App* app = nullptr; ///< the parsed flags: which were given
+  /// Dev examples (lmkit-finetune --max-dev-examples) or evaluation examples (lmkit-evaluate
+  /// --max-eval-examples) to read: the first that many rows, sentences or pairs (0: all).
+  int64_t max_examples = 0;
+  /// Keeps the first max_examples of `records` (all of them when it is 0).
+  template <class T>
+  void first_examples(std::vector<T>& records) const {
+    if (max_examples > 0 && records.size() > static_cast<size_t>(max_examples)) records.resize(static_cast<size_t>(max_examples));
+  }
   /// Whether the flag `name` was given.
   bool given(const std::string& name) const { return app != nullptr && app->count(name) > 0; }
   /// max_length, or `fallback` when it is 0, within the model's positions.

@@ -55,7 +55,9 @@ class TextToText : public Task {
 
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     auto train_set = std::make_shared<data::Seq2SeqDataset>(data::read_text_pairs(train, pairs_), train, c.tokenizer, s2s_);
-    auto dev_set = std::make_shared<data::Seq2SeqDataset>(data::read_text_pairs(dev, pairs_), dev, c.tokenizer, s2s_);
+    auto dev_pairs = data::read_text_pairs(dev, pairs_);
+    c.first_examples(dev_pairs);
+    auto dev_set = std::make_shared<data::Seq2SeqDataset>(std::move(dev_pairs), dev, c.tokenizer, s2s_);
     if (c.leader && train_set->truncated_sources() + train_set->truncated_targets() > 0) {
       std::fprintf(stderr, "%s: %lld sources cut to --max-length, %lld targets to --max-target-length\n", train.c_str(),
                    static_cast<long long>(train_set->truncated_sources()), static_cast<long long>(train_set->truncated_targets()));
@@ -107,7 +109,9 @@ class TextToText : public Task {
     s2s_.decoder_only = !c.family.encoder_decoder;
     pairs_.format = c.columns.format;
     const auto g = eval::text_generation_options(beams_, max_new_tokens_, s2s_.max_target_length);
-    const data::Seq2SeqDataset ds(data::read_text_pairs(path, pairs_), path, c.tokenizer, s2s_);
+    auto pairs = data::read_text_pairs(path, pairs_);
+    c.first_examples(pairs);
+    const data::Seq2SeqDataset ds(std::move(pairs), path, c.tokenizer, s2s_);
     Json r = score(model, c.tokenizer, ds, g, c.batch_size, c.pad_id, c.device, predictions);
     r["beams"] = beams_, r["max_new_tokens"] = g.max_new_tokens;
     return r;

@@ -38,8 +38,9 @@ class TokenClassification : public Task {
     check_input(p.num_labels >= 2, train + ": needs at least two tags");
     const data::TokenTaskOptions options{c.max_length, label_all_};
     p.train_set = std::make_shared<data::TokenClassificationDataset>(std::move(train_sentences), train, c.tokenizer, tag_map, options);
-    auto dev_set = std::make_shared<data::TokenClassificationDataset>(data::read_tagged_sentences(dev, format_), dev, c.tokenizer,
-                                                                      tag_map, options);
+    auto dev_sentences = data::read_tagged_sentences(dev, format_);
+    c.first_examples(dev_sentences);
+    auto dev_set = std::make_shared<data::TokenClassificationDataset>(std::move(dev_sentences), dev, c.tokenizer, tag_map, options);
     p.dev_examples = dev_set->size(0);
     p.label_map = tag_map;
     p.evaluate = [dev_set, tag_map, batch = c.batch_size, pad = c.pad_id, device = c.device](models::Model& m,
@@ -64,8 +65,9 @@ class TokenClassification : public Task {
     const auto tag_map = data::load_label_map(c.checkpoint, num_labels);
     const int64_t length = c.length_within_positions(128);
     const data::TokenTaskOptions options{length, label_all_, c.given("--seq-len") ? "--seq-len" : "--max-length (as finetuned)"};
-    const data::TokenClassificationDataset ds(data::read_tagged_sentences(path, format_of(c, info_)), path, c.tokenizer, tag_map,
-                                              options);
+    auto sentences = data::read_tagged_sentences(path, format_of(c, info_));
+    c.first_examples(sentences);
+    const data::TokenClassificationDataset ds(std::move(sentences), path, c.tokenizer, tag_map, options);
     Json r = score(model, ds, tag_map, c.batch_size, c.pad_id, c.device, predictions);
     r["max_length"] = length;
     return r;

@@ -22,6 +22,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/core/tensorboard.h"
 #include "lmkit/eval/loss.h"
 #include "lmkit/io/checkpoint.h"
@@ -62,41 +63,6 @@ bool run_output(const std::string& name) {
   return names.count(name) || name.rfind("tokenizer.", 0) == 0 || name.rfind("events.out.tfevents.", 0) == 0 ||
          name.find(".tmp.") != std::string::npos || name.find(".old.") != std::string::npos;
 }
-
-// SIGTERM/SIGINT: the first asks the loop to stop after the current step and
-// checkpoint (cluster schedulers send SIGTERM before they preempt a job); a second
-// one ends the process at once, as the default action would.
-std::atomic<int> stop_signal{0};
-
-extern "C" void on_stop_signal(int sig) {
-  if (stop_signal.exchange(sig) != 0) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
-}
-
-class StopSignals {
- public:
-  StopSignals() {
-    stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;  // a write or read in progress goes on
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    ::sigaction(SIGINT, &sa, &old_int_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-    ::sigaction(SIGINT, &old_int_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  static int received() { return stop_signal.load(); }
-
- private:
-  struct sigaction old_term_ {}, old_int_ {};
-};
 
 }  // namespace
 
@@ -231,7 +197,7 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
   train_loader_ = data::sharded(train_loader_, o_.group.get());
 }
 
-void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir) {
+void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir, bool optimizer) {
   Json state = {{"step", step},
                 {"epoch", position.epoch},
                 {"batch", position.batch},
@@ -242,7 +208,11 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
                 {"skipped_steps", skipped_steps_},
                 {"schedule", schedule_name(o_.schedule.schedule)},
                 {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))}};
+  if (validation_pending_) state["validation_pending"] = true;
   models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
+    save_json_file(tmp + "/trainer_state.json", state);
+    if (save_extra_) save_extra_(tmp);
+    if (!optimizer) return;
     torch::serialize::OutputArchive archive;
     optimizer_->save(archive);
     // The dropout RNG: a resumed run draws the same masks an uninterrupted one would.
@@ -258,8 +228,6 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
     std::ostringstream bytes;
     archive.save_to(bytes);
     write_file_atomic(tmp + "/optimizer.pt", bytes.str());
-    save_json_file(tmp + "/trainer_state.json", state);
-    if (save_extra_) save_extra_(tmp);
   });
 }
 
@@ -291,6 +259,7 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
     // Early stopping and result.json carry on from where the run was, not from zero.
     best_step_ = state.value("best_step", int64_t{0});
     evals_since_best_ = state.value("evals_since_best", int64_t{0});
+    validation_pending_ = state.value("validation_pending", false);
     const data::LoaderPosition position{state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()};
     check_input(start_step_ >= 0 && position.epoch >= 0 && position.batch >= 0, state_file + ": negative step or position");
     return position;
@@ -361,21 +330,45 @@ Json Trainer::run() {
   loop.bar.update(start_step_);
   const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
   StopSignals signals;
-  while (loop.step < stop && !loop.interrupted) {
+  if (validation_pending_) early_stopped_ = validate_pending(loop);
+  while (loop.step < stop && !loop.interrupted && !early_stopped_) {
     if (!train_one(loop)) continue;
     const auto pause = std::chrono::steady_clock::now();
-    const bool stop_early = validate_and_keep_best(loop);
-    save_step(loop);
+    const bool stop_early = validate_or_defer(loop);
+    if (!validation_pending_) save_step(loop);
     // Validation and checkpoints are not training: the throughput window (tok/s) leaves their time out.
     loop.window_start += std::chrono::steady_clock::now() - pause;
-    if (stop_early) {
-      early_stopped_ = true;
-      break;
-    }
+    early_stopped_ = stop_early;
   }
   loop.bar.finish();
-  if (loop.step < o_.steps && !early_stopped_) return stop_interrupted(loop);
+  if ((loop.step < o_.steps || validation_pending_) && !early_stopped_) return stop_interrupted(loop);
   return finish(loop);
+}
+
+bool Trainer::validate_or_defer(Loop& loop) {
+  // Data-parallel ranks validate together (a rank leaving a collective would hang the
+  // others): they notice a signal at the next step, which carries it to every rank.
+  std::optional<NoStopChecks> together;
+  if (o_.group) together.emplace();
+  try {
+    return validate_and_keep_best(loop);
+  } catch (const Interrupted&) {
+    validation_pending_ = true;  // in the step's checkpoint: the resumed run validates first
+    loop.interrupted = true;
+    return false;
+  }
+}
+
+bool Trainer::validate_pending(Loop& loop) {
+  if (writer()) std::fprintf(stderr, "validating step %lld first (a stop signal interrupted it)\n", static_cast<long long>(loop.step));
+  validation_pending_ = false;
+  const bool stop_early = validate_or_defer(loop);
+  if (!validation_pending_ && writer()) {
+    // The step's checkpoint again, now without the pending validation, so that it is never repeated.
+    const data::LoaderPosition position = loop.loader.position();
+    loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir); });
+  }
+  return stop_early;
 }
 
 data::LoaderPosition Trainer::resume() {
@@ -475,7 +468,7 @@ bool Trainer::validate_and_keep_best(Loop& loop) {
   if (better) {
     best_valid_ = v, best_step_ = step, evals_since_best_ = 0;
     const std::string best = o_.best_dir.empty() ? loop.checkpoints.path() + "/best" : o_.best_dir;
-    if (writer()) save_checkpoint(step, loop.loader.position(), best);
+    if (writer()) save_checkpoint(step, loop.loader.position(), best, o_.optimizer_in_exports);
     return false;
   }
   return o_.patience > 0 && ++evals_since_best_ >= o_.patience;  // early stopping: no improvement in `patience`
@@ -498,10 +491,11 @@ Json Trainer::stop_interrupted(Loop& loop) {
   if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
   if (loop.interrupted) {
     const int sig = StopSignals::received();
-    const std::string by = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal on another rank";
-    throw Error(ExitCode::kInterrupted, "interrupted by " + by + " after step " + std::to_string(step) + ": checkpoint " +
-                                            loop.checkpoints.step_path(step) +
-                                            " written; continue with the same command and --resume");
+    const std::string by = sig == SIGINT || sig == SIGTERM ? StopSignals::name(sig) : "a signal on another rank";
+    const std::string when = validation_pending_ ? " during the validation of step " : " after step ";
+    throw Error(ExitCode::kInterrupted, "interrupted by " + by + when + std::to_string(step) + ": checkpoint " +
+                                            loop.checkpoints.step_path(step) + " written; continue with the same command and --resume" +
+                                            (validation_pending_ ? " (it validates step " + std::to_string(step) + " first)" : ""));
   }
   return {{"steps", step}, {"stopped_at", step}, {"train_loss", loop.last_loss}};
 }
@@ -517,7 +511,7 @@ Json Trainer::finish(Loop& loop) {
                   {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.start).count()}};
   if (!loop.last_valid.is_null()) summary["valid"] = loop.last_valid;
   if (writer()) {
-    save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final");
+    save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final", o_.optimizer_in_exports);
     save_json_file(o_.output + "/result.json", summary);
   }
   if (o_.group) o_.group->barrier();

@@ -51,6 +51,9 @@ struct TrainerOptions {
   bool higher_is_better = false;     ///< e.g. accuracy
   int64_t patience = 0;              ///< stop after this many validations without improvement (0: never)
   std::string best_dir;              ///< where the best checkpoint goes (default OUTPUT/checkpoints/best)
+  /// Whether the best checkpoint and final/ carry the optimizer state (2× the weights for
+  /// AdamW). A run resumes from checkpoints/step-N, which always do: finetuning leaves it out.
+  bool optimizer_in_exports = true;
 };
 
 /// A run's checkpoints/ folder: the step-N checkpoints, the `latest` pointer and rotation.
@@ -97,11 +100,14 @@ class Trainer {
   bool train_one(Loop& loop);                    ///< one optimizer step; false when it was skipped (non-finite)
   void log(Loop& loop, const StepResult& result, double lr);
   bool validate_and_keep_best(Loop& loop);       ///< true when early stopping ends the run
+  bool validate_or_defer(Loop& loop);            ///< validate_and_keep_best; a stop signal leaves it pending
+  bool validate_pending(Loop& loop);             ///< a resumed run's pending validation, then its checkpoint again
   void save_step(Loop& loop);                    ///< checkpoints/step-N, latest, rotation
   Json stop_interrupted(Loop& loop);             ///< --stop-at or a signal: checkpoint, no final/
   Json finish(Loop& loop);                       ///< final/ and result.json
 
-  void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir);
+  /// `optimizer`: with optimizer.pt (a step checkpoint, or an export when optimizer_in_exports).
+  void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir, bool optimizer = true);
   data::LoaderPosition restore(const std::string& dir);
   Json validate(int64_t step);
   bool writer() const { return !o_.group || o_.group->leader(); }
@@ -119,6 +125,7 @@ class Trainer {
   int64_t skipped_steps_ = 0;
   int64_t best_step_ = 0, evals_since_best_ = 0;
   bool early_stopped_ = false;
+  bool validation_pending_ = false;  // a stop signal interrupted the validation of the checkpoint's step
 };
 
 /// Opens a run directory for a training run and returns its lock (docs/training.md,

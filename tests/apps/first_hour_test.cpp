@@ -1,0 +1,175 @@
+// A researcher's first hour (#43): quick variants of every long command, outputs that
+// are not replaced by surprise, runs that keep what they need, one key style, help and
+// output a person reads.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "../data/data_fixture.h"
+#include "app_runner.h"
+#include "lmkit/core/config.h"
+#include "lmkit/core/file.h"
+
+using namespace lmkit;
+using test::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Eight separable rows (train = dev): a random bert-tiny learns them in a few epochs.
+std::string separable(const test::TempDir& dir) {
+  const std::string path = dir / "set.tsv";
+  std::ofstream out(path);
+  out << "sentence\tlabel\n";
+  const char* good[] = {"great wonderful excellent", "wonderful great", "excellent film , great", "great great"};
+  const char* bad[] = {"awful terrible horrible", "terrible awful", "horrible film , awful", "awful awful"};
+  for (int i = 0; i < 4; ++i) out << good[i] << "\tpos\n" << bad[i] << "\tneg\n";
+  return path;
+}
+
+std::string finetune_args(const test::TempDir& dir, const std::string& out) {
+  const std::string set = separable(dir);
+  return "lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+         (*test::data_fixture("bert").dir / "tok.model") + " --train " + set + " --dev " + set +
+         " --epochs 2 --batch-size 4 --max-length 16 --threads 1 --output " + (dir / out);
+}
+
+size_t lines_of(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("first hour: --max-dev-examples and --max-eval-examples take the first N examples", "[apps][first-hour]") {
+  test::TempDir dir;
+  auto r = run(finetune_args(dir, "ft") + " --max-dev-examples 3");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(load_json_file(dir / "ft/result.json")["examples"] == 3);
+  CHECK(lines_of(dir / "ft/predictions.tsv") == 4);  // a header and three rows
+  const std::string eval = "lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + (dir / "set.tsv") + " --threads 1 ";
+  r = run(eval + "--metric classification --max-eval-examples 5 --output " + (dir / "five.json"));
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(load_json_file(dir / "five.json")["examples"] == 5);
+  // A corpus metric has no examples to count: an error that says what to do instead.
+  r = run(eval + "--metric mlm-perplexity --max-eval-examples 5 --output " + (dir / "mlm.json"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::StartsWith("error: --max-eval-examples applies to the in-context metrics, bleu and those of "
+                                      "the finetuning tasks, not --metric mlm-perplexity (give a shorter --data file)"));
+}
+
+TEST_CASE("first hour: best/ and final/ carry no optimizer state, and --keep best keeps best/ alone and resumes",
+          "[apps][first-hour]") {
+  test::TempDir dir;
+  auto r = run(finetune_args(dir, "all"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(!fs::exists(dir / "all/best/optimizer.pt"));
+  CHECK(!fs::exists(dir / "all/final/optimizer.pt"));
+  CHECK(fs::exists(dir / "all/best/model.safetensors"));
+  const std::string step = read_file(dir / "all/checkpoints/latest");
+  CHECK(fs::exists(dir / "all/checkpoints/" + step.substr(0, step.find('\n')) + "/optimizer.pt"));
+
+  r = run(finetune_args(dir, "best") + " --keep best");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(fs::exists(dir / "best/best/model.safetensors"));
+  CHECK(!fs::exists(dir / "best/final"));
+  CHECK(!fs::exists(dir / "best/checkpoints"));
+  const Json first = load_json_file(dir / "best/result.json");
+  CHECK(first["kept"] == "best");
+  // Nothing to resume from, yet the run is finished: --resume evaluates best/ again.
+  r = run(finetune_args(dir, "best") + " --keep best --resume");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("finished earlier (--keep best): evaluating best/"));
+  const Json again = load_json_file(dir / "best/result.json");
+  CHECK(again["accuracy"] == first["accuracy"]);
+  CHECK(again["best_epoch"] == first["best_epoch"]);
+  CHECK(!fs::exists(dir / "best/checkpoints"));
+}
+
+TEST_CASE("first hour: lmkit-evaluate's result.json is replaced by the same evaluation only", "[apps][first-hour]") {
+  test::TempDir dir;
+  REQUIRE(run(finetune_args(dir, "ft")).code == 0);
+  std::ofstream(dir / "other.tsv") << "sentence\tlabel\ngreat\tpos\nawful\tneg\n";
+  const std::string eval = "cd " + (dir / "") + " && " + test::bin_dir() + "/lmkit-evaluate --checkpoint ft/best --threads 1 "
+                           "--metric classification --data ";
+  auto r = test::run_shell(eval + "set.tsv 2>&1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(load_json_file(dir / "result.json")["data"] == "set.tsv");
+  // The aligned table: the header names what was evaluated, no quoted fragments.
+  CHECK_THAT(r.out, Catch::StartsWith("classification of ft/best on set.tsv\n") && Catch::Contains("  accuracy ") &&
+                        !Catch::Contains("\""));
+  CHECK(test::run_shell(eval + "set.tsv 2>&1").code == 0);  // the same evaluation again
+  r = test::run_shell(eval + "other.tsv 2>&1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::StartsWith("error: the default --output result.json holds another evaluation (classification "
+                                      "of ft/best on set.tsv): give --output FILE for this one, or --overwrite"));
+  CHECK(load_json_file(dir / "result.json")["data"] == "set.tsv");
+  CHECK(test::run_shell(eval + "other.tsv --output other.json 2>&1").code == 0);
+}
+
+TEST_CASE("first hour: --config keys take _ or - as suite files do, and two keys for one flag are an error",
+          "[apps][first-hour]") {
+  test::TempDir dir;
+  const std::string pretrain = "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+                               (*test::data_fixture("bert").dir / "tok.model") + " --train " +
+                               test::sample("valid.txt") + " --steps 1 --seq-len 16 --threads 1 --config ";
+  std::ofstream(dir / "under.json") << R"({"batch_size": 2, "log_every": 1})";
+  auto r = run(pretrain + (dir / "under.json") + " --output " + (dir / "u"));
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(load_json_file(dir / "u/config.json")["batch-size"] == "2");
+  std::ofstream(dir / "both.json") << R"({"batch_size": 2, "batch-size": 3})";
+  r = run(pretrain + (dir / "both.json") + " --output " + (dir / "b"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("keys 'batch-size' and 'batch_size' name one flag (--batch-size)"));
+  std::ofstream(dir / "typo.json") << R"({"batch_sise": 2})";
+  r = run(pretrain + (dir / "typo.json") + " --output " + (dir / "t"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("unknown key 'batch_sise' (did you mean 'batch-size'?)"));
+}
+
+TEST_CASE("first hour: help shows every default and negatable flags plainly", "[apps][first-hour]") {
+  const auto evaluate = run("lmkit-evaluate --help");
+  CHECK(evaluate.code == 0);
+  CHECK_THAT(evaluate.out, Catch::Contains("--rouge-stemmer, --no-rouge-stemmer") && !Catch::Contains("{false}") &&
+                               !Catch::Contains("{true}"));
+  CHECK_THAT(evaluate.out, Catch::Contains("sequences per batch (default: 8)"));
+  const auto generate = run("lmkit-generate --help");
+  CHECK_THAT(generate.out, Catch::Contains("tokens to generate at most (default: "));
+  const auto finetune = run("lmkit-finetune --help");
+  CHECK_THAT(finetune.out, Catch::Contains("INT:> 0") && !Catch::Contains("=32") && Catch::Contains("(default: 32)"));
+}
+
+TEST_CASE("first hour: lmkit-forward runs on lmkit-tokenize inspect --dump and prints a line per tensor", "[apps][first-hour]") {
+  test::TempDir dir;
+  const auto& f = test::data_fixture("bert");
+  auto r = run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") +
+               " --train " + test::sample("valid.txt") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1 --output " +
+               (dir / "pre"));
+  REQUIRE(r.code == 0);
+  r = run("lmkit-tokenize inspect --tokenizer " + (dir / "pre/final") + " --corpus " + f.corpus_path +
+          " --objective mlm+nsp --seq-len 16 --batch-size 2 --batches 1 --dump " + (dir / "in.safetensors"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  r = run("lmkit-forward --checkpoint " + (dir / "pre/final") + " --inputs " + (dir / "in.safetensors") + " --output " +
+          (dir / "out.safetensors") + " --threads 1");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\n  logits ") && Catch::Contains("[2, 16, ") && Catch::Contains("\n  loss "));
+  r = run("lmkit-forward --checkpoint " + (dir / "pre/final") + " --inputs " + (dir / "in.safetensors") + " --output " +
+          (dir / "grad.safetensors") + " --gradients --threads 1");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("parameter gradients, HF's parameter names)"));
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 20);
+}
