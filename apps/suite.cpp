@@ -416,8 +416,22 @@ void collect(const Args& a, const eval::Suite& suite) {
   std::printf("%s", eval::suite_markdown(suite, rows, Json()).c_str());
 }
 
+// The suite file: --suite, or for --collect the one the first run directory's results.json names.
+std::string suite_file(const Args& a) {
+  if (!a.suite.empty()) return a.suite;
+  check_input(!a.collect.empty(), "--suite FILE is required (the suite to run)");
+  const std::string results = a.collect.front() + "/results.json";
+  check_input(fs::is_regular_file(results), "--collect " + a.collect.front() + ": no results.json (not a finished lmkit-suite --output)");
+  const Json j = load_json_file(results);
+  const std::string file = j.is_object() ? j.value("suite_file", "") : "";
+  check_input(!file.empty() && fs::is_regular_file(file),
+              results + ": its suite file '" + file + "' is not there: give --suite FILE");
+  return file;
+}
+
 void run(const Args& a) {
-  eval::Suite suite = eval::read_suite(a.suite, a.data_root.empty() ? fs::path(a.suite).parent_path().string() : a.data_root);
+  const std::string file = suite_file(a);
+  eval::Suite suite = eval::read_suite(file, a.data_root.empty() ? fs::path(file).parent_path().string() : a.data_root);
   eval::select_tasks(suite, a.tasks);
   if (!a.collect.empty()) {
     check_input(a.checkpoint.empty() && a.init.empty() && a.output.empty() && a.baseline.empty(),
@@ -457,7 +471,7 @@ int main(int argc, char** argv) {
                "every task for every seed, into a GLUE-style table (docs/suite.md)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   Args a;
-  app.add_option("--suite", a.suite, "suite file (JSON: data/suites/glue.json)")->required();
+  app.add_option("--suite", a.suite, "suite file (JSON: data/suites/glue.json); --collect: default, the one the runs used");
   app.add_option("--data-root", a.data_root, "folder the suite's relative data paths start from (default: the suite file's)");
   app.add_option("--checkpoint", a.checkpoint, "pretrained checkpoint directory");
   app.add_option("--init", a.init, "'random': no pretraining (with --model and --tokenizer)");

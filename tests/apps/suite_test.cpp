@@ -103,6 +103,14 @@ TEST_CASE("suite: a BERT and its random init through every finetuned task type, 
   REQUIRE(table.code == 0);
   CHECK(count(table.out, "| random init (bert) |") == 1);
   CHECK(count(table.out, "| " + ckpt + " |") == 1);
+  // Without --suite, --collect takes the suite the runs used (docs/suite.md).
+  auto own = run("lmkit-suite --tasks sentiment,pairs,scores,ner,lambada --collect " + (dir / "out") + "," + (dir / "out/random"));
+  INFO(own.out);
+  CHECK(own.code == 0);
+  CHECK(own.out == table.out);
+  auto none = run("lmkit-suite --output " + (dir / "x"));
+  CHECK(none.code == 2);
+  CHECK_THAT(none.out, Catch::StartsWith("error: --suite FILE is required (the suite to run)"));
 }
 
 TEST_CASE("suite: a GPT through text-to-text and in-context tasks, a zero-shot task run once", "[apps][suite]") {

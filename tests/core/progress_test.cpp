@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/config.h"
@@ -39,6 +41,36 @@ TEST_CASE("progress: plain lines off a terminal - redrawn in place on one", "[co
   bar.finish();
   CHECK_THAT(tty.str(), Catch::Contains("\r"));
   CHECK_THAT(tty.str(), Catch::Contains("[########################]"));
+}
+
+TEST_CASE("progress: a transient bar (generation inside training) is silent for quick work and shows slow work",
+          "[core][progress]") {
+  std::ostringstream quick;
+  {
+    lmkit::ProgressBar bar(4, "generate", &quick, 0);
+    bar.transient = true;
+    for (int i = 1; i <= 4; ++i) bar.update(i);
+    bar.finish();
+  }
+  CHECK(quick.str().empty());
+  // Slow work: a line every log_every_s off a terminal, and the final one.
+  std::ostringstream slow;
+  lmkit::ProgressBar bar(2, "generate", &slow, 0);
+  bar.transient = true;
+  bar.log_every_s = 0.01;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  bar.update(1);
+  bar.finish();
+  CHECK_THAT(slow.str(), Catch::Contains("generate 1/2 (50%)"));
+  CHECK_THAT(slow.str(), Catch::EndsWith("\n"));
+  // On a terminal it erases its line when done, for the training bar to draw there again.
+  std::ostringstream tty;
+  lmkit::ProgressBar live(2, "generate", &tty, 1);
+  live.transient = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  live.update(1);
+  live.finish();
+  CHECK_THAT(tty.str(), Catch::Contains("generate [") && Catch::EndsWith("\r\033[K"));
 }
 
 TEST_CASE("metrics: one flushed JSON object per line - appended", "[core][progress]") {
