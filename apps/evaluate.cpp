@@ -264,9 +264,12 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
   if (a.metric == "perplexity") {
     auto model = load_model(a, tok);
     model->to(device);
-    const int64_t positions = family.max_length(config);
-    eval::SlidingWindow w{a.context > 0 ? a.context : positions, a.stride, a.batch_size};
-    check_input(w.context <= positions, "--context exceeds the model's " + family.positions_key);
+    const int64_t positions = family.max_length(config);  // 0: the positions have no end (rotary)
+    const int64_t meant = !family.context_key.empty() && config.contains(family.context_key) && config[family.context_key].is_number_integer()
+                              ? config[family.context_key].get<int64_t>() : 0;
+    check_input(a.context > 0 || positions > 0 || meant > 0, a.checkpoint + ": give --context (the model's positions have no end)");
+    eval::SlidingWindow w{a.context > 0 ? a.context : positions > 0 ? positions : meant, a.stride, a.batch_size};
+    check_input(positions == 0 || w.context <= positions, "--context exceeds the model's " + family.positions_key);
     eval::TextStats stats;
     const bool text = !data::is_corpus(a.data);
     if (text) stats = eval::text_stats(a.data);

@@ -304,5 +304,5 @@ TEST_CASE("evaluate: in-context metrics on a GPT, several tasks in one call, and
   const auto e = run("lmkit-evaluate --checkpoint " + (dir / "cls/best") + " --metric multiple-choice --data " + icl +
                      "schema.jsonl --output " + (dir / "y.json"));
   CHECK(e.code == 2);
-  CHECK_THAT(e.out, Catch::Contains("scores causal language models (GPT2LMHeadModel), not BertForSequenceClassification"));
+  CHECK_THAT(e.out, Catch::Contains("scores causal language models (GPT2LMHeadModel or LlamaForCausalLM), not BertForSequenceClassification"));
 }

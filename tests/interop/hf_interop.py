@@ -19,6 +19,10 @@ Token classification (bert_tokcls, roberta_tokcls, gpt2_tokcls, t5_tokcls: HF's
 *ForTokenClassification): hf-to-lmkit on a small config made here, with tags on some
 tokens and -100 elsewhere; lmkit-to-hf through lmkit-finetune --task token-classification
 on the made-up NER fixture (tests/fixtures/ner).
+Llama (llama: LlamaForCausalLM, untied; llama_tied; llama_seqcls, hf-to-lmkit only;
+llama_tokcls): config and inputs made here (LLAMA_CONFIG, llama_inputs): grouped-query
+attention (4 query heads, 2 key/value heads), rotary positions with rope_theta 5000, rows
+of 24 with the second right-padded.
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -61,12 +65,44 @@ FAMILIES = {
     "roberta_tokcls": (None, transformers.RobertaForTokenClassification, "labels"),
     "gpt2_tokcls": (None, transformers.GPT2ForTokenClassification, "labels"),
     "t5_tokcls": (None, transformers.T5ForTokenClassification, "labels"),
+    "llama": (None, transformers.LlamaForCausalLM, "labels"),
+    "llama_tied": (None, transformers.LlamaForCausalLM, "labels"),
+    "llama_seqcls": (None, transformers.LlamaForSequenceClassification, "labels"),
+    "llama_tokcls": (None, transformers.LlamaForTokenClassification, "labels"),
 }
 NUM_TAGS = 5
 
 
+# Grouped-query attention (4 query heads, 2 key/value heads), head_dim 16, rope_theta off
+# its default, attention and MLP biases off as in Llama; pad id 0 for the classifier's last token.
+LLAMA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64,
+                "rms_norm_eps": 1e-5, "rope_theta": 5000.0, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+
+
+def llama_inputs(family):
+    """Two rows of 24, the second right-padded after 17 tokens; causal-LM labels (-100 on the
+    padding), one class per row, or a tag per token."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(3, LLAMA_CONFIG["vocab_size"], (2, 24), generator=g)
+    mask = torch.ones_like(ids)
+    ids[1, 17:], mask[1, 17:] = 0, 0
+    if family == "llama_seqcls":
+        return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([1, 0])}
+    if family == "llama_tokcls":
+        labels = torch.randint(0, NUM_TAGS, (2, 24), generator=g)
+        labels[:, 4], labels[1, 17:] = -100, -100
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    labels = ids.clone()
+    labels[1, 17:] = -100
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
 def made_config(family):
-    """The HF config of a family without a committed fixture (RoBERTa, the token classifiers)."""
+    """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
+    if family.startswith("llama"):
+        return transformers.LlamaConfig(**LLAMA_CONFIG, tie_word_embeddings=family == "llama_tied",
+                                        num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("roberta"):
         return transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     c = {k: v for k, v in small_config(family).items() if k != "model_type"}
@@ -205,7 +241,9 @@ def hf_to_lmkit(family, bin_dir, work):
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    if family.endswith("tokcls"):
+    if family.startswith("llama"):
+        batch = llama_inputs(family)
+    elif family.endswith("tokcls"):
         batch = tokcls_inputs(family, config.vocab_size)
     elif fixture is None:
         batch = roberta_inputs(family)
@@ -218,7 +256,28 @@ def hf_to_lmkit(family, bin_dir, work):
     failures, worst, outputs, grads = check_outputs(hf_out, lmkit_out, model)
     if grads == 0:
         failures.append("no gradients compared")
-    return failures, f"{outputs} outputs and {grads} parameter gradients; worst |diff|/scale {worst:.2e}"
+    generated = ""
+    if family in ("llama", "llama_tied"):
+        failures += greedy_generation(model, bin_dir, ckpt)
+        generated = "; greedy generation with the KV cache and without it equals HF's generate, 40 tokens"
+    return failures, f"{outputs} outputs and {grads} parameter gradients; worst |diff|/scale {worst:.2e}{generated}"
+
+
+def greedy_generation(model, bin_dir, ckpt):
+    """lmkit-generate's greedy tokens, with the KV cache (rotary keys cached at their own
+    positions) and with a full recompute each step, against HF's generate()."""
+    prompt = [5, 17, 42, 99]
+    with torch.no_grad():
+        want = model.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False, eos_token_id=None,
+                              pad_token_id=0)[0, len(prompt):].tolist()
+    failures = []
+    for extra in ([], ["--no-cache"]):
+        out = run([os.path.join(bin_dir, "lmkit-generate"), "--checkpoint", ckpt, "--prompt-ids", ",".join(map(str, prompt)),
+                   "--max-new-tokens", "40", "--ids", "--threads", "1"] + extra)
+        got = [int(x) for x in out.strip().split("\n")[-1].split(",")]
+        if got != want:
+            failures.append(f"generation {' '.join(extra) or 'with the cache'}: {got} vs HF {want}")
+    return failures
 
 
 def small_config(family):
@@ -231,6 +290,9 @@ def small_config(family):
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family in ("gpt2", "gpt2_tokcls"):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
+    if family.startswith("llama"):
+        return {"model_type": "llama", **{k: v for k, v in LLAMA_CONFIG.items() if not k.endswith("_token_id")},
+                "tie_word_embeddings": family == "llama_tied"}
     gated = family == "t5_v1_1"
     return {"model_type": "t5", "vocab_size": 1000, "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2,
             "num_decoder_layers": 2, "num_heads": 4, "feed_forward_proj": "gated-gelu" if gated else "relu",
@@ -250,13 +312,13 @@ def lmkit_to_hf(family, bin_dir, work):
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
-                 "gpt2_tokcls": "clm"}.get(family, "span")
+                 "gpt2_tokcls": "clm"}.get(family, "clm" if family.startswith("llama") else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
          "--seq-len", "32", "--threads", "1", "--seed", "3"])
     ckpt = os.path.join(run_dir, "final")
-    if family in ("bert_seqcls", "roberta_seqcls"):
+    if family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls"):
         with open(os.path.join(SAMPLE, "valid.txt")) as f:
             lines = [l.strip() for l in f if len(l.split()) > 3][:64]
         classification_file(os.path.join(work, "train.tsv"), lines[:48])
@@ -295,7 +357,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3] = ids[:, 3]
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
-    elif family in ("bert_seqcls", "roberta_seqcls"):
+    elif family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
@@ -303,7 +365,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels
-    elif family == "gpt2":
+    elif family in ("gpt2", "llama", "llama_tied"):
         batch["labels"] = ids.masked_fill(mask == 0, -100)
     else:
         batch["decoder_input_ids"] = torch.randint(4, vocab, (2, 6), generator=g)

@@ -248,5 +248,6 @@ TEST_CASE("registry: pretraining objectives per model type, one source for pretr
   // lmkit-bench train --objective clm on BERT used to run.
   CHECK_THROWS_WITH(models::pretraining_objective("bert", "clm"),
                     Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp, mlm or mlm+sbo)"));
-  CHECK_THROWS_WITH(models::pretraining_objective("llama"), Catch::Contains("unknown model_type 'llama'"));
+  CHECK(models::pretraining_architecture("llama", "clm") == "LlamaForCausalLM");
+  CHECK_THROWS_WITH(models::pretraining_objective("nonesuch"), Catch::Contains("unknown model_type 'nonesuch'"));
 }

@@ -9,6 +9,7 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/models/bert.h"
 #include "lmkit/models/gpt.h"
+#include "lmkit/models/llama.h"
 #include "lmkit/models/model.h"
 #include "lmkit/models/roberta.h"
 #include "lmkit/models/t5.h"
@@ -21,7 +22,8 @@ namespace {
 std::vector<Family>& registry() {
   // One line per family: its descriptor lives beside its model.
   static std::vector<Family> all = [] {
-    std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family()};
+    std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family(),
+                                   llama_family()};
     for (auto& f : builtin) f.source = "lmkit";
     return builtin;
   }();

@@ -39,6 +39,9 @@ struct Family {
   std::map<std::string, std::string> heads;
   std::string tokenizer_family;            ///< the tokenizer it trains and expects: bert, gpt2, t5
   std::string positions_key;               ///< config key bounding the sequence length ("": relative positions)
+  /// Where the positions have no end (rotary): the config key of the length the model is
+  /// meant for, lmkit-evaluate's default perplexity window ("": give --context).
+  std::string context_key;
   /// The longest input for a config when it is not config[positions_key] (RoBERTa: less padding_idx + 1).
   std::function<int64_t(const Json& config)> max_length_of;
   std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints

@@ -6,6 +6,7 @@
 
 #include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
+#include "lmkit/models/decoder_heads.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
 #include "lmkit/models/losses.h"
@@ -173,28 +174,9 @@ Output GptImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  if (config.head == GptHead::kLmHead) {
-    if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);  // (B, T, V)
-    if (batch.labels.defined()) {
-      // Causal LM: position t predicts labels[t + 1].
-      at::Tensor shifted = batch.labels.slice(1, 1);  // (B, T-1)
-      if (out.logits.defined()) {
-        out.loss = cross_entropy(out.logits.slice(1, 0, -1), shifted);
-      } else {
-        // Without padding every position predicts: no row selection (nor its device sync).
-        at::Tensor rows = out.last_hidden_state.slice(1, 0, -1), targets = shifted;
-        if (batch.attention_mask.defined()) std::tie(rows, targets) = select_targets(rows, shifted);
-        out.loss = linear_cross_entropy(rows, lm_head ? lm_head->weight : wte->weight, {}, targets);
-      }
-    }
-  }
+  if (config.head == GptHead::kLmHead) causal_lm_head(out, batch, lm_head ? lm_head->weight : wte->weight, full_logits);
   if (config.head == GptHead::kSequenceClassification) {
-    // The last real token of each row (right padding); HF finds it via pad_token_id.
-    const int64_t b = batch.input_ids.size(0), t = batch.input_ids.size(1);
-    at::Tensor last = batch.attention_mask.defined() ? batch.attention_mask.sum(1).sub(1).clamp_min(0)
-                                                     : at::full({b}, t - 1, batch.input_ids.options());
-    at::Tensor rows = out.last_hidden_state.index({at::arange(b, last.options()), last});  // (B, D)
-    out.logits = score(rows);                                                              // (B, num_labels)
+    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
     if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
   }
   if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);  // labels not shifted
@@ -221,14 +203,8 @@ std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, cons
 }
 
 void GptImpl::check_batch(const Batch& b) const {
-  check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_extra_inputs(b, {}, architecture());
-  check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
-  check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
-  check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
-  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
-  if (token_classifier) check_token_labels(b, config.num_labels);
-  else check_input_labels(b, config.head == GptHead::kSequenceClassification, config.num_labels, config.vocab_size);
+  check_decoder_batch(b, architecture(), config.vocab_size, static_cast<bool>(token_classifier),
+                      config.head == GptHead::kSequenceClassification, config.num_labels);
 }
 
 std::vector<HfTensor> GptImpl::hf_tensors() {

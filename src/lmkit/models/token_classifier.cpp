@@ -19,7 +19,7 @@ void TokenClassifierImpl::apply(Output& out, const at::Tensor& hidden, const at:
   if (labels.defined()) out.loss = cross_entropy(out.logits, labels);
 }
 
-void TokenClassifierImpl::add_hf_tensors(std::vector<HfTensor>& out) { add_linear(out, "classifier", linear); }
+void TokenClassifierImpl::add_hf_tensors(std::vector<HfTensor>& out, const std::string& name) { add_linear(out, name, linear); }
 
 void check_token_labels(const Batch& b, int64_t num_labels) {
   check_same_shape(b.labels, b.input_ids, "labels", "input_ids");

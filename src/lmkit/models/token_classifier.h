@@ -1,6 +1,6 @@
 // HF's *ForTokenClassification head, the same in every family (BERT, RoBERTa,
 // GPT-2, T5's encoder): dropout on the final hidden states, then one linear layer
-// to num_labels per token, named "classifier" in HF's checkpoints; the loss is the
+// to num_labels per token, named "classifier" in HF's checkpoints ("score" for Llama); the loss is the
 // mean cross-entropy over the labelled tokens (-100 ignored).
 #pragma once
 
@@ -20,8 +20,8 @@ class TokenClassifierImpl : public torch::nn::Module {
   TokenClassifierImpl(int64_t hidden_size, int64_t num_labels, double dropout);
   /// out.logits (B, T, num_labels) from hidden (B, T, D); with labels (B, T), out.loss.
   void apply(Output& out, const at::Tensor& hidden, const at::Tensor& labels);
-  /// classifier.weight and classifier.bias.
-  void add_hf_tensors(std::vector<HfTensor>& out);
+  /// NAME.weight and NAME.bias: "classifier" (BERT, RoBERTa, GPT-2, T5), "score" (Llama).
+  void add_hf_tensors(std::vector<HfTensor>& out, const std::string& name = "classifier");
 
   torch::nn::Linear linear{nullptr};  ///< (num_labels, D)
   double dropout;

@@ -1,0 +1,365 @@
+#include "lmkit/models/llama.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "lmkit/models/architectures.h"
+#include "lmkit/models/checks.h"
+#include "lmkit/models/decoder_heads.h"
+#include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
+#include "lmkit/nn/attention.h"
+#include "lmkit/nn/linear.h"
+
+namespace lmkit::models {
+
+namespace {
+
+// The one table of the classes this family builds.
+const ArchitectureTable<LlamaHead>& llama_architectures() {
+  static const ArchitectureTable<LlamaHead> table(
+      {{"LlamaForCausalLM", LlamaHead::kLmHead, kTextToTextHead},
+       {"LlamaModel", LlamaHead::kNone, ""},
+       {"LlamaForSequenceClassification", LlamaHead::kSequenceClassification, kClassificationHead},
+       {"LlamaForTokenClassification", LlamaHead::kTokenClassification, kTokenClassificationHead}});
+  return table;
+}
+
+// rope_theta from transformers 5's rope_parameters {rope_type, rope_theta}, or the older
+// top-level rope_theta and rope_scaling. Only the original rotary scheme is implemented:
+// a scaled one (linear, dynamic, yarn, llama3) is refused, not run as the plain one.
+double read_rope_theta(const Json& j, const std::string& file, double theta) {
+  auto scaled = [&](const std::string& type) {
+    throw InputError(file + ": rope type '" + type + "' is not supported (lmkit implements rope_type 'default')");
+  };
+  if (j.contains("rope_theta")) {
+    if (!j["rope_theta"].is_number() || j["rope_theta"].get<double>() <= 0) throw InputError(file + ": key 'rope_theta' must be a positive number");
+    theta = j["rope_theta"].get<double>();
+  }
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
+    const Json& s = j["rope_scaling"];
+    scaled(s.is_object() ? s.value("rope_type", s.value("type", std::string("?"))) : s.dump());
+  }
+  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
+    const Json& p = j["rope_parameters"];
+    if (!p.is_object()) throw InputError(file + ": key 'rope_parameters' must be an object");
+    const std::string type = p.value("rope_type", std::string("default"));
+    if (type != "default") scaled(type);
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (it.key() != "rope_type" && it.key() != "rope_theta") {
+        throw InputError(file + ": key 'rope_parameters." + it.key() + "' is not supported");
+      }
+    }
+    if (p.contains("rope_theta")) {
+      if (!p["rope_theta"].is_number() || p["rope_theta"].get<double>() <= 0) {
+        throw InputError(file + ": key 'rope_parameters.rope_theta' must be a positive number");
+      }
+      theta = p["rope_theta"].get<double>();
+    }
+  }
+  return theta;
+}
+
+}  // namespace
+
+LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file) {
+  LlamaConfig c;
+  ConfigReader r(j, file);
+  ignore_generic_hf_keys(r);
+  r.ignore({"id2label", "use_cache", "pretraining_tp", "rope_parameters", "rope_scaling", "rope_theta"});
+  r.get("vocab_size", c.vocab_size, int64_t{1});
+  r.get("hidden_size", c.hidden_size, int64_t{1});
+  r.get("intermediate_size", c.intermediate_size, int64_t{1});
+  r.get("num_hidden_layers", c.num_hidden_layers, int64_t{0});
+  r.get("num_attention_heads", c.num_attention_heads, int64_t{1});
+  r.get_nullable("num_key_value_heads", c.num_key_value_heads, int64_t{0}, int64_t{1});
+  r.get_nullable("head_dim", c.head_dim, int64_t{0}, int64_t{1});
+  r.get("max_position_embeddings", c.max_position_embeddings, int64_t{1});
+  r.get("rms_norm_eps", c.rms_norm_eps, 0.0);
+  r.get("initializer_range", c.initializer_range, 0.0);
+  r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
+  r.get("attention_bias", c.attention_bias);
+  r.get("mlp_bias", c.mlp_bias);
+  r.get("tie_word_embeddings", c.tie_word_embeddings);
+  std::string act = "silu";
+  r.get_choice("hidden_act", act, {"silu"});
+  r.get_nullable("bos_token_id", c.bos_token_id, int64_t{-1}, int64_t{0});
+  r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
+  r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
+  r.get_nullable("classifier_dropout", c.classifier_dropout, 0.1, 0.0, 1.0);
+  c.num_labels = read_num_labels(r, c.num_labels);
+  r.finish();
+  c.rope_theta = read_rope_theta(j, file, c.rope_theta);
+  // HF's defaults (1 and 2, Llama's <s> and </s>) are no ids of a one- or two-id vocabulary.
+  if (!j.contains("bos_token_id") && c.bos_token_id >= c.vocab_size) c.bos_token_id = -1;
+  if (!j.contains("eos_token_id") && c.eos_token_id >= c.vocab_size) c.eos_token_id = -1;
+  check_config_token_ids(j, file, c.vocab_size,
+                         {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id}, {"pad_token_id", c.pad_token_id}});
+  if (c.head_dim == 0 && c.hidden_size % c.num_attention_heads != 0) {
+    throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+                     std::to_string(c.num_attention_heads) + " (give head_dim)");
+  }
+  if (c.num_attention_heads % c.kv_heads() != 0) {
+    throw InputError(file + ": num_attention_heads " + std::to_string(c.num_attention_heads) +
+                     " is not a multiple of num_key_value_heads " + std::to_string(c.kv_heads()));
+  }
+  if (c.head_size() % 2 != 0) throw InputError(file + ": the head size " + std::to_string(c.head_size()) + " must be even (rotary pairs)");
+  return c;
+}
+
+Json LlamaConfig::to_json() const {
+  auto id = [](int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
+  Json j = {{"model_type", "llama"},
+            {"vocab_size", vocab_size},
+            {"hidden_size", hidden_size},
+            {"intermediate_size", intermediate_size},
+            {"num_hidden_layers", num_hidden_layers},
+            {"num_attention_heads", num_attention_heads},
+            {"num_key_value_heads", kv_heads()},
+            {"head_dim", head_size()},
+            {"max_position_embeddings", max_position_embeddings},
+            {"hidden_act", "silu"},
+            {"rms_norm_eps", rms_norm_eps},
+            {"initializer_range", initializer_range},
+            {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", rope_theta}}},
+            {"attention_dropout", attention_dropout},
+            {"attention_bias", attention_bias},
+            {"mlp_bias", mlp_bias},
+            {"tie_word_embeddings", tie_word_embeddings},
+            {"bos_token_id", id(bos_token_id)},
+            {"eos_token_id", id(eos_token_id)},
+            {"pad_token_id", id(pad_token_id)}};
+  if (head == LlamaHead::kSequenceClassification || head == LlamaHead::kTokenClassification) write_num_labels(j, num_labels);
+  if (head == LlamaHead::kTokenClassification) j["classifier_dropout"] = classifier_dropout;
+  return j;
+}
+
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  // HF: 1 / theta ** (arange(0, d, 2).float() / d), in float32.
+  const at::Tensor inv_freq = at::pow(at::full({}, theta, f32), at::arange(0, head_dim, 2, f32) / static_cast<double>(head_dim)).reciprocal();
+  const at::Tensor positions = at::arange(past, past + t, f32);
+  const at::Tensor freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, d/2)
+  const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, 1, t, head_dim});
+  return {angles.cos(), angles.sin()};
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  const at::Tensor rotated = at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
+  return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
+    : heads(c.num_attention_heads), kv_heads(c.kv_heads()), head_dim(c.head_size()), dropout(c.attention_dropout) {
+  using torch::nn::LinearOptions;
+  const int64_t d = c.hidden_size;
+  q_proj = register_module("q_proj", torch::nn::Linear(LinearOptions(d, heads * head_dim).bias(c.attention_bias)));
+  k_proj = register_module("k_proj", torch::nn::Linear(LinearOptions(d, kv_heads * head_dim).bias(c.attention_bias)));
+  v_proj = register_module("v_proj", torch::nn::Linear(LinearOptions(d, kv_heads * head_dim).bias(c.attention_bias)));
+  o_proj = register_module("o_proj", torch::nn::Linear(LinearOptions(heads * head_dim, d).bias(c.attention_bias)));
+}
+
+at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                       const at::Tensor& bias, nn::KVCache* cache) {
+  const int64_t b = x.size(0), t = x.size(1);
+  auto heads_of = [&](const at::Tensor& y, int64_t n) { return y.view({b, t, n, head_dim}).transpose(1, 2); };
+  at::Tensor q = apply_rotary(heads_of(nn::linear(x, q_proj->weight, q_proj->bias), heads), cos, sin);  // (B, H, T, hd)
+  at::Tensor k = apply_rotary(heads_of(nn::linear(x, k_proj->weight, k_proj->bias), kv_heads), cos, sin);
+  at::Tensor v = heads_of(nn::linear(x, v_proj->weight, v_proj->bias), kv_heads);
+  if (cache) {
+    if (cache->key.defined()) k = at::cat({cache->key, k}, 2), v = at::cat({cache->value, v}, 2);
+    cache->key = k, cache->value = v;  // rotated: a cached key keeps its own position
+  }
+  if (kv_heads != heads) {  // each key/value head serves heads / kv_heads query heads (HF's repeat_kv)
+    const int64_t n = heads / kv_heads, tk = k.size(2);
+    k = k.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
+    v = v.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
+  }
+  const bool causal = !bias.defined() && k.size(2) == t && t > 1;
+  at::Tensor y = nn::scaled_dot_product(q, k, v, bias, 1.0 / std::sqrt(static_cast<double>(head_dim)), dropout,
+                                        is_training(), nn::AttentionBackend::kAuto, nullptr, causal);
+  y = y.transpose(1, 2).reshape({b, t, heads * head_dim});
+  return nn::linear(y, o_proj->weight, o_proj->bias);
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
+  using torch::nn::LinearOptions;
+  gate_proj = register_module("gate_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(c.mlp_bias)));
+  up_proj = register_module("up_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(c.mlp_bias)));
+  down_proj = register_module("down_proj", torch::nn::Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(c.mlp_bias)));
+}
+
+at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
+  const at::Tensor gate = at::silu(nn::linear(x, gate_proj->weight, gate_proj->bias));
+  return nn::linear(gate * nn::linear(x, up_proj->weight, up_proj->bias), down_proj->weight, down_proj->bias);
+}
+
+LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) {
+  const auto rms = nn::NormOptions(c.hidden_size).type(nn::NormType::kRmsNorm).eps(c.rms_norm_eps);
+  input_layernorm = register_module("input_layernorm", nn::Norm(rms));
+  self_attn = register_module("self_attn", LlamaAttention(c));
+  post_attention_layernorm = register_module("post_attention_layernorm", nn::Norm(rms));
+  mlp = register_module("mlp", LlamaMlp(c));
+}
+
+at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
+                                   nn::KVCache* cache) {
+  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), cos, sin, bias, cache);
+  return h + mlp(post_attention_layernorm(h).to(h.scalar_type()));
+}
+
+LlamaImpl::LlamaImpl(LlamaConfig config_) : config(std::move(config_)) {
+  const auto& c = config;
+  const int64_t d = c.hidden_size;
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, d));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(LlamaLayer(c));
+  norm = register_module("norm", nn::Norm(nn::NormOptions(d).type(nn::NormType::kRmsNorm).eps(c.rms_norm_eps)));
+  if (c.head == LlamaHead::kLmHead && !c.tie_word_embeddings) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, c.vocab_size).bias(false)));
+  }
+  if (c.head == LlamaHead::kSequenceClassification) {
+    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, c.num_labels).bias(false)));
+  }
+  if (c.head == LlamaHead::kTokenClassification) {
+    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, c.classifier_dropout));
+  }
+  reset_parameters();
+}
+
+void LlamaImpl::reset_parameters() {
+  at::NoGradGuard no_grad;
+  init_normal(*this, config.initializer_range);  // HF's _init_weights: N(0, initializer_range), zero biases
+  for (auto& p : named_parameters()) {
+    if (p.key().find("norm.weight") != std::string::npos || p.key() == "norm.weight") p.value().fill_(1);
+  }
+}
+
+std::string LlamaImpl::architecture() const { return llama_architectures().name(config.head); }
+
+at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                             std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
+  const int64_t t = input_ids.size(1);
+  const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
+  if (caches && caches->size() < layers->size()) caches->resize(layers->size());
+  at::Tensor x = embed_tokens(input_ids);  // (B, T, D)
+  if (hidden_states) hidden_states->push_back(x);
+  // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32.
+  const auto [cos, sin] = rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
+  const at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    x = layers->ptr<LlamaLayerImpl>(i)->forward(x, cos, sin, bias, caches ? &(*caches)[i].self_attn : nullptr);
+    if (hidden_states) hidden_states->push_back(x);
+  }
+  x = norm(x).to(x.scalar_type());
+  if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after the final norm
+  return x;
+}
+
+at::Tensor LlamaImpl::lm_logits(const at::Tensor& hidden) {
+  return nn::linear(hidden, lm_head ? lm_head->weight : embed_tokens->weight);  // (..., V)
+}
+
+Output LlamaImpl::forward(const Batch& batch) {
+  Output out;
+  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
+  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
+  if (config.head == LlamaHead::kLmHead) causal_lm_head(out, batch, lm_head ? lm_head->weight : embed_tokens->weight, full_logits);
+  if (config.head == LlamaHead::kSequenceClassification) {
+    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
+    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
+  }
+  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> LlamaImpl::loss_targets(const Batch& b) const {
+  if (!token_classifier) return Model::loss_targets(b);
+  return {{"loss", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
+}
+
+double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
+  double flops = 2.0 * static_cast<double>(config.hidden_size * config.vocab_size);  // the LM head
+  for (const auto& p : layers->named_parameters()) {
+    if (p.value().dim() == 2) flops += 2.0 * static_cast<double>(p.value().numel());
+  }
+  const double inner = static_cast<double>(config.num_attention_heads * config.head_size());
+  return flops + 4.0 * static_cast<double>(seq_len) * inner * static_cast<double>(config.num_hidden_layers);
+}
+
+GenerationSpec LlamaImpl::generation_spec() const {
+  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size, 0};  // rotary: no position limit
+}
+
+std::unique_ptr<DecodingSession> LlamaImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
+  if (config.head != LlamaHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
+  return make_decoding_session(
+      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
+        return decode(ids, at::Tensor(), caches);
+      },
+      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+}
+
+void LlamaImpl::check_batch(const Batch& b) const {
+  check_decoder_batch(b, architecture(), config.vocab_size, static_cast<bool>(token_classifier),
+                      config.head == LlamaHead::kSequenceClassification, config.num_labels);
+}
+
+std::vector<HfTensor> LlamaImpl::hf_tensors() {
+  std::vector<HfTensor> t;
+  const std::string b = config.head == LlamaHead::kNone ? "" : "model.";  // HF's LlamaModel has no prefix
+  t.push_back({b + "embed_tokens.weight", embed_tokens->weight});
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<LlamaLayerImpl>(i);
+    const std::string p = b + "layers." + std::to_string(i) + ".";
+    add_linear(t, p + "self_attn.q_proj", layer->self_attn->q_proj);
+    add_linear(t, p + "self_attn.k_proj", layer->self_attn->k_proj);
+    add_linear(t, p + "self_attn.v_proj", layer->self_attn->v_proj);
+    add_linear(t, p + "self_attn.o_proj", layer->self_attn->o_proj);
+    add_linear(t, p + "mlp.gate_proj", layer->mlp->gate_proj);
+    add_linear(t, p + "mlp.up_proj", layer->mlp->up_proj);
+    add_linear(t, p + "mlp.down_proj", layer->mlp->down_proj);
+    add_norm(t, p + "input_layernorm", layer->input_layernorm);
+    add_norm(t, p + "post_attention_layernorm", layer->post_attention_layernorm);
+  }
+  add_norm(t, b + "norm", norm);
+  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
+  if (score) t.push_back({"score.weight", score->weight});
+  if (token_classifier) token_classifier->add_hf_tensors(t, "score");
+  return t;
+}
+
+bool LlamaImpl::hf_ignorable(const std::string& name) const {
+  return name == "lm_head.weight" && !lm_head;  // tied to embed_tokens
+}
+
+Family llama_family() {
+  Family f;
+  f.model_type = "llama";
+  f.architectures = llama_architectures().names();
+  f.heads = llama_architectures().heads();
+  f.objectives = {{"clm", "LlamaForCausalLM"}};
+  // Until lmkit trains Llama's own SentencePiece BPE (byte fallback, <s> </s>), a llama run
+  // trains the GPT-2 family's: one <|endoftext|> as BOS and EOS.
+  f.tokenizer_family = "gpt2";
+  f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
+  f.context_key = "max_position_embeddings";  // but is the default perplexity window
+  f.metrics = {"perplexity"};
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    LlamaConfig c = LlamaConfig::from_json(config, file);
+    c.head = llama_architectures().head(arch);
+    return std::make_shared<LlamaImpl>(c);
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
+    config["vocab_size"] = vocab_size;
+    config["eos_token_id"] = eos;
+    config["bos_token_id"] = eos;
+    if (pad >= 0) config["pad_token_id"] = pad;
+  };
+  return f;
+}
+
+}  // namespace lmkit::models

@@ -1,0 +1,137 @@
+// Llama (Touvron et al. 2023) as HF's LlamaModel and its heads: a pre-norm decoder
+// with RMSNorm, rotary positions (Su et al. 2021) on queries and keys, grouped-query
+// attention (Ainslie et al. 2023: num_key_value_heads ≤ num_attention_heads), a SwiGLU
+// feed-forward (Shazeer 2020), no biases by default, and a tied or untied LM head.
+#pragma once
+
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "lmkit/models/model.h"
+#include "lmkit/models/token_classifier.h"
+#include "lmkit/nn/norm.h"
+
+namespace lmkit::models {
+
+enum class LlamaHead {
+  kNone,                    ///< LlamaModel: last_hidden_state
+  kLmHead,                  ///< LlamaForCausalLM
+  kSequenceClassification,  ///< LlamaForSequenceClassification: last real token -> score (no bias)
+  kTokenClassification,     ///< LlamaForTokenClassification: every token -> dropout -> score
+};
+
+/// HF's LlamaConfig keys (transformers 5: rope_parameters; the older top-level
+/// rope_theta is read too).
+struct LlamaConfig {
+  int64_t vocab_size = 32000;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 11008;
+  int64_t num_hidden_layers = 32;
+  int64_t num_attention_heads = 32;
+  int64_t num_key_value_heads = 0;  ///< 0: num_attention_heads (HF: null)
+  int64_t head_dim = 0;             ///< 0: hidden_size / num_attention_heads
+  int64_t max_position_embeddings = 2048;
+  double rms_norm_eps = 1e-6;
+  double initializer_range = 0.02;
+  double rope_theta = 10000.0;
+  double attention_dropout = 0.0;
+  bool attention_bias = false, mlp_bias = false;
+  bool tie_word_embeddings = false;
+  int64_t bos_token_id = 1, eos_token_id = 2;
+  int64_t pad_token_id = -1;  ///< -1: none (HF: null)
+  double classifier_dropout = 0.1;  ///< LlamaForTokenClassification's (classifier_dropout, else 0.1)
+  int64_t num_labels = 2;
+  LlamaHead head = LlamaHead::kLmHead;
+
+  int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+  int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+  static LlamaConfig from_json(const Json& j, const std::string& file);
+  Json to_json() const;
+};
+
+/// cos and sin (1, 1, T, head_dim) of rotary positions past .. past + T − 1, in float32
+/// as HF computes them: angle_i = position · θ^(−2i/head_dim), the halves concatenated.
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device);
+
+/// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] (HF's apply_rotary_pos_emb).
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/// Self-attention with rotary queries and keys and num_key_value_heads key/value heads,
+/// each shared by num_attention_heads / num_key_value_heads query heads.
+class LlamaAttentionImpl : public torch::nn::Module {
+ public:
+  explicit LlamaAttentionImpl(const LlamaConfig& c);
+  /// x (B, T, D) -> (B, T, D); bias: additive (padding and causal), or undefined for a
+  /// causal mask applied in the kernel; cache: the rotated keys and values of earlier positions.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
+                     nn::KVCache* cache);
+
+  int64_t heads, kv_heads, head_dim;
+  double dropout;
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+};
+TORCH_MODULE(LlamaAttention);
+
+/// down_proj(silu(gate_proj(x)) · up_proj(x)).
+class LlamaMlpImpl : public torch::nn::Module {
+ public:
+  explicit LlamaMlpImpl(const LlamaConfig& c);
+  at::Tensor forward(const at::Tensor& x);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+class LlamaLayerImpl : public torch::nn::Module {
+ public:
+  explicit LlamaLayerImpl(const LlamaConfig& c);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
+                     nn::KVCache* cache);
+  nn::Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  LlamaAttention self_attn{nullptr};
+  LlamaMlp mlp{nullptr};
+};
+TORCH_MODULE(LlamaLayer);
+
+class LlamaImpl : public Model {
+ public:
+  explicit LlamaImpl(LlamaConfig config);
+
+  Output forward(const Batch& batch) override;
+  std::string model_type() const override { return "llama"; }
+  std::string architecture() const override;
+  bool shifted_labels() const override { return config.head == LlamaHead::kLmHead; }
+  Json config_json() const override { return config.to_json(); }
+  std::vector<HfTensor> hf_tensors() override;
+  void check_batch(const Batch& batch) const override;
+  int64_t vocab_size() const override { return config.vocab_size; }
+  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
+  double flops_per_token(int64_t seq_len, int64_t) const override;
+  bool hf_ignorable(const std::string& name) const override;
+  std::string hf_base_prefix() const override { return "model."; }
+  GenerationSpec generation_spec() const override;
+  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                  bool use_cache) override;
+
+  /// Final hidden states (B, T, D), norm applied. With `caches`, input_ids holds only
+  /// new tokens; positions continue after the cached ones.
+  at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
+  /// Vocabulary logits for hidden rows (..., D) -> (..., V).
+  at::Tensor lm_logits(const at::Tensor& hidden);
+  void reset_parameters();
+
+  LlamaConfig config;
+  torch::nn::Embedding embed_tokens{nullptr};  ///< (V, D)
+  torch::nn::ModuleList layers{nullptr};       ///< num_hidden_layers x LlamaLayer
+  nn::Norm norm{nullptr};                      ///< the final RMSNorm
+  torch::nn::Linear lm_head{nullptr};          ///< (V, D), unless tied to embed_tokens
+  torch::nn::Linear score{nullptr};            ///< (num_labels, D), no bias
+  TokenClassifier token_classifier{nullptr};   ///< kTokenClassification (HF's "score", with a bias)
+};
+TORCH_MODULE(Llama);
+
+struct Family;
+/// The Llama family (family.h): its architectures, objectives and how to build it.
+Family llama_family();
+
+}  // namespace lmkit::models
