@@ -27,5 +27,5 @@ echo "validation (from $run/metrics.jsonl):"
 grep '"split":"valid"' "$run/metrics.jsonl" | tail -1
 echo "checkpoint: $run/final (config.json, model.safetensors, tokenizer.json + tokenizer.model) — loads in Python with"
 echo "  transformers.BertForPreTraining.from_pretrained(\"$run/final\") and AutoTokenizer.from_pretrained(\"$run/final\")"
-echo "next: 'bash scripts/build.sh' builds the other apps (lmkit-finetune, lmkit-evaluate, ...; about 5 min on 2 cores),"
+echo "next: 'bash scripts/build.sh' builds the other apps (lmkit-finetune, lmkit-evaluate, ...; about 6 min on 2 cores),"
 echo "  then the README's research loop runs as written"
