@@ -19,7 +19,8 @@ Token classification (bert_tokcls, roberta_tokcls, gpt2_tokcls, t5_tokcls: HF's
 *ForTokenClassification): hf-to-lmkit on a small config made here, with tags on some
 tokens and -100 elsewhere; lmkit-to-hf through lmkit-finetune --task token-classification
 on the made-up NER fixture (tests/fixtures/ner).
-Llama (llama: LlamaForCausalLM, untied; llama_tied; llama_seqcls, hf-to-lmkit only;
+Llama (llama: LlamaForCausalLM, untied; llama_tied; llama_seqcls: lmkit-to-hf through
+lmkit-finetune, whose classifier records the pad it batched with, EOS, as pad_token_id;
 llama_tokcls): config and inputs made here (LLAMA_CONFIG, llama_inputs): grouped-query
 attention (4 query heads, 2 key/value heads), rotary positions with rope_theta 5000, rows
 of 24 with the second right-padded.
@@ -349,7 +350,8 @@ def lmkit_to_hf(family, bin_dir, work):
     ids = torch.randint(4, vocab, (2, 16), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
-    if family.startswith("roberta"):  # padding is <pad>: RoBERTa's positions skip it
+    if family.startswith("roberta") or family == "llama_seqcls":
+        # padding is the pad id: RoBERTa's positions skip it, HF's Llama classifier finds the last token by it
         ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
     if family == "bert":

@@ -40,14 +40,20 @@ std::shared_ptr<models::Model> make_model(const FinetuneOptions& a, const Contex
                                           int64_t num_labels) {
   const tokenizer::Tokenizer& tok = c.tokenizer;
   std::shared_ptr<models::Model> model;
+  // A classifier records the pad it is batched with (EOS where the tokenizer has none) where its
+  // config names none: HF's decoder-only *ForSequenceClassification finds each row's last token
+  // through pad_token_id, and refuses a batch of several rows without one.
+  Json overrides = {{"num_labels", num_labels}};
+  const bool no_pad = c.model_config.contains("pad_token_id") && c.model_config["pad_token_id"].is_null();
+  if (num_labels > 0 && no_pad && c.pad_id >= 0) overrides["pad_token_id"] = c.pad_id;
   if (!a.checkpoint.empty()) {
     // A new head starts from random initialisation (listed on stderr), the body from the checkpoint.
-    model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, {{"num_labels", num_labels}}, /*new_head=*/true)
+    model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, overrides, /*new_head=*/true)
                            : models::load_pretrained(a.checkpoint, head);
   } else {
     Json config = c.model_config;
     config["vocab_size"] = tok.vocab_size();
-    if (num_labels > 0) config["num_labels"] = num_labels;
+    if (num_labels > 0) config.update(overrides);
     // A generator's special ids (decoder start, EOS) are the tokenizer's, as pretraining sets them.
     else c.family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
     model = models::create_model(config, a.model, head);
