@@ -267,9 +267,16 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
     const int64_t positions = family.max_length(config);  // 0: the positions have no end (rotary)
     const int64_t meant = !family.context_key.empty() && config.contains(family.context_key) && config[family.context_key].is_number_integer()
                               ? config[family.context_key].get<int64_t>() : 0;
-    check_input(a.context > 0 || positions > 0 || meant > 0, a.checkpoint + ": give --context (the model's positions have no end)");
-    eval::SlidingWindow w{a.context > 0 ? a.context : positions > 0 ? positions : meant, a.stride, a.batch_size};
-    check_input(positions == 0 || w.context <= positions, "--context exceeds the model's " + family.positions_key);
+    // --seq-len N: non-overlapping windows of N tokens (Press et al.'s evaluation at a length).
+    check_input(a.seq_len == 0 || (a.context == 0 && a.stride == 0),
+                "--seq-len N is --context N --stride N for perplexity: give one or the other");
+    const int64_t context = a.seq_len > 0 ? a.seq_len : a.context;
+    const std::string flag = a.seq_len > 0 ? "--seq-len" : "--context";
+    check_input(context > 0 || positions > 0 || meant > 0, a.checkpoint + ": give --context (the model's positions have no end)");
+    eval::SlidingWindow w{context > 0 ? context : positions > 0 ? positions : meant, a.seq_len > 0 ? a.seq_len : a.stride,
+                          a.batch_size};
+    check_input(positions == 0 || w.context <= positions, flag + " " + std::to_string(w.context) + " exceeds the model's " +
+                                                              std::to_string(positions) + " positions (" + family.positions_key + ")");
     eval::TextStats stats;
     const bool text = !data::is_corpus(a.data);
     if (text) stats = eval::text_stats(a.data);
@@ -368,8 +375,8 @@ void add_corpus_flags(CLI::App& app, Args& a) {
       ->check(non_negative());
   app.add_option("--stride", a.stride, "perplexity: window step (default: = context)")->check(non_negative());
   app.add_option("--seq-len", a.seq_len,
-                 "sequence length (mlm, pseudo, span; default 128) or max length (a finetuning task's metric; default: "
-                 "the finetuning's --max-length)")
+                 "sequence length (mlm, pseudo, span; default 128), non-overlapping windows (perplexity: --context N "
+                 "--stride N), or max length (a finetuning task's metric; default: the finetuning's --max-length)")
       ->check(in_range(8, 1 << 16));
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
   app.add_option("--max-eval-examples", a.max_examples,

@@ -173,3 +173,36 @@ TEST_CASE("first hour: lmkit-forward runs on lmkit-tokenize inspect --dump and p
   CHECK_THAT(r.out, Catch::Contains("parameter gradients, HF's parameter names)"));
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 20);
 }
+
+TEST_CASE("evaluate: --seq-len N scores non-overlapping windows of N, and past learned positions it is an error",
+          "[apps][evaluate]") {
+  test::TempDir dir;
+  std::ofstream(dir / "gpt.json") << R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 64})";
+  std::ofstream(dir / "llama.json") << R"({"model_type": "llama", "hidden_size": 32, "intermediate_size": 64,
+    "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 32})";
+  const std::string tok = *test::data_fixture("gpt2").dir / "tok.model";
+  for (const char* family : {"gpt", "llama"}) {
+    auto r = run("lmkit-pretrain --model " + (dir / (std::string(family) + ".json")) + " --tokenizer " + tok + " --train " +
+                 test::sample("valid.txt") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / family));
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+  }
+  const std::string eval = " --data " + test::sample("valid.txt") + " --metric perplexity --threads 1 --output ";
+  auto r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "g32.json") + " --seq-len 32");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json g = load_json_file(dir / "g32.json");
+  CHECK(g["context"] == 32);
+  CHECK(g["stride"] == 32);
+  r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "g128.json") + " --seq-len 128");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("error: --seq-len 128 exceeds the model's 64 positions (n_positions)"));
+  r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "gx.json") + " --seq-len 32 --context 32");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--seq-len N is --context N --stride N for perplexity: give one or the other"));
+  // Rotary positions have no end: four times the configured length is scored.
+  r = run("lmkit-evaluate --checkpoint " + (dir / "llama/final") + eval + (dir / "l128.json") + " --seq-len 128");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(load_json_file(dir / "l128.json")["context"] == 128);
+}
