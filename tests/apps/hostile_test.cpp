@@ -388,7 +388,7 @@ TEST_CASE("hostile: SIGTERM during a finetuning run's dev generation stops it at
   const std::string eval = "lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + fixture_file("seq2seq/dev.tsv") +
                            " --metric generation --max-new-tokens 1500 --beams 1 --batch-size 1 --threads 1 --output " +
                            (dir / "eval.json") + " --predictions " + (dir / "eval.txt");
-  const auto eval_stopped = terminate_when(eval, [] { return true; }, 1500, dir);
+  const auto eval_stopped = terminate_when(eval, [] { return true; }, 3000, dir);
   INFO(eval_stopped.out);
   CHECK(eval_stopped.code == 3);
   CHECK_THAT(eval_stopped.out, Catch::Contains("interrupted by SIGTERM during generation: nothing written"));
