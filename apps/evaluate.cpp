@@ -268,12 +268,13 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
     const int64_t meant = !family.context_key.empty() && config.contains(family.context_key) && config[family.context_key].is_number_integer()
                               ? config[family.context_key].get<int64_t>() : 0;
     // --seq-len N: non-overlapping windows of N tokens (Press et al.'s evaluation at a length).
-    check_input(a.seq_len == 0 || (a.context == 0 && a.stride == 0),
-                "--seq-len N is --context N --stride N for perplexity: give one or the other");
-    const int64_t context = a.seq_len > 0 ? a.seq_len : a.context;
-    const std::string flag = a.seq_len > 0 ? "--seq-len" : "--context";
+    check_input(a.seq_len == 0 || a.context == 0 || a.context == a.seq_len,
+                "--seq-len N is --context N --stride N for perplexity: --seq-len " + std::to_string(a.seq_len) +
+                    " and --context " + std::to_string(a.context) + " disagree");
+    const int64_t context = a.context > 0 ? a.context : a.seq_len;
+    const std::string flag = a.context > 0 ? "--context" : "--seq-len";
     check_input(context > 0 || positions > 0 || meant > 0, a.checkpoint + ": give --context (the model's positions have no end)");
-    eval::SlidingWindow w{context > 0 ? context : positions > 0 ? positions : meant, a.seq_len > 0 ? a.seq_len : a.stride,
+    eval::SlidingWindow w{context > 0 ? context : positions > 0 ? positions : meant, a.stride > 0 ? a.stride : a.seq_len,
                           a.batch_size};
     check_input(positions == 0 || w.context <= positions, flag + " " + std::to_string(w.context) + " exceeds the model's " +
                                                               std::to_string(positions) + " positions (" + family.positions_key + ")");

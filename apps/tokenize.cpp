@@ -84,6 +84,7 @@ void describe(const tokenizer::Tokenizer& tok) {
 struct TrainCommand {
   tokenizer::TrainOptions options;
   std::string family;
+  CLI::Option* model_type = nullptr;
   bool overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
@@ -95,7 +96,7 @@ struct TrainCommand {
     t->add_option("--output", options.output,
                   "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
                   "PATH.tokenizer.json beside it)")->required();
-    t->add_option("--model-type", options.model_type, "unigram or bpe");
+    model_type = t->add_option("--model-type", options.model_type, "unigram or bpe (a family may fix it)");
     t->add_option("--character-coverage", options.character_coverage, "fraction of characters covered")
         ->check(in_range(0.5, 1.0));
     t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
@@ -120,6 +121,11 @@ struct TrainCommand {
     }
     for (const auto& in : options.inputs) check_readable_file(in);
     options.family = tokenizer::parse_family(family);
+    // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
+    for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {
+      check_input(key != "model_type" || model_type->count() == 0 || value == options.model_type,
+                  "--model-type " + options.model_type + ": the " + options.family + " family trains " + value);
+    }
     auto tok = tokenizer::Tokenizer::train(options);
     std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
                 family.c_str());

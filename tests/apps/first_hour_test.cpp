@@ -180,10 +180,12 @@ TEST_CASE("evaluate: --seq-len N scores non-overlapping windows of N, and past l
   std::ofstream(dir / "gpt.json") << R"({"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 64})";
   std::ofstream(dir / "llama.json") << R"({"model_type": "llama", "hidden_size": 32, "intermediate_size": 64,
     "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 32})";
-  const std::string tok = *test::data_fixture("gpt2").dir / "tok.model";
-  for (const char* family : {"gpt", "llama"}) {
-    auto r = run("lmkit-pretrain --model " + (dir / (std::string(family) + ".json")) + " --tokenizer " + tok + " --train " +
-                 test::sample("valid.txt") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1 --output " + (dir / family));
+  // GPT-2 with the fixture's tokenizer; Llama trains its own (SentencePiece BPE, <s> </s>).
+  const std::string gpt_tok = " --tokenizer " + (*test::data_fixture("gpt2").dir / "tok.model");
+  for (const std::string family : {"gpt", "llama"}) {
+    auto r = run("lmkit-pretrain --model " + (dir / (family + ".json")) + (family == "gpt" ? gpt_tok : " --vocab-size 1000") +
+                 " --train " + test::sample("valid.txt") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1 --output " +
+                 (dir / family));
     INFO(r.out);
     REQUIRE(r.code == 0);
   }
@@ -197,12 +199,30 @@ TEST_CASE("evaluate: --seq-len N scores non-overlapping windows of N, and past l
   r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "g128.json") + " --seq-len 128");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("error: --seq-len 128 exceeds the model's 64 positions (n_positions)"));
-  r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "gx.json") + " --seq-len 32 --context 32");
+  r = run("lmkit-evaluate --checkpoint " + (dir / "gpt/final") + eval + (dir / "gx.json") + " --seq-len 32 --context 16");
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("--seq-len N is --context N --stride N for perplexity: give one or the other"));
+  CHECK_THAT(r.out, Catch::Contains("--seq-len N is --context N --stride N for perplexity: --seq-len 32 and --context 16 disagree"));
   // Rotary positions have no end: four times the configured length is scored.
   r = run("lmkit-evaluate --checkpoint " + (dir / "llama/final") + eval + (dir / "l128.json") + " --seq-len 128");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(load_json_file(dir / "l128.json")["context"] == 128);
+}
+
+TEST_CASE("tokenize: --family llama trains Llama's BPE with <unk> <s> </s>, and refuses --model-type unigram",
+          "[apps][tokenize]") {
+  test::TempDir dir;
+  const std::string train = "lmkit-tokenize train --input " + test::sample("valid.txt") + " --vocab-size 1000 --family llama";
+  auto r = run(train + " --output " + (dir / "tok"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json hf = load_json_file(dir / "tok/tokenizer.json");
+  CHECK(hf["model"]["type"] == "BPE");
+  CHECK(hf["model"]["byte_fallback"] == true);
+  r = run("lmkit-tokenize ids --tokenizer " + (dir / "tok") + " --input " + test::sample("valid.txt"));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("{\"ids\":[1,"));  // <s> first, as HF's LlamaTokenizerFast
+  r = run(train + " --model-type unigram --output " + (dir / "uni"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::StartsWith("error: --model-type unigram: the llama family trains bpe"));
 }

@@ -342,9 +342,7 @@ Family llama_family() {
   f.architectures = llama_architectures().names();
   f.heads = llama_architectures().heads();
   f.objectives = {{"clm", "LlamaForCausalLM"}};
-  // Until lmkit trains Llama's own SentencePiece BPE (byte fallback, <s> </s>), a llama run
-  // trains the GPT-2 family's: one <|endoftext|> as BOS and EOS.
-  f.tokenizer_family = "gpt2";
+  f.tokenizer_family = "llama";  // SentencePiece BPE with byte fallback: <unk>=0 <s>=1 </s>=2
   f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
   f.metrics = {"perplexity"};
@@ -353,10 +351,10 @@ Family llama_family() {
     c.head = llama_architectures().head(arch);
     return std::make_shared<LlamaImpl>(c);
   };
+  // bos_token_id stays the config's (HF's default 1): the llama tokenizer puts <s> there.
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["eos_token_id"] = eos;
-    config["bos_token_id"] = eos;
     if (pad >= 0) config["pad_token_id"] = pad;
   };
   return f;

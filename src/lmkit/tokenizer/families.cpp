@@ -76,6 +76,30 @@ FamilySpec roberta() {
   return f;
 }
 
+FamilySpec llama() {
+  FamilySpec f;
+  f.name = "llama";
+  f.aliases = {"mistral"};
+  f.hf_classes = {"Llama"};
+  f.hf_model_types = {"llama", "mistral"};
+  f.detect_piece = "<s>";
+  f.specials = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}};
+  f.optional = {"pad_token"};
+  f.required = {"bos_token", "eos_token"};
+  f.bos_key = "bos_token";
+  // Llama's SentencePiece BPE with byte fallback: <unk>=0 <s>=1 </s>=2, no pad.
+  f.training_arguments = {{"model_type", "bpe"}, {"unk_id", "0"}, {"bos_id", "1"}, {"bos_piece", "<s>"},
+                          {"eos_id", "2"}, {"eos_piece", "</s>"}, {"pad_id", "-1"}};
+  f.make_template = [](const SpecialTokens& s) {
+    // As HF's LlamaTokenizerFast (add_bos_token, no EOS): <s> A, and <s> A <s> B.
+    Template t;
+    t.single = {Item{s.bos, 0, 0}, Item{-1, 0, 0}};
+    t.pair = {Item{s.bos, 0, 0}, Item{-1, 0, 0}, Item{s.bos, 0, 1}, Item{-1, 1, 1}};
+    return t;
+  };
+  return f;
+}
+
 FamilySpec t5() {
   FamilySpec f;
   f.name = "t5";
@@ -99,7 +123,7 @@ FamilySpec t5() {
 
 const std::vector<FamilySpec>& family_specs() {
   // Detection tries the entries in this order: more specific pieces first.
-  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), t5()};
+  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), llama(), t5()};
   return all;
 }
 

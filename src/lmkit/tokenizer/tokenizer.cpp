@@ -58,7 +58,8 @@ namespace {
 int32_t SpecialTokens::*special_member(const std::string& key) {
   static const std::pair<const char*, int32_t SpecialTokens::*> kKeys[] = {
       {"pad_token", &SpecialTokens::pad}, {"unk_token", &SpecialTokens::unk},   {"cls_token", &SpecialTokens::cls},
-      {"sep_token", &SpecialTokens::sep}, {"mask_token", &SpecialTokens::mask}, {"eos_token", &SpecialTokens::eos}};
+      {"sep_token", &SpecialTokens::sep}, {"mask_token", &SpecialTokens::mask}, {"eos_token", &SpecialTokens::eos},
+      {"bos_token", &SpecialTokens::bos}};
   for (const auto& [name, member] : kKeys) {
     if (key == name) return member;
   }

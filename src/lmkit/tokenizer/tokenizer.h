@@ -38,6 +38,7 @@ Family parse_family(const std::string& name);
 /// Special token ids; -1 where the family has none.
 struct SpecialTokens {
   int32_t pad = -1, unk = -1, cls = -1, sep = -1, mask = -1, eos = -1;
+  int32_t bos = -1;  ///< the BOS piece (bos_token), read only by families that name it among their specials (Llama)
   int32_t num_sentinels = 0;  ///< T5: 100 sentinels `<extra_id_i>` = vocab_size - 1 - i
   /// The id HF's key names ("pad_token" -> pad, ...; "" -> -1); nullptr/-1 for other keys.
   int32_t* slot(const std::string& key);
