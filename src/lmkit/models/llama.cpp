@@ -234,7 +234,7 @@ void LlamaImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   init_normal(*this, config.initializer_range);  // HF's _init_weights: N(0, initializer_range), zero biases
   for (auto& p : named_parameters()) {
-    if (p.key().find("norm.weight") != std::string::npos || p.key() == "norm.weight") p.value().fill_(1);
+    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
   }
 }
 
