@@ -23,7 +23,9 @@ Llama (llama: LlamaForCausalLM, untied; llama_tied; llama_seqcls: lmkit-to-hf th
 lmkit-finetune, whose classifier records the pad it batched with, EOS, as pad_token_id;
 llama_tokcls): config and inputs made here (LLAMA_CONFIG, llama_inputs): grouped-query
 attention (4 query heads, 2 key/value heads), rotary positions with rope_theta 5000, rows
-of 24 with the second right-padded.
+of 24 with the second right-padded. Mistral (mistral: MistralForCausalLM): Llama's config with
+sliding_window 8, so the 24-token rows take lmkit's banded O(T·window) path, and greedy
+generation runs 40 tokens past the window (HF's and lmkit's rolling caches).
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -70,6 +72,7 @@ FAMILIES = {
     "llama_tied": (None, transformers.LlamaForCausalLM, "labels"),
     "llama_seqcls": (None, transformers.LlamaForSequenceClassification, "labels"),
     "llama_tokcls": (None, transformers.LlamaForTokenClassification, "labels"),
+    "mistral": (None, transformers.MistralForCausalLM, "labels"),
 }
 NUM_TAGS = 5
 
@@ -79,6 +82,14 @@ NUM_TAGS = 5
 LLAMA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64,
                 "rms_norm_eps": 1e-5, "rope_theta": 5000.0, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+
+
+MISTRAL_WINDOW = 8
+
+
+def rotary(family):
+    """Llama's decoder: llama* and mistral."""
+    return family.split("_")[0] in ("llama", "mistral")
 
 
 def llama_inputs(family):
@@ -101,6 +112,8 @@ def llama_inputs(family):
 
 def made_config(family):
     """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
+    if family == "mistral":
+        return transformers.MistralConfig(**LLAMA_CONFIG, sliding_window=MISTRAL_WINDOW)
     if family.startswith("llama"):
         return transformers.LlamaConfig(**LLAMA_CONFIG, tie_word_embeddings=family == "llama_tied",
                                         num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
@@ -242,7 +255,7 @@ def hf_to_lmkit(family, bin_dir, work):
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    if family.startswith("llama"):
+    if rotary(family):
         batch = llama_inputs(family)
     elif family.endswith("tokcls"):
         batch = tokcls_inputs(family, config.vocab_size)
@@ -258,9 +271,11 @@ def hf_to_lmkit(family, bin_dir, work):
     if grads == 0:
         failures.append("no gradients compared")
     generated = ""
-    if family in ("llama", "llama_tied"):
+    if family in ("llama", "llama_tied", "mistral"):
         failures += greedy_generation(model, bin_dir, ckpt)
         generated = "; greedy generation with the KV cache and without it equals HF's generate, 40 tokens"
+        if family == "mistral":
+            generated += f" (5 times the window of {MISTRAL_WINDOW})"
     return failures, f"{outputs} outputs and {grads} parameter gradients; worst |diff|/scale {worst:.2e}{generated}"
 
 
@@ -291,6 +306,9 @@ def small_config(family):
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family in ("gpt2", "gpt2_tokcls"):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
+    if family == "mistral":
+        return {"model_type": "mistral", **{k: v for k, v in LLAMA_CONFIG.items() if not k.endswith("_token_id")},
+                "sliding_window": MISTRAL_WINDOW}
     if family.startswith("llama"):
         return {"model_type": "llama", **{k: v for k, v in LLAMA_CONFIG.items() if not k.endswith("_token_id")},
                 "tie_word_embeddings": family == "llama_tied"}
@@ -313,7 +331,7 @@ def lmkit_to_hf(family, bin_dir, work):
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
-                 "gpt2_tokcls": "clm"}.get(family, "clm" if family.startswith("llama") else "span")
+                 "gpt2_tokcls": "clm"}.get(family, "clm" if rotary(family) else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -367,7 +385,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels
-    elif family in ("gpt2", "llama", "llama_tied"):
+    elif family in ("gpt2", "llama", "llama_tied", "mistral"):
         batch["labels"] = ids.masked_fill(mask == 0, -100)
     else:
         batch["decoder_input_ids"] = torch.randint(4, vocab, (2, 6), generator=g)

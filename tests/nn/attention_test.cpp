@@ -189,3 +189,37 @@ TEST_CASE("attention: a causal layer without a bias masks in the kernel, as the 
     CHECK(max_abs_diff(at::cat({first, rest}, 1), y_kernel.detach()) < 1e-5);
   }
 }
+
+TEST_CASE("attention: the banded sliding window equals full attention with the window's mask", "[nn][attention]") {
+  at::manual_seed(3);
+  // T from under one window to several, not a multiple of it; the second row right-padded.
+  for (int64_t window : {1, 3, 4, 8}) {
+    for (int64_t t : {2, 4, 5, 11, 16, 23}) {
+      const at::Tensor q = at::randn({2, 3, t, 8}, at::kDouble), k = at::randn({2, 3, t, 8}, at::kDouble);
+      const at::Tensor v = at::randn({2, 3, t, 8}, at::kDouble);
+      at::Tensor mask = at::ones({2, t}, at::kLong);
+      mask[1].slice(0, t - t / 3).fill_(0);
+      const at::Tensor bias = attention_bias(mask, true, t, t, at::kDouble, q.device(), false, window);
+      const at::Tensor want = lmkit::nn::scaled_dot_product(q, k, v, bias, 0.3, 0.0, false);
+      const at::Tensor got = lmkit::nn::sliding_window_attention(q, k, v, mask, window, 0.3, 0.0, false);
+      // Queries that see no key (padding past a window of padding) are undefined in both.
+      const at::Tensor sees = bias.eq(0).any(-1, true);  // (B, 1, T, 1)
+      CAPTURE(window, t);
+      CHECK(max_abs_diff(got * sees, want * sees) < 1e-12);
+    }
+  }
+}
+
+TEST_CASE("attention: a window bias masks keys window or more positions back, cached ones too", "[nn][attention]") {
+  // 2 queries after 3 held keys (positions 3, 4 of keys 0..4), window 2: each sees itself and the one before.
+  const at::Tensor bias = attention_bias({}, true, 2, 5, at::kFloat, at::kCPU, false, 2);
+  const at::Tensor seen = bias.eq(0).view({2, 5}).to(at::kLong);
+  CHECK(at::equal(seen, at::tensor({0, 0, 1, 1, 0, 0, 0, 0, 1, 1}, at::kLong).view({2, 5})));
+  CHECK_FALSE(attention_bias({}, true, 5, 5, at::kFloat, at::kCPU, true, 5).defined());  // the window holds all: causal only
+  KVCache cache;
+  cache.key = at::arange(6, at::kFloat).view({1, 1, 6, 1}), cache.value = cache.key.clone();
+  cache.keep_last(4);
+  CHECK(cache.length() == 4);
+  CHECK(cache.position() == 6);
+  CHECK(cache.key.view({4})[0].item<float>() == 2);
+}

@@ -23,7 +23,7 @@ std::vector<Family>& registry() {
   // One line per family: its descriptor lives beside its model.
   static std::vector<Family> all = [] {
     std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family(),
-                                   llama_family()};
+                                   llama_family(), mistral_family()};
     for (auto& f : builtin) f.source = "lmkit";
     return builtin;
   }();

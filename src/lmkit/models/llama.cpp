@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lmkit/models/architectures.h"
@@ -25,6 +26,19 @@ const ArchitectureTable<LlamaHead>& llama_architectures() {
        {"LlamaForSequenceClassification", LlamaHead::kSequenceClassification, kClassificationHead},
        {"LlamaForTokenClassification", LlamaHead::kTokenClassification, kTokenClassificationHead}});
   return table;
+}
+
+const ArchitectureTable<LlamaHead>& mistral_architectures() {
+  static const ArchitectureTable<LlamaHead> table(
+      {{"MistralForCausalLM", LlamaHead::kLmHead, kTextToTextHead},
+       {"MistralModel", LlamaHead::kNone, ""},
+       {"MistralForSequenceClassification", LlamaHead::kSequenceClassification, kClassificationHead},
+       {"MistralForTokenClassification", LlamaHead::kTokenClassification, kTokenClassificationHead}});
+  return table;
+}
+
+const ArchitectureTable<LlamaHead>& architectures_of(const std::string& model_type) {
+  return model_type == "mistral" ? mistral_architectures() : llama_architectures();
 }
 
 // rope_theta from transformers 5's rope_parameters {rope_type, rope_theta}, or the older
@@ -64,8 +78,14 @@ double read_rope_theta(const Json& j, const std::string& file, double theta) {
 
 }  // namespace
 
-LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file) {
+LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const std::string& model_type) {
   LlamaConfig c;
+  c.model_type = model_type;
+  const bool mistral = model_type == "mistral";
+  if (mistral) {  // MistralConfig's defaults (Mistral-7B-v0.1)
+    c.intermediate_size = 14336, c.num_key_value_heads = 8, c.max_position_embeddings = 4096 * 32;
+    c.sliding_window = 4096;
+  }
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
   r.ignore({"id2label", "use_cache", "pretraining_tp", "rope_parameters", "rope_scaling", "rope_theta"});
@@ -80,8 +100,12 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file) {
   r.get("rms_norm_eps", c.rms_norm_eps, 0.0);
   r.get("initializer_range", c.initializer_range, 0.0);
   r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
-  r.get("attention_bias", c.attention_bias);
-  r.get("mlp_bias", c.mlp_bias);
+  if (mistral) {
+    r.get_nullable("sliding_window", c.sliding_window, int64_t{0}, int64_t{1});
+  } else {
+    r.get("attention_bias", c.attention_bias);
+    r.get("mlp_bias", c.mlp_bias);
+  }
   r.get("tie_word_embeddings", c.tie_word_embeddings);
   std::string act = "silu";
   r.get_choice("hidden_act", act, {"silu"});
@@ -111,7 +135,7 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file) {
 
 Json LlamaConfig::to_json() const {
   auto id = [](int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
-  Json j = {{"model_type", "llama"},
+  Json j = {{"model_type", model_type},
             {"vocab_size", vocab_size},
             {"hidden_size", hidden_size},
             {"intermediate_size", intermediate_size},
@@ -125,12 +149,15 @@ Json LlamaConfig::to_json() const {
             {"initializer_range", initializer_range},
             {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", rope_theta}}},
             {"attention_dropout", attention_dropout},
-            {"attention_bias", attention_bias},
-            {"mlp_bias", mlp_bias},
             {"tie_word_embeddings", tie_word_embeddings},
             {"bos_token_id", id(bos_token_id)},
             {"eos_token_id", id(eos_token_id)},
             {"pad_token_id", id(pad_token_id)}};
+  if (model_type == "mistral") {
+    j["sliding_window"] = sliding_window > 0 ? Json(sliding_window) : Json(nullptr);
+  } else {
+    j["attention_bias"] = attention_bias, j["mlp_bias"] = mlp_bias;
+  }
   if (head == LlamaHead::kSequenceClassification || head == LlamaHead::kTokenClassification) write_num_labels(j, num_labels);
   if (head == LlamaHead::kTokenClassification) j["classifier_dropout"] = classifier_dropout;
   return j;
@@ -153,7 +180,11 @@ at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Te
 }
 
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
-    : heads(c.num_attention_heads), kv_heads(c.kv_heads()), head_dim(c.head_size()), dropout(c.attention_dropout) {
+    : heads(c.num_attention_heads),
+      kv_heads(c.kv_heads()),
+      head_dim(c.head_size()),
+      window(c.sliding_window),
+      dropout(c.attention_dropout) {
   using torch::nn::LinearOptions;
   const int64_t d = c.hidden_size;
   q_proj = register_module("q_proj", torch::nn::Linear(LinearOptions(d, heads * head_dim).bias(c.attention_bias)));
@@ -163,7 +194,7 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                       const at::Tensor& bias, nn::KVCache* cache) {
+                                       const DecoderMask& mask, nn::KVCache* cache) {
   const int64_t b = x.size(0), t = x.size(1);
   auto heads_of = [&](const at::Tensor& y, int64_t n) { return y.view({b, t, n, head_dim}).transpose(1, 2); };
   at::Tensor q = apply_rotary(heads_of(nn::linear(x, q_proj->weight, q_proj->bias), heads), cos, sin);  // (B, H, T, hd)
@@ -172,15 +203,18 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const at::Tensor& co
   if (cache) {
     if (cache->key.defined()) k = at::cat({cache->key, k}, 2), v = at::cat({cache->value, v}, 2);
     cache->key = k, cache->value = v;  // rotated: a cached key keeps its own position
+    if (window > 0) cache->keep_last(window - 1);  // the next query sees these and itself
   }
   if (kv_heads != heads) {  // each key/value head serves heads / kv_heads query heads (HF's repeat_kv)
     const int64_t n = heads / kv_heads, tk = k.size(2);
     k = k.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
     v = v.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
   }
-  const bool causal = !bias.defined() && k.size(2) == t && t > 1;
-  at::Tensor y = nn::scaled_dot_product(q, k, v, bias, 1.0 / std::sqrt(static_cast<double>(head_dim)), dropout,
-                                        is_training(), nn::AttentionBackend::kAuto, nullptr, causal);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const bool causal = !mask.bias.defined() && k.size(2) == t && t > 1;
+  at::Tensor y = mask.banded ? nn::sliding_window_attention(q, k, v, mask.padding, window, scale, dropout, is_training())
+                             : nn::scaled_dot_product(q, k, v, mask.bias, scale, dropout, is_training(),
+                                                      nn::AttentionBackend::kAuto, nullptr, causal);
   y = y.transpose(1, 2).reshape({b, t, heads * head_dim});
   return nn::linear(y, o_proj->weight, o_proj->bias);
 }
@@ -205,9 +239,9 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) {
   mlp = register_module("mlp", LlamaMlp(c));
 }
 
-at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
-                                   nn::KVCache* cache) {
-  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), cos, sin, bias, cache);
+at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                   const DecoderMask& mask, nn::KVCache* cache) {
+  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), cos, sin, mask, cache);
   return h + mlp(post_attention_layernorm(h).to(h.scalar_type()));
 }
 
@@ -238,20 +272,31 @@ void LlamaImpl::reset_parameters() {
   }
 }
 
-std::string LlamaImpl::architecture() const { return llama_architectures().name(config.head); }
+std::string LlamaImpl::architecture() const { return architectures_of(config.model_type).name(config.head); }
 
 at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                              std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
   const int64_t t = input_ids.size(1);
-  const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
+  const bool cached = caches && !caches->empty();
+  const int64_t past = cached ? (*caches)[0].self_attn.position() : 0;  // positions seen
+  const int64_t held = cached ? (*caches)[0].self_attn.length() : 0;    // keys held (a window's last ones)
   if (caches && caches->size() < layers->size()) caches->resize(layers->size());
   at::Tensor x = embed_tokens(input_ids);  // (B, T, D)
   if (hidden_states) hidden_states->push_back(x);
   // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32.
   const auto [cos, sin] = rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
-  const at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
+  DecoderMask mask;
+  const int64_t window = config.sliding_window;
+  if (window > 0 && held == 0 && t > window) {
+    mask.banded = true, mask.padding = attention_mask;  // O(T·window)
+  } else {
+    const at::Tensor keys = attention_mask.defined() && attention_mask.size(1) > held + t
+                                ? attention_mask.slice(1, attention_mask.size(1) - held - t)  // the keys held
+                                : attention_mask;
+    mask.bias = nn::attention_bias(keys, true, t, held + t, x.scalar_type(), x.device(), true, window);
+  }
   for (size_t i = 0; i < layers->size(); ++i) {
-    x = layers->ptr<LlamaLayerImpl>(i)->forward(x, cos, sin, bias, caches ? &(*caches)[i].self_attn : nullptr);
+    x = layers->ptr<LlamaLayerImpl>(i)->forward(x, cos, sin, mask, caches ? &(*caches)[i].self_attn : nullptr);
     if (hidden_states) hidden_states->push_back(x);
   }
   x = norm(x).to(x.scalar_type());
@@ -287,7 +332,8 @@ double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
     if (p.value().dim() == 2) flops += 2.0 * static_cast<double>(p.value().numel());
   }
   const double inner = static_cast<double>(config.num_attention_heads * config.head_size());
-  return flops + 4.0 * static_cast<double>(seq_len) * inner * static_cast<double>(config.num_hidden_layers);
+  const int64_t seen = config.sliding_window > 0 ? std::min(seq_len, config.sliding_window) : seq_len;
+  return flops + 4.0 * static_cast<double>(seen) * inner * static_cast<double>(config.num_hidden_layers);
 }
 
 GenerationSpec LlamaImpl::generation_spec() const {
@@ -310,7 +356,7 @@ void LlamaImpl::check_batch(const Batch& b) const {
 
 std::vector<HfTensor> LlamaImpl::hf_tensors() {
   std::vector<HfTensor> t;
-  const std::string b = config.head == LlamaHead::kNone ? "" : "model.";  // HF's LlamaModel has no prefix
+  const std::string b = config.head == LlamaHead::kNone ? "" : "model.";  // HF's LlamaModel/MistralModel have no prefix
   t.push_back({b + "embed_tokens.weight", embed_tokens->weight});
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
@@ -347,7 +393,7 @@ Family llama_family() {
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
   f.metrics = {"perplexity"};
   f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    LlamaConfig c = LlamaConfig::from_json(config, file);
+    LlamaConfig c = LlamaConfig::from_json(config, file, "llama");
     c.head = llama_architectures().head(arch);
     return std::make_shared<LlamaImpl>(c);
   };
@@ -356,6 +402,20 @@ Family llama_family() {
     config["vocab_size"] = vocab_size;
     config["eos_token_id"] = eos;
     if (pad >= 0) config["pad_token_id"] = pad;
+  };
+  return f;
+}
+
+Family mistral_family() {
+  Family f = llama_family();  // the same decoder, tokenizer and objectives
+  f.model_type = "mistral";
+  f.architectures = mistral_architectures().names();
+  f.heads = mistral_architectures().heads();
+  f.objectives = {{"clm", "MistralForCausalLM"}};
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    LlamaConfig c = LlamaConfig::from_json(config, file, "mistral");
+    c.head = mistral_architectures().head(arch);
+    return std::make_shared<LlamaImpl>(c);
   };
   return f;
 }

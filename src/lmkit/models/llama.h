@@ -2,6 +2,8 @@
 // with RMSNorm, rotary positions (Su et al. 2021) on queries and keys, grouped-query
 // attention (Ainslie et al. 2023: num_key_value_heads ≤ num_attention_heads), a SwiGLU
 // feed-forward (Shazeer 2020), no biases by default, and a tied or untied LM head.
+// Mistral (Jiang et al. 2023) is the same decoder with a sliding attention window: HF's
+// MistralModel, built here from the same classes (LlamaConfig::sliding_window).
 #pragma once
 
 #include <torch/nn/modules/embedding.h>
@@ -21,8 +23,9 @@ enum class LlamaHead {
 };
 
 /// HF's LlamaConfig keys (transformers 5: rope_parameters; the older top-level
-/// rope_theta is read too).
+/// rope_theta is read too), or MistralConfig's: Llama's less the biases, plus sliding_window.
 struct LlamaConfig {
+  std::string model_type = "llama";  ///< llama or mistral
   int64_t vocab_size = 32000;
   int64_t hidden_size = 4096;
   int64_t intermediate_size = 11008;
@@ -39,13 +42,15 @@ struct LlamaConfig {
   bool tie_word_embeddings = false;
   int64_t bos_token_id = 1, eos_token_id = 2;
   int64_t pad_token_id = -1;  ///< -1: none (HF: null)
+  int64_t sliding_window = 0;  ///< Mistral: each position sees the last sliding_window positions; 0: all (HF: null)
   double classifier_dropout = 0.1;  ///< LlamaForTokenClassification's (classifier_dropout, else 0.1)
   int64_t num_labels = 2;
   LlamaHead head = LlamaHead::kLmHead;
 
   int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
-  static LlamaConfig from_json(const Json& j, const std::string& file);
+  /// `model_type` "mistral" reads MistralConfig (its defaults, sliding_window, no biases).
+  static LlamaConfig from_json(const Json& j, const std::string& file, const std::string& model_type = "llama");
   Json to_json() const;
 };
 
@@ -56,17 +61,24 @@ std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_
 /// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] (HF's apply_rotary_pos_emb).
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
+/// What a decoder layer's self-attention masks, computed once for all layers.
+struct DecoderMask {
+  at::Tensor bias;     ///< additive (padding, causal, window), or undefined for a causal mask in the kernel
+  bool banded = false; ///< a sliding window shorter than the input: the O(T·window) path (nn::sliding_window_attention)
+  at::Tensor padding;  ///< banded: the key padding mask (B, T), or undefined
+};
+
 /// Self-attention with rotary queries and keys and num_key_value_heads key/value heads,
-/// each shared by num_attention_heads / num_key_value_heads query heads.
+/// each shared by num_attention_heads / num_key_value_heads query heads; with a sliding
+/// window, the cache keeps only the last sliding_window − 1 positions (HF's).
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaConfig& c);
-  /// x (B, T, D) -> (B, T, D); bias: additive (padding and causal), or undefined for a
-  /// causal mask applied in the kernel; cache: the rotated keys and values of earlier positions.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
+  /// x (B, T, D) -> (B, T, D); cache: the rotated keys and values of earlier positions.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const DecoderMask& mask,
                      nn::KVCache* cache);
 
-  int64_t heads, kv_heads, head_dim;
+  int64_t heads, kv_heads, head_dim, window;
   double dropout;
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 };
@@ -84,7 +96,7 @@ TORCH_MODULE(LlamaMlp);
 class LlamaLayerImpl : public torch::nn::Module {
  public:
   explicit LlamaLayerImpl(const LlamaConfig& c);
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& bias,
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const DecoderMask& mask,
                      nn::KVCache* cache);
   nn::Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
@@ -97,7 +109,7 @@ class LlamaImpl : public Model {
   explicit LlamaImpl(LlamaConfig config);
 
   Output forward(const Batch& batch) override;
-  std::string model_type() const override { return "llama"; }
+  std::string model_type() const override { return config.model_type; }
   std::string architecture() const override;
   bool shifted_labels() const override { return config.head == LlamaHead::kLmHead; }
   Json config_json() const override { return config.to_json(); }
@@ -133,5 +145,7 @@ TORCH_MODULE(Llama);
 struct Family;
 /// The Llama family (family.h): its architectures, objectives and how to build it.
 Family llama_family();
+/// The Mistral family: Llama's decoder with a sliding window, as HF's Mistral* classes.
+Family mistral_family();
 
 }  // namespace lmkit::models

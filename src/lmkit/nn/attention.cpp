@@ -24,8 +24,10 @@ double mask_value(at::ScalarType dtype) {
 }
 
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
-                          at::ScalarType dtype, at::Device device, bool causal_in_kernel) {
-  if (causal && causal_in_kernel && !key_padding_mask.defined() && q_len == k_len && !lever_disabled("flash")) {
+                          at::ScalarType dtype, at::Device device, bool causal_in_kernel, int64_t window) {
+  if (window >= k_len) window = 0;  // every key is within the window
+  if (causal && causal_in_kernel && !key_padding_mask.defined() && q_len == k_len && window == 0 &&
+      !lever_disabled("flash")) {
     return {};
   }
   at::Tensor allowed;  // bool, broadcastable to (B, 1, Tq, Tk)
@@ -37,12 +39,55 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
     auto opts = at::TensorOptions().dtype(at::kLong).device(device);
     at::Tensor qpos = at::arange(k_len - q_len, k_len, opts).view({q_len, 1});
     at::Tensor kpos = at::arange(k_len, opts).view({1, k_len});
-    at::Tensor causal_ok = kpos.le(qpos).view({1, 1, q_len, k_len});
+    at::Tensor causal_ok = kpos.le(qpos);
+    if (window > 0) causal_ok = causal_ok.logical_and(kpos.gt(qpos - window));
+    causal_ok = causal_ok.view({1, 1, q_len, k_len});
     allowed = allowed.defined() ? allowed.logical_and(causal_ok) : causal_ok;
   }
   if (!allowed.defined()) return {};
   auto opts = at::TensorOptions().dtype(dtype).device(device);
   return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
+}
+
+void KVCache::keep_last(int64_t n) {
+  const int64_t drop = length() - n;
+  if (drop <= 0) return;
+  key = key.slice(2, drop).contiguous(), value = value.slice(2, drop).contiguous();
+  dropped += drop;
+}
+
+at::Tensor sliding_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& key_padding_mask, int64_t window, double scale, double dropout,
+                                    bool training) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3), w = window;
+  TORCH_CHECK(w > 0 && k.size(2) == t && v.size(2) == t, "sliding_window_attention: T queries, T keys, a window");
+  if (t <= w) {
+    const at::Tensor bias = attention_bias(key_padding_mask, true, t, t, q.scalar_type(), q.device(), true);
+    return scaled_dot_product(q, k, v, bias, scale, dropout, training, AttentionBackend::kAuto, nullptr, !bias.defined());
+  }
+  const int64_t n = (t + w - 1) / w, padded = n * w;  // n blocks of w queries
+  // Keys and values with one block of nothing before the first: block i's keys are
+  // blocks i − 1 and i, positions (i − 1)·w .. (i + 1)·w − 1.
+  auto blocks_of = [&](const at::Tensor& x) {
+    const at::Tensor y = at::constant_pad_nd(x, {0, 0, w, padded - t});              // (B, H, (n + 1)·w, hd)
+    return y.unfold(2, 2 * w, w).permute({0, 2, 1, 4, 3}).reshape({b * n, h, 2 * w, hd});  // (B·n, H, 2w, hd)
+  };
+  const at::Tensor qb = at::constant_pad_nd(q, {0, 0, 0, padded - t})
+                            .view({b, h, n, w, hd}).permute({0, 2, 1, 3, 4}).reshape({b * n, h, w, hd});
+  const auto long_opts = at::TensorOptions().dtype(at::kLong).device(q.device());
+  // Query a of a block sees key j of its 2w when 0 ≤ (w + a) − j < w: a < j ≤ w + a.
+  const at::Tensor a = at::arange(w, long_opts).view({w, 1}), j = at::arange(2 * w, long_opts).view({1, 2 * w});
+  const at::Tensor band = j.gt(a).logical_and(j.le(a + w));  // (w, 2w)
+  // Real keys: not before position 0, not past T, not padding.
+  at::Tensor real = key_padding_mask.defined() ? key_padding_mask.to(q.device()).ne(0)
+                                               : at::ones({b, t}, long_opts.dtype(at::kBool));
+  real = at::constant_pad_nd(real.to(at::kByte), {w, padded - t}).ne(0);  // (B, (n + 1)·w)
+  const at::Tensor keys_ok = real.unfold(1, 2 * w, w).reshape({b * n, 1, 1, 2 * w});
+  const at::Tensor allowed = keys_ok.logical_and(band.view({1, 1, w, 2 * w}));  // (B·n, 1, w, 2w)
+  const auto opts = q.options();
+  const at::Tensor bias = at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
+  const at::Tensor y = scaled_dot_product(qb, blocks_of(k), blocks_of(v), bias, scale, dropout, training);  // (B·n, H, w, hd)
+  return y.view({b, n, h, w, hd}).permute({0, 2, 1, 3, 4}).reshape({b, h, padded, hd}).slice(2, 0, t);
 }
 
 at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,

@@ -40,13 +40,31 @@ double mask_value(at::ScalarType dtype);
 ///           where offset = Tk - Tq (the cached prefix during incremental decoding).
 ///   causal_in_kernel: when the causal mask is all there is (no padding mask, Tq == Tk),
 ///           return an undefined tensor: a `causal` MultiHeadAttention applies it in the kernel.
+///   window: with `causal`, query i also sees no key `window` or more positions before it
+///           (a sliding window, Mistral's: HF's kv_idx > q_idx - sliding_window); 0: no window.
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
-                          at::ScalarType dtype, at::Device device, bool causal_in_kernel = false);
+                          at::ScalarType dtype, at::Device device, bool causal_in_kernel = false, int64_t window = 0);
+
+/// Causal self-attention within a sliding window of `window` positions (query i sees keys
+/// i − window + 1 .. i) at O(T·window) time and memory: the T positions are cut into
+/// blocks of `window` queries, each attending to its own block and the one before.
+///   q, k, v (B, H, T, hd) of the same T; key_padding_mask (B, T), 1 for real keys, or undefined.
+/// Equal to scaled_dot_product with attention_bias(mask, true, T, T, ..., window) on every
+/// query that sees at least one key.
+at::Tensor sliding_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    const at::Tensor& key_padding_mask, int64_t window, double scale, double dropout,
+                                    bool training);
 
 /// Keys and values of earlier positions (self-attention) or of the memory (cross-attention).
 struct KVCache {
   at::Tensor key, value;  // (B, H, T_cached, hd)
+  int64_t dropped = 0;    ///< positions evicted from the front (a sliding window's rolling cache)
+  /// Number of keys held.
   int64_t length() const { return key.defined() ? key.size(2) : 0; }
+  /// Number of positions seen: the next token's position.
+  int64_t position() const { return dropped + length(); }
+  /// Keeps the last `n` keys and values (a rolling cache of a sliding window).
+  void keep_last(int64_t n);
 };
 
 struct MultiHeadAttentionOptions {
