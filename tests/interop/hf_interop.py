@@ -25,7 +25,9 @@ llama_tokcls): config and inputs made here (LLAMA_CONFIG, llama_inputs): grouped
 attention (4 query heads, 2 key/value heads), rotary positions with rope_theta 5000, rows
 of 24 with the second right-padded. Mistral (mistral: MistralForCausalLM): Llama's config with
 sliding_window 8, so the 24-token rows take lmkit's banded O(T·window) path, and greedy
-generation runs 40 tokens past the window (HF's and lmkit's rolling caches).
+generation runs 40 tokens past the window (HF's and lmkit's rolling caches). BLOOM (bloom:
+BloomForCausalLM, bloom_seqcls, bloom_tokcls): BLOOM_CONFIG with 6 heads, so ALiBi's slopes
+take HF's rule for a head count that is no power of two; Llama's inputs.
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -73,6 +75,9 @@ FAMILIES = {
     "llama_seqcls": (None, transformers.LlamaForSequenceClassification, "labels"),
     "llama_tokcls": (None, transformers.LlamaForTokenClassification, "labels"),
     "mistral": (None, transformers.MistralForCausalLM, "labels"),
+    "bloom": (None, transformers.BloomForCausalLM, "labels"),
+    "bloom_seqcls": (None, transformers.BloomForSequenceClassification, "labels"),
+    "bloom_tokcls": (None, transformers.BloomForTokenClassification, "labels"),
 }
 NUM_TAGS = 5
 
@@ -85,11 +90,14 @@ LLAMA_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "intermediate_size": 96, 
 
 
 MISTRAL_WINDOW = 8
+# 6 heads: 4 slopes of the power-of-two rule and 2 interleaved from the next one.
+BLOOM_CONFIG = {"vocab_size": 1000, "hidden_size": 48, "n_layer": 2, "n_head": 6, "layer_norm_epsilon": 1e-5,
+                "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 
 
 def rotary(family):
-    """Llama's decoder: llama* and mistral."""
-    return family.split("_")[0] in ("llama", "mistral")
+    """The decoders tested on llama_inputs: llama*, mistral and bloom* (ALiBi)."""
+    return family.split("_")[0] in ("llama", "mistral", "bloom")
 
 
 def llama_inputs(family):
@@ -99,9 +107,9 @@ def llama_inputs(family):
     ids = torch.randint(3, LLAMA_CONFIG["vocab_size"], (2, 24), generator=g)
     mask = torch.ones_like(ids)
     ids[1, 17:], mask[1, 17:] = 0, 0
-    if family == "llama_seqcls":
+    if family.endswith("_seqcls"):
         return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([1, 0])}
-    if family == "llama_tokcls":
+    if family.endswith("_tokcls"):
         labels = torch.randint(0, NUM_TAGS, (2, 24), generator=g)
         labels[:, 4], labels[1, 17:] = -100, -100
         return {"input_ids": ids, "attention_mask": mask, "labels": labels}
@@ -112,6 +120,8 @@ def llama_inputs(family):
 
 def made_config(family):
     """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
+    if family.startswith("bloom"):
+        return transformers.BloomConfig(**BLOOM_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family == "mistral":
         return transformers.MistralConfig(**LLAMA_CONFIG, sliding_window=MISTRAL_WINDOW)
     if family.startswith("llama"):
@@ -271,7 +281,7 @@ def hf_to_lmkit(family, bin_dir, work):
     if grads == 0:
         failures.append("no gradients compared")
     generated = ""
-    if family in ("llama", "llama_tied", "mistral"):
+    if family in ("llama", "llama_tied", "mistral", "bloom"):
         failures += greedy_generation(model, bin_dir, ckpt)
         generated = "; greedy generation with the KV cache and without it equals HF's generate, 40 tokens"
         if family == "mistral":
@@ -306,6 +316,8 @@ def small_config(family):
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family in ("gpt2", "gpt2_tokcls"):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
+    if family.startswith("bloom"):
+        return {"model_type": "bloom", **{k: v for k, v in BLOOM_CONFIG.items() if not k.endswith("_token_id")}}
     if family == "mistral":
         return {"model_type": "mistral", **{k: v for k, v in LLAMA_CONFIG.items() if not k.endswith("_token_id")},
                 "sliding_window": MISTRAL_WINDOW}
@@ -337,7 +349,7 @@ def lmkit_to_hf(family, bin_dir, work):
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
          "--seq-len", "32", "--threads", "1", "--seed", "3"])
     ckpt = os.path.join(run_dir, "final")
-    if family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls"):
+    if family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls", "bloom_seqcls"):
         with open(os.path.join(SAMPLE, "valid.txt")) as f:
             lines = [l.strip() for l in f if len(l.split()) > 3][:64]
         classification_file(os.path.join(work, "train.tsv"), lines[:48])
@@ -368,7 +380,7 @@ def lmkit_to_hf(family, bin_dir, work):
     ids = torch.randint(4, vocab, (2, 16), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
-    if family.startswith("roberta") or family == "llama_seqcls":
+    if family.startswith("roberta") or family in ("llama_seqcls", "bloom_seqcls"):
         # padding is the pad id: RoBERTa's positions skip it, HF's Llama classifier finds the last token by it
         ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
@@ -377,7 +389,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3] = ids[:, 3]
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
-    elif family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls"):
+    elif family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls", "bloom_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
@@ -385,7 +397,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels
-    elif family in ("gpt2", "llama", "llama_tied", "mistral"):
+    elif family in ("gpt2", "llama", "llama_tied", "mistral", "bloom"):
         batch["labels"] = ids.masked_fill(mask == 0, -100)
     else:
         batch["decoder_input_ids"] = torch.randint(4, vocab, (2, 6), generator=g)

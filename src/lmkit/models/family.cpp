@@ -8,6 +8,7 @@
 #include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
 #include "lmkit/models/bert.h"
+#include "lmkit/models/bloom.h"
 #include "lmkit/models/gpt.h"
 #include "lmkit/models/llama.h"
 #include "lmkit/models/model.h"
@@ -23,7 +24,7 @@ std::vector<Family>& registry() {
   // One line per family: its descriptor lives beside its model.
   static std::vector<Family> all = [] {
     std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family(),
-                                   llama_family(), mistral_family()};
+                                   llama_family(), mistral_family(), bloom_family()};
     for (auto& f : builtin) f.source = "lmkit";
     return builtin;
   }();

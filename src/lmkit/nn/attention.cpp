@@ -134,6 +134,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
 
 std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
   const int64_t b = x.size(0), t = x.size(1), h = options.num_heads();
+  if (n == 3 && options.qkv_per_head()) return x.view({b, t, h, n, head_dim_}).permute({3, 0, 2, 1, 4}).unbind(0);
   return x.view({b, t, n, h, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);  // n x (B, H, T, hd)
 }
 

@@ -90,9 +90,12 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(bool, causal) = false;
   /// Kernel choice; see AttentionBackend.
   TORCH_ARG(AttentionBackend, backend) = AttentionBackend::kAuto;
+  /// Self-attention: qkv's rows are grouped by head, (H, 3, hd) (BLOOM's query_key_value),
+  /// instead of (3, H, hd).
+  TORCH_ARG(bool, qkv_per_head) = false;
 };
 
-/// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd);
+/// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
 /// cross-attention projects Q with `q` and K, V with one fused `kv` (M -> 2·H·hd).
 /// HF checkpoints' separate q/k/v matrices are concatenated on import (io/).
 class MultiHeadAttentionImpl : public torch::nn::Module {

@@ -16,7 +16,8 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .scale_scores(o.scale_scores())
                                   .dropout(o.attention_dropout())
                                   .causal(o.causal() && !cross)
-                                  .backend(o.attention_backend()));
+                                  .backend(o.attention_backend())
+                                  .qkv_per_head(o.qkv_per_head() && !cross));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };
   self_attn = register_module("self_attn", attention(false));

@@ -46,6 +46,8 @@ struct TransformerLayerOptions {
   /// keys in the attention kernel (see nn::attention_bias's causal_in_kernel).
   TORCH_ARG(bool, causal) = false;
   TORCH_ARG(AttentionBackend, attention_backend) = AttentionBackend::kAuto;
+  /// Self-attention's fused qkv rows grouped by head (MultiHeadAttentionOptions::qkv_per_head).
+  TORCH_ARG(bool, qkv_per_head) = false;
 };
 
 /// Per-layer caches for incremental decoding.

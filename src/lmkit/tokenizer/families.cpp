@@ -100,6 +100,29 @@ FamilySpec llama() {
   return f;
 }
 
+FamilySpec bloom() {
+  FamilySpec f;
+  f.name = "bloom";
+  f.hf_classes = {"Bloom"};
+  f.hf_model_types = {"bloom"};
+  f.detect_piece = "<pad>";
+  f.specials = {{"unk_token", "<unk>"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"pad_token", "<pad>"}};
+  f.required = {"bos_token", "eos_token", "pad_token"};
+  f.bos_key = "bos_token";
+  // BLOOM's special ids, <unk>=0 <s>=1 </s>=2 <pad>=3, on SentencePiece BPE with byte fallback
+  // (BLOOM's own is byte-level BPE, which lmkit reads but does not train).
+  f.training_arguments = {{"model_type", "bpe"}, {"unk_id", "0"}, {"bos_id", "1"}, {"bos_piece", "<s>"},
+                          {"eos_id", "2"}, {"eos_piece", "</s>"}, {"pad_id", "3"}, {"pad_piece", "<pad>"}};
+  f.make_template = [](const SpecialTokens&) {
+    // As BLOOM's tokenizer: nothing around one text or between the two of a pair.
+    Template t;
+    t.single = {Item{-1, 0, 0}};
+    t.pair = {Item{-1, 0, 0}, Item{-1, 1, 0}};
+    return t;
+  };
+  return f;
+}
+
 FamilySpec t5() {
   FamilySpec f;
   f.name = "t5";
@@ -123,7 +146,7 @@ FamilySpec t5() {
 
 const std::vector<FamilySpec>& family_specs() {
   // Detection tries the entries in this order: more specific pieces first.
-  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), llama(), t5()};
+  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), llama(), t5(), bloom()};
   return all;
 }
 

@@ -1,0 +1,98 @@
+// BLOOM (BigScience 2022) as HF's BloomModel and its heads: a pre-norm decoder with
+// no position embeddings but ALiBi (Press et al. 2022), a linear penalty on the distance
+// to each key with a slope per head; a LayerNorm on the word embeddings; the fused
+// query_key_value projection grouped by head; tanh GELU; a head tied to the embeddings.
+#pragma once
+
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "lmkit/models/model.h"
+#include "lmkit/models/token_classifier.h"
+#include "lmkit/nn/norm.h"
+
+namespace lmkit::models {
+
+enum class BloomHead {
+  kNone,                    ///< BloomModel: last_hidden_state
+  kLmHead,                  ///< BloomForCausalLM
+  kSequenceClassification,  ///< BloomForSequenceClassification: last real token -> score (no bias)
+  kTokenClassification,     ///< BloomForTokenClassification: every token -> dropout -> classifier
+};
+
+/// HF's BloomConfig keys (n_embed is read as hidden_size, as HF does).
+struct BloomConfig {
+  int64_t vocab_size = 250880;
+  int64_t hidden_size = 64;
+  int64_t n_layer = 2;
+  int64_t n_head = 8;
+  double layer_norm_epsilon = 1e-5;
+  double initializer_range = 0.02;
+  double hidden_dropout = 0.0, attention_dropout = 0.0;
+  double classifier_dropout = -1;  ///< BloomForTokenClassification's; -1: hidden_dropout (HF's fallback)
+  bool tie_word_embeddings = true;
+  int64_t bos_token_id = 1, eos_token_id = 2;
+  int64_t pad_token_id = -1;  ///< -1: none (HF: null)
+  int64_t num_labels = 2;
+  BloomHead head = BloomHead::kLmHead;
+
+  static BloomConfig from_json(const Json& j, const std::string& file);
+  Json to_json() const;
+};
+
+/// ALiBi's slope of each of `heads` heads (float32, as HF's build_alibi_tensor): the
+/// geometric sequence 2^(−8/n·i), i = 1..n, for the largest power of two n ≤ heads,
+/// then every other slope of the sequence for 2n for the heads beyond it.
+at::Tensor alibi_slopes(int64_t heads);
+
+/// ALiBi's bias (B|1, H, 1, Tk): slope_h · position of key k, where a key's position
+/// counts the real tokens before it (HF: (cumsum(mask) − 1) · mask; arange without a
+/// mask). Added to every query's scores, it is −slope_h · distance up to a constant per
+/// row, which softmax removes.
+at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
+                      at::Device device);
+
+class BloomImpl : public Model {
+ public:
+  explicit BloomImpl(BloomConfig config);
+
+  Output forward(const Batch& batch) override;
+  std::string model_type() const override { return "bloom"; }
+  std::string architecture() const override;
+  bool shifted_labels() const override { return config.head == BloomHead::kLmHead; }
+  Json config_json() const override { return config.to_json(); }
+  std::vector<HfTensor> hf_tensors() override;
+  void check_batch(const Batch& batch) const override;
+  int64_t vocab_size() const override { return config.vocab_size; }
+  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
+  double flops_per_token(int64_t seq_len, int64_t) const override;
+  bool hf_ignorable(const std::string& name) const override;
+  std::string hf_base_prefix() const override { return "transformer."; }
+  GenerationSpec generation_spec() const override;
+  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                                                  bool use_cache) override;
+
+  /// Final hidden states (B, T, D), ln_f applied. With `caches`, input_ids holds only
+  /// new tokens; key positions continue after the cached ones.
+  at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
+  /// Vocabulary logits for hidden rows (..., D) -> (..., V).
+  at::Tensor lm_logits(const at::Tensor& hidden);
+  void reset_parameters();
+
+  BloomConfig config;
+  torch::nn::Embedding word_embeddings{nullptr};  ///< (V, D)
+  nn::Norm word_embeddings_layernorm{nullptr};
+  torch::nn::ModuleList layers{nullptr};          ///< n_layer x TransformerLayer (pre-norm, qkv grouped by head)
+  nn::Norm ln_f{nullptr};
+  torch::nn::Linear lm_head{nullptr};             ///< (V, D), unless tied to word_embeddings
+  torch::nn::Linear score{nullptr};               ///< (num_labels, D), no bias
+  TokenClassifier token_classifier{nullptr};      ///< kTokenClassification (HF's "classifier")
+};
+TORCH_MODULE(Bloom);
+
+struct Family;
+/// The BLOOM family (family.h): its architectures, objectives and how to build it.
+Family bloom_family();
+
+}  // namespace lmkit::models
