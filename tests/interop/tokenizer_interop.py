@@ -23,7 +23,7 @@ VOCAB = 4000
 
 try:
     import tokenizers
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     import transformers
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 except ImportError as e:
@@ -90,6 +90,50 @@ def hf_roberta(out):
     tok = transformers.RobertaTokenizerFast(tokenizer_object=t)
     tok.save_pretrained(out)
     return [out]
+
+
+# BLOOM's pre-tokenizer (bigscience/bloom's tokenizer.json): a regex split that keeps a
+# leading space with its word and isolates punctuation, then bytes mapped without a regex.
+BLOOM_SPLIT = " ?[^(\\s|[.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c])]+"
+
+
+def hf_bloom(out):
+    # BLOOM's byte-level BPE: <unk> <s> </s> <pad> first, nothing added around a text.
+    t = Tokenizer(models.BPE(unk_token="<unk>"))
+    t.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(BLOOM_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    t.decoder = decoders.ByteLevel()
+    t.train([TRAIN], trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
+                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=t, unk_token="<unk>", bos_token="<s>",
+                                               eos_token="</s>", pad_token="<pad>")
+    tok.save_pretrained(out)
+    config = os.path.join(out, "tokenizer_config.json")
+    c = json.load(open(config))
+    c["tokenizer_class"] = "BloomTokenizerFast"  # as BigScience's repositories name it
+    json.dump(c, open(config, "w"))
+    return [out]
+
+
+def hf_llama(out):
+    # Llama's (and Mistral's) SentencePiece BPE with byte fallback, converted by transformers
+    # to its tokenizer.json: a Metaspace pre-tokenizer (prepend_scheme "first"), BPE with
+    # byte_fallback. Read from the JSON alone, and with the .model beside it.
+    import sentencepiece as spm
+    hub = out + "-spm"
+    os.makedirs(hub, exist_ok=True)
+    spm.SentencePieceTrainer.train(input=TRAIN, model_prefix=os.path.join(hub, "tokenizer"), vocab_size=VOCAB,
+                                   model_type="bpe", byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
+                                   minloglevel=2, num_threads=2)
+    os.remove(os.path.join(hub, "tokenizer.vocab"))
+    json.dump({"tokenizer_class": "LlamaTokenizer"}, open(os.path.join(hub, "tokenizer_config.json"), "w"))
+    AutoTokenizer.from_pretrained(hub).save_pretrained(out)
+    beside = out + "-with-model"
+    shutil.copytree(out, beside)
+    shutil.copy(os.path.join(hub, "tokenizer.model"), beside)
+    return [out, beside]
 
 
 def hf_t5(out):
@@ -245,7 +289,8 @@ def main():
     elif a.direction == "hf-to-lmkit":
         out = os.path.join(a.work, "hf")
         dirs = {"bert": lambda: hf_bert(out), "bert_cased": lambda: hf_bert(out, lowercase=False),
-                "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out), "roberta": lambda: hf_roberta(out)}[a.family]()
+                "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out), "roberta": lambda: hf_roberta(out),
+                "bloom": lambda: hf_bloom(out), "llama": lambda: hf_llama(out)}[a.family]()
         hf = AutoTokenizer.from_pretrained(dirs[0])
         for d in dirs:
             ok &= compare(f"HF {a.family} {os.path.basename(d)} -> lmkit", hf, d, a.bin, a.work)

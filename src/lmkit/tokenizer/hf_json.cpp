@@ -115,14 +115,10 @@ std::string replace_pattern(const Json& n, const char* kind) {
   return pattern.contains(kind) && pattern[kind].is_string() ? pattern[kind].get<std::string>() : "";
 }
 
-// A Unigram tokenizer.json as a SentencePiece model (what HF converted it from):
-// T5's (Precompiled normalizer, WhitespaceSplit + Metaspace) or lmkit's own
-// (Prepend + Replace, no pre-tokenizer). Sentinels <extra_id_N> at the top stay out.
-std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken>& added, const std::string& what) {
-  const Json& model = j["model"];
-  SpmModel m;
-  m.model_type = 1;
-  m.byte_fallback = flag(model, "byte_fallback", false, what);
+// The normalizer and pre-tokenizer steps HF's SentencePiece conversion writes, as the
+// SpmModel's flags: T5's (Precompiled normalizer, WhitespaceSplit + Metaspace), Llama's
+// (a Metaspace pre-tokenizer, or the older Prepend + Replace normalizer) and lmkit's own.
+void read_spm_text_steps(const Json& j, SpmModel& m, const std::string& kind, const std::string& what) {
   m.add_dummy_prefix = false, m.remove_extra_whitespaces = false, m.escape_whitespaces = true;
   m.normalizer_name = "identity";
   for (const auto& n : steps(j.value("normalizer", Json()), "normalizers")) {
@@ -137,20 +133,45 @@ std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken
     } else if (type == "Replace" && replace_pattern(n, "Regex") == " {2,}" && n.value("content", "") == " ") {
       m.remove_extra_whitespaces = true;
     } else {
-      throw InputError(what + ": Unigram with normalizer '" + type + "' is not supported (Precompiled, Prepend, Replace)");
+      throw InputError(what + ": " + kind + " with normalizer '" + type + "' is not supported (Precompiled, Prepend, Replace)");
     }
   }
   for (const auto& p : steps(j.value("pre_tokenizer", Json()), "pretokenizers")) {
     const std::string type = type_of(p);
     if (type == "WhitespaceSplit") m.remove_extra_whitespaces = true;
-    else if (type == "Metaspace") m.add_dummy_prefix = m.add_dummy_prefix || p.value("prepend_scheme", "always") == "always" || flag(p, "add_prefix_space", false, what);
-    else throw InputError(what + ": Unigram with pre-tokenizer '" + type + "' is not supported (WhitespaceSplit, Metaspace)");
+    else if (type == "Metaspace") m.add_dummy_prefix = m.add_dummy_prefix || p.value("prepend_scheme", "always") != "never" || flag(p, "add_prefix_space", false, what);
+    else throw InputError(what + ": " + kind + " with pre-tokenizer '" + type + "' is not supported (WhitespaceSplit, Metaspace)");
   }
+}
+
+// A piece's SentencePiece type: unknown, control (a special added token), byte (<0xNN>
+// with byte fallback) or normal.
+int spm_piece_type(const SpmModel& m, const std::string& piece, int64_t id, int64_t unk, const std::map<int32_t, bool>& special) {
+  const auto it = special.find(static_cast<int32_t>(id));
+  if (id == unk) return SpmModel::kUnknown;
+  if (it != special.end() && it->second) return SpmModel::kControl;
+  if (m.byte_fallback && piece.size() == 6 && piece.rfind("<0x", 0) == 0 && piece.back() == '>') return SpmModel::kByte;
+  return SpmModel::kNormal;
+}
+
+std::map<int32_t, bool> special_ids(const std::vector<AddedToken>& added) {
+  std::map<int32_t, bool> special;
+  for (const auto& a : added) special[a.id] = a.special;
+  return special;
+}
+
+// A Unigram tokenizer.json as a SentencePiece model (what HF converted it from).
+// Sentinels <extra_id_N> at the top stay out.
+std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken>& added, const std::string& what) {
+  const Json& model = j["model"];
+  SpmModel m;
+  m.model_type = 1;
+  m.byte_fallback = flag(model, "byte_fallback", false, what);
+  read_spm_text_steps(j, m, "Unigram", what);
   const Json& vocab = need(model, "vocab", what);
   if (!vocab.is_array() || vocab.empty()) throw InputError(what + ": Unigram 'vocab' is not a list of [piece, score]");
   const int64_t unk = model.value("unk_id", Json()).is_number_integer() ? model["unk_id"].get<int64_t>() : -1;
-  std::map<int32_t, bool> special;
-  for (const auto& a : added) special[a.id] = a.special;
+  const auto special = special_ids(added);
   size_t n = vocab.size();
   while (n > 0 && vocab[n - 1].is_array() && vocab[n - 1].size() == 2 && vocab[n - 1][0].is_string() &&
          vocab[n - 1][0].get<std::string>().rfind("<extra_id_", 0) == 0) {
@@ -161,13 +182,36 @@ std::string unigram_as_sentencepiece(const Json& j, const std::vector<AddedToken
     if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number()) {
       throw InputError(what + ": Unigram vocabulary entry " + std::to_string(id) + " is not [piece, score]");
     }
-    SpmModel::Piece p{e[0].get<std::string>(), e[1].get<float>(), SpmModel::kNormal};
-    if (static_cast<int64_t>(id) == unk) p.type = SpmModel::kUnknown;
-    else if (special.count(static_cast<int32_t>(id)) && special[static_cast<int32_t>(id)]) p.type = SpmModel::kControl;
-    else if (m.byte_fallback && p.piece.size() == 6 && p.piece.rfind("<0x", 0) == 0 && p.piece.back() == '>') p.type = SpmModel::kByte;
-    m.pieces.push_back(std::move(p));
+    const std::string piece = e[0].get<std::string>();
+    m.pieces.push_back({piece, e[1].get<float>(), spm_piece_type(m, piece, static_cast<int64_t>(id), unk, special)});
   }
   if (unk < 0 || unk >= static_cast<int64_t>(n)) throw InputError(what + ": Unigram needs an 'unk_id' inside its vocabulary");
+  return serialize_spm_model(m);
+}
+
+// A BPE tokenizer.json with byte fallback (Llama's, Mistral's) as the SentencePiece BPE
+// model HF converted it from. SentencePiece merges the adjacent pair whose union scores
+// highest; HF the pair of lowest rank: a piece scores minus the rank of the merge that makes it.
+std::string bpe_as_sentencepiece(const Json& j, const std::vector<AddedToken>& added, const std::string& what) {
+  const Json& model = j["model"];
+  SpmModel m;
+  m.model_type = 2;
+  m.byte_fallback = true;
+  read_spm_text_steps(j, m, "BPE with byte_fallback", what);
+  const std::vector<std::string> pieces = vocab_by_id(need(model, "vocab", what), what);
+  const auto merges = parse_merges(need(model, "merges", what), what);
+  std::map<std::string, float> score;
+  for (size_t r = merges.size(); r-- > 0;) score[merges[r].first + merges[r].second] = -static_cast<float>(r);
+  const std::string unk_piece = model.value("unk_token", Json()).is_string() ? model["unk_token"].get<std::string>() : "<unk>";
+  int64_t unk = -1;
+  for (size_t id = 0; id < pieces.size() && unk < 0; ++id) unk = pieces[id] == unk_piece ? static_cast<int64_t>(id) : -1;
+  if (unk < 0) throw InputError(what + ": BPE with byte_fallback needs its unknown piece '" + unk_piece + "' in the vocabulary");
+  const auto special = special_ids(added);
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    const auto it = score.find(pieces[id]);
+    m.pieces.push_back({pieces[id], it == score.end() ? 0.0f : it->second,
+                        spm_piece_type(m, pieces[id], static_cast<int64_t>(id), unk, special)});
+  }
   return serialize_spm_model(m);
 }
 
@@ -195,25 +239,60 @@ std::shared_ptr<const Backend> wordpiece_backend(const Json& j, const std::strin
   return make_wordpiece(vocab_by_id(need(model, "vocab", what), what), o);
 }
 
-// The pre-tokenizer of a byte-level BPE: ByteLevel, with GPT-2's regex or a Split's.
+// HF's tokenizers runs a Split's regex on Oniguruma, where a class may hold a class:
+// [^(\s|[.,!?])] is one set, the union (BLOOM's). PCRE2 reads the inner '[' as a
+// character and the first ']' as the end, so the inner brackets come out here.
+std::string flatten_nested_classes(const std::string& pattern, const std::string& what) {
+  std::string out;
+  int depth = 0;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      out += pattern.substr(i, 2), ++i;
+      continue;
+    }
+    const bool opens_body = !out.empty() && (out.back() == '[' || (out.size() > 1 && out.back() == '^' && out[out.size() - 2] == '['));
+    if (c == '[' && depth > 0 && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // POSIX [:alpha:]
+      const size_t end = pattern.find(":]", i + 2);
+      if (end == std::string::npos) throw InputError(what + ": pre-tokenizer regex '" + pattern + "': unterminated [:class:]");
+      out += pattern.substr(i, end + 2 - i), i = end + 1;
+    } else if (c == '[') {
+      if (depth > 0 && i + 1 < pattern.size() && pattern[i + 1] == '^') {
+        throw InputError(what + ": pre-tokenizer regex '" + pattern + "': a negated class inside a class is not supported");
+      }
+      if (depth++ == 0) out += c;
+    } else if (c == ']' && depth > 0 && !opens_body) {
+      if (--depth == 0) out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The pre-tokenizer of a byte-level BPE: ByteLevel with GPT-2's regex (use_regex), or a
+// Split's regex before a ByteLevel without one (BLOOM's).
 BpeOptions byte_level_options(const Json& pre_tokenizer, const std::string& what) {
   BpeOptions o;
-  bool byte_level = false;
+  bool byte_level = false, gpt2_regex = false;
+  std::string split;
   for (const auto& p : steps(pre_tokenizer, "pretokenizers")) {
     const std::string pt = type_of(p);
     if (pt == "ByteLevel") {
       byte_level = true;
       o.add_prefix_space = flag(p, "add_prefix_space", false, what);
-      if (!flag(p, "use_regex", true, what)) o.split_pattern.clear();
+      gpt2_regex = flag(p, "use_regex", true, what);
     } else if (pt == "Split" && p.contains("pattern") && p["pattern"].contains("Regex") &&
-               p.value("behavior", "") == "Isolated" && !flag(p, "invert", false, what)) {
-      o.split_pattern = p["pattern"]["Regex"].get<std::string>();
+               p["pattern"]["Regex"].is_string() && p.value("behavior", "") == "Isolated" && !flag(p, "invert", false, what)) {
+      split = flatten_nested_classes(p["pattern"]["Regex"].get<std::string>(), what);
     } else {
       throw InputError(what + ": BPE with pre-tokenizer '" + pt + "' is not supported (ByteLevel, Split)");
     }
   }
   if (!byte_level) throw InputError(what + ": BPE without a ByteLevel pre-tokenizer is not supported (byte-level BPE only)");
-  if (o.split_pattern.empty()) throw InputError(what + ": a ByteLevel pre-tokenizer without a regex split is not supported");
+  if (!split.empty() && gpt2_regex) throw InputError(what + ": a Split before a ByteLevel with use_regex (two regex splits) is not supported");
+  if (split.empty() && !gpt2_regex) throw InputError(what + ": a ByteLevel pre-tokenizer without a regex split is not supported");
+  if (!split.empty()) o.split_pattern = split;  // else BpeOptions' default: GPT-2's
   return o;
 }
 
@@ -226,7 +305,6 @@ std::shared_ptr<const Backend> bpe_backend(const Json& j, const std::string& wha
       throw InputError(what + ": BPE with '" + key + "' is not supported (byte-level BPE only)");
     }
   }
-  if (flag(model, "byte_fallback", false, what)) throw InputError(what + ": BPE with byte_fallback is not supported (byte-level BPE only)");
   if (normalizer != "null") throw InputError(what + ": BPE with normalizer '" + normalizer + "' is not supported (byte-level BPE has none)");
   BpeOptions o = byte_level_options(j.value("pre_tokenizer", Json()), what);
   o.ignore_merges = flag(model, "ignore_merges", false, what);
@@ -234,9 +312,12 @@ std::shared_ptr<const Backend> bpe_backend(const Json& j, const std::string& wha
   return make_byte_level_bpe(vocab_by_id(need(model, "vocab", what), what), parse_merges(model["merges"], what), o);
 }
 
-// Unigram: the SentencePiece model HF converted from, when it is beside the file; else rebuilt from the JSON.
-std::shared_ptr<const Backend> unigram_backend(const Json& j, const std::vector<AddedToken>& added,
-                                               const fs::path* dir, const std::string& what) {
+// Unigram, or BPE with byte fallback: the SentencePiece model HF converted from, when it
+// is beside the file; else rebuilt from the JSON.
+// `no_dummy_prefix`: the model without SentencePiece's dummy prefix, which lmkit adds as
+// HF's Metaspace pre-tokenizer does (TokenizerParts::metaspace_prepend).
+std::shared_ptr<const Backend> sentencepiece_backend(const Json& j, const std::vector<AddedToken>& added,
+                                                     const fs::path* dir, bool no_dummy_prefix, const std::string& what) {
   std::string spm;
   for (const char* name : {"spiece.model", "tokenizer.model"}) {
     if (dir && fs::is_regular_file(*dir / name)) {
@@ -244,8 +325,29 @@ std::shared_ptr<const Backend> unigram_backend(const Json& j, const std::vector<
       break;
     }
   }
-  if (spm.empty()) spm = unigram_as_sentencepiece(j, added, what);
+  if (spm.empty()) spm = type_of(j["model"]) == "Unigram" ? unigram_as_sentencepiece(j, added, what) : bpe_as_sentencepiece(j, added, what);
+  if (no_dummy_prefix) {
+    SpmModel m = parse_spm_model(spm, what);
+    m.add_dummy_prefix = false;
+    spm = serialize_spm_model(m);
+  }
   return load_sentencepiece(spm, what);
+}
+
+// The prepend_scheme of a Metaspace pre-tokenizer ("" without one).
+std::string metaspace_scheme(const Json& j) {
+  for (const auto& p : steps(j.value("pre_tokenizer", Json()), "pretokenizers")) {
+    if (type_of(p) == "Metaspace") return p.value("prepend_scheme", std::string("always"));
+  }
+  return "";
+}
+
+// Whether the decoder ends by stripping one leading space (HF's Strip, start 1: Llama's).
+bool strips_leading_space(const Json& j) {
+  for (const auto& d : steps(j.value("decoder", Json()), "decoders")) {
+    if (type_of(d) == "Strip" && d.value("content", "") == " " && d.value("start", 0) == 1) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -273,10 +375,17 @@ TokenizerParts read_tokenizer_json(const fs::path& file) {
   const std::string type = type_of(j["model"]);
   if (type == "WordPiece") {
     t.backend = wordpiece_backend(j, what);
-  } else if (type == "BPE") {
+  } else if (type == "BPE" && !flag(j["model"], "byte_fallback", false, what)) {
     t.backend = bpe_backend(j, what);
-  } else if (type == "Unigram") {
-    t.backend = unigram_backend(j, t.added, directory_file ? &dir : nullptr, what);
+  } else if (type == "Unigram" || type == "BPE") {  // SentencePiece's: Unigram, or BPE with byte fallback
+    // Llama's Metaspace prefixes a segment unless it starts with a space; SentencePiece always would.
+    const std::string scheme = type == "BPE" ? metaspace_scheme(j) : "";
+    t.backend = sentencepiece_backend(j, t.added, directory_file ? &dir : nullptr, !scheme.empty(), what);
+    if (!scheme.empty()) {
+      using Prepend = TokenizerParts::Prepend;
+      t.metaspace_prepend = scheme == "never" ? Prepend::kNone : scheme == "first" ? Prepend::kFirst : Prepend::kAlways;
+      t.strip_leading_space = strips_leading_space(j);
+    }
     const Json& decoder = j.value("decoder", Json());
     t.metaspace_decoder = type_of(decoder) == "Metaspace" && decoder.value("prepend_scheme", "always") != "never";
   } else {

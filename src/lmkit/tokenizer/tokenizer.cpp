@@ -382,7 +382,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     if (hit->lstrip) {
       while (seg_end > start && is_space(text[seg_end - 1])) --seg_end;
     }
-    if (seg_end > start) parts_.backend->encode(text.substr(start, seg_end - start), ids);
+    if (seg_end > start) encode_segment(text.substr(start, seg_end - start), start == 0, ids);
     ids.push_back(hit->id);
     pos += hit->content.size();
     if (hit->rstrip) {
@@ -390,8 +390,18 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     }
     start = pos;
   }
-  if (start < text.size()) parts_.backend->encode(text.substr(start), ids);
+  if (start < text.size()) encode_segment(text.substr(start), start == 0, ids);
   return ids;
+}
+
+void Tokenizer::encode_segment(std::string_view text, bool first, std::vector<int32_t>& ids) const {
+  using Prepend = TokenizerParts::Prepend;
+  const Prepend p = parts_.metaspace_prepend;
+  if (p == Prepend::kNone || (p == Prepend::kFirst && !first) || text.front() == ' ') {
+    parts_.backend->encode(text, ids);
+  } else {
+    parts_.backend->encode(" " + std::string(text), ids);
+  }
 }
 
 Encoding Tokenizer::apply_template(const std::vector<int32_t>& a, const std::vector<int32_t>* b) const {
@@ -455,6 +465,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
     }
   }
   flush();
+  if (parts_.strip_leading_space && !out.empty() && out.front() == ' ') out.erase(0, 1);
   if (parts_.clean_up_spaces && parts_.backend->format() == "wordpiece") out = clean_up_tokenization(std::move(out));
   return out;
 }

@@ -96,6 +96,11 @@ struct TokenizerParts {
   std::optional<Template> post_processor;  ///< the files' template; none: the family's
   bool clean_up_spaces = false;  ///< transformers' clean_up_tokenization_spaces
   bool metaspace_decoder = false;  ///< HF's Metaspace decoder (T5's tokenizer.json) instead of SentencePiece's
+  /// HF's Metaspace pre-tokenizer in front of a SentencePiece backend without a dummy
+  /// prefix (Llama's tokenizer.json): a space goes before a segment that does not start
+  /// with one, every segment (kAlways) or the text's first (kFirst, HF's "first").
+  enum class Prepend { kNone, kAlways, kFirst } metaspace_prepend = Prepend::kNone;
+  bool strip_leading_space = false;  ///< HF's Strip decoder (start 1): one leading space off the decoded text
   /// HF's names of the special tokens (cls_token: "[CLS]", ...) and the keys
   /// tokenizer_class, lmkit_family, extra_ids.
   Json special_names = Json::object();
@@ -163,6 +168,8 @@ class Tokenizer {
   Json config_json() const;
 
  private:
+  /// One segment between added tokens through the backend (with HF's Metaspace prefix, TokenizerParts).
+  void encode_segment(std::string_view text, bool first, std::vector<int32_t>& ids) const;
   Family resolve_family(std::optional<Family> family, const std::string& what) const;
   void resolve_specials(const FamilySpec& spec, const std::string& what);
   void resolve_sentinels(const FamilySpec& spec, const std::string& what);
