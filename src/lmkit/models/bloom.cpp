@@ -186,19 +186,9 @@ Output BloomImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  const at::Tensor& head_weight = lm_head ? lm_head->weight : word_embeddings->weight;
-  if (config.head == BloomHead::kLmHead) causal_lm_head(out, batch, head_weight, full_logits);
-  if (config.head == BloomHead::kSequenceClassification) {
-    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
-    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
-  }
-  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
+  const bool lm = config.head == BloomHead::kLmHead;
+  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : word_embeddings->weight) : at::Tensor(), full_logits, score, token_classifier);
   return out;
-}
-
-std::vector<std::pair<std::string, int64_t>> BloomImpl::loss_targets(const Batch& b) const {
-  if (!token_classifier) return Model::loss_targets(b);
-  return {{"loss", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
 }
 
 double BloomImpl::flops_per_token(int64_t seq_len, int64_t) const {
@@ -211,11 +201,7 @@ GenerationSpec BloomImpl::generation_spec() const {
 
 std::unique_ptr<DecodingSession> BloomImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
   if (config.head != BloomHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  return make_decoding_session(
-      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
-        return decode(ids, at::Tensor(), caches);
-      },
-      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+  return decoder_only_session(*this, use_cache);
 }
 
 void BloomImpl::check_batch(const Batch& b) const {

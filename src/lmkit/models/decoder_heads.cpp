@@ -30,6 +30,18 @@ at::Tensor last_token_rows(const at::Tensor& hidden, const Batch& batch) {
   return hidden.index({at::arange(b, last.options()), last});  // (B, D)
 }
 
+void apply_decoder_head(Output& out, const Batch& batch, const at::Tensor& lm_weight, bool full_logits,
+                        torch::nn::Linear& score, TokenClassifier& token_classifier) {
+  if (lm_weight.defined()) {
+    causal_lm_head(out, batch, lm_weight, full_logits);
+  } else if (score) {
+    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
+    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
+  } else if (token_classifier) {
+    token_classifier->apply(out, out.last_hidden_state, batch.labels);  // labels not shifted
+  }
+}
+
 void check_decoder_batch(const Batch& b, const std::string& architecture, int64_t vocab_size, bool token_tags,
                          bool per_row, int64_t num_labels) {
   check_unused(b.token_type_ids, "token_type_ids", architecture);

@@ -174,18 +174,9 @@ Output GptImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  if (config.head == GptHead::kLmHead) causal_lm_head(out, batch, lm_head ? lm_head->weight : wte->weight, full_logits);
-  if (config.head == GptHead::kSequenceClassification) {
-    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
-    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
-  }
-  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);  // labels not shifted
+  const bool lm = config.head == GptHead::kLmHead;
+  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : wte->weight) : at::Tensor(), full_logits, score, token_classifier);
   return out;
-}
-
-std::vector<std::pair<std::string, int64_t>> GptImpl::loss_targets(const Batch& b) const {
-  if (!token_classifier) return Model::loss_targets(b);
-  return {{"loss", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
 }
 
 GenerationSpec GptImpl::generation_spec() const {
@@ -194,12 +185,7 @@ GenerationSpec GptImpl::generation_spec() const {
 
 std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
   if (config.head != GptHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  // The prompt itself is the first step's input.
-  return make_decoding_session(
-      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
-        return decode(ids, at::Tensor(), caches);
-      },
-      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+  return decoder_only_session(*this, use_cache);
 }
 
 void GptImpl::check_batch(const Batch& b) const {

@@ -55,7 +55,6 @@ class GptImpl : public Model {
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return config.vocab_size; }
-  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
   double flops_per_token(int64_t seq_len, int64_t) const override {
     return layer_flops_per_token(layers, seq_len) + 2.0 * static_cast<double>(config.n_embd * config.vocab_size);
   }

@@ -312,18 +312,9 @@ Output LlamaImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  if (config.head == LlamaHead::kLmHead) causal_lm_head(out, batch, lm_head ? lm_head->weight : embed_tokens->weight, full_logits);
-  if (config.head == LlamaHead::kSequenceClassification) {
-    out.logits = score(last_token_rows(out.last_hidden_state, batch));  // (B, num_labels)
-    if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
-  }
-  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
+  const bool lm = config.head == LlamaHead::kLmHead;
+  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : embed_tokens->weight) : at::Tensor(), full_logits, score, token_classifier);
   return out;
-}
-
-std::vector<std::pair<std::string, int64_t>> LlamaImpl::loss_targets(const Batch& b) const {
-  if (!token_classifier) return Model::loss_targets(b);
-  return {{"loss", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
 }
 
 double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
@@ -342,11 +333,7 @@ GenerationSpec LlamaImpl::generation_spec() const {
 
 std::unique_ptr<DecodingSession> LlamaImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
   if (config.head != LlamaHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  return make_decoding_session(
-      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
-        return decode(ids, at::Tensor(), caches);
-      },
-      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+  return decoder_only_session(*this, use_cache);
 }
 
 void LlamaImpl::check_batch(const Batch& b) const {

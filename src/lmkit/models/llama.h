@@ -116,7 +116,6 @@ class LlamaImpl : public Model {
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return config.vocab_size; }
-  std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
   double flops_per_token(int64_t seq_len, int64_t) const override;
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "model."; }
