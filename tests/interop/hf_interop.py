@@ -23,7 +23,7 @@ Llama (llama: LlamaForCausalLM, untied; llama_tied; llama_seqcls: lmkit-to-hf th
 lmkit-finetune, whose classifier records the pad it batched with, EOS, as pad_token_id;
 llama_tokcls): config and inputs made here (LLAMA_CONFIG, llama_inputs): grouped-query
 attention (4 query heads, 2 key/value heads), rotary positions with rope_theta 5000, rows
-of 24 with the second right-padded. Mistral (mistral: MistralForCausalLM): Llama's config with
+of 24 with the second right-padded. Mistral (mistral: MistralForCausalLM; mistral_seqcls): Llama's config with
 sliding_window 8, so the 24-token rows take lmkit's banded O(T·window) path, and greedy
 generation runs 40 tokens past the window (HF's and lmkit's rolling caches). BLOOM (bloom:
 BloomForCausalLM, bloom_seqcls, bloom_tokcls): BLOOM_CONFIG with 6 heads, so ALiBi's slopes
@@ -75,6 +75,7 @@ FAMILIES = {
     "llama_seqcls": (None, transformers.LlamaForSequenceClassification, "labels"),
     "llama_tokcls": (None, transformers.LlamaForTokenClassification, "labels"),
     "mistral": (None, transformers.MistralForCausalLM, "labels"),
+    "mistral_seqcls": (None, transformers.MistralForSequenceClassification, "labels"),
     "bloom": (None, transformers.BloomForCausalLM, "labels"),
     "bloom_seqcls": (None, transformers.BloomForSequenceClassification, "labels"),
     "bloom_tokcls": (None, transformers.BloomForTokenClassification, "labels"),
@@ -122,7 +123,7 @@ def made_config(family):
     """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
     if family.startswith("bloom"):
         return transformers.BloomConfig(**BLOOM_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
-    if family == "mistral":
+    if family.startswith("mistral"):
         return transformers.MistralConfig(**LLAMA_CONFIG, sliding_window=MISTRAL_WINDOW)
     if family.startswith("llama"):
         return transformers.LlamaConfig(**LLAMA_CONFIG, tie_word_embeddings=family == "llama_tied",
@@ -318,7 +319,7 @@ def small_config(family):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
     if family.startswith("bloom"):
         return {"model_type": "bloom", **{k: v for k, v in BLOOM_CONFIG.items() if not k.endswith("_token_id")}}
-    if family == "mistral":
+    if family.startswith("mistral"):
         return {"model_type": "mistral", **{k: v for k, v in LLAMA_CONFIG.items() if not k.endswith("_token_id")},
                 "sliding_window": MISTRAL_WINDOW}
     if family.startswith("llama"):
@@ -349,7 +350,7 @@ def lmkit_to_hf(family, bin_dir, work):
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
          "--seq-len", "32", "--threads", "1", "--seed", "3"])
     ckpt = os.path.join(run_dir, "final")
-    if family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls", "bloom_seqcls"):
+    if family.endswith("_seqcls"):
         with open(os.path.join(SAMPLE, "valid.txt")) as f:
             lines = [l.strip() for l in f if len(l.split()) > 3][:64]
         classification_file(os.path.join(work, "train.tsv"), lines[:48])
@@ -380,7 +381,7 @@ def lmkit_to_hf(family, bin_dir, work):
     ids = torch.randint(4, vocab, (2, 16), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
-    if family.startswith("roberta") or family in ("llama_seqcls", "bloom_seqcls"):
+    if family.startswith("roberta") or family in ("llama_seqcls", "bloom_seqcls", "mistral_seqcls"):
         # padding is the pad id: RoBERTa's positions skip it, HF's Llama classifier finds the last token by it
         ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
@@ -389,7 +390,7 @@ def lmkit_to_hf(family, bin_dir, work):
         labels = torch.full_like(ids, -100)
         labels[:, 3] = ids[:, 3]
         batch["labels"], batch["next_sentence_label"] = labels, torch.tensor([0, 1])
-    elif family in ("bert_seqcls", "roberta_seqcls", "llama_seqcls", "bloom_seqcls"):
+    elif family.endswith("_seqcls"):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
