@@ -28,6 +28,10 @@ sliding_window 8, so the 24-token rows take lmkit's banded O(T·window) path, an
 generation runs 40 tokens past the window (HF's and lmkit's rolling caches). BLOOM (bloom:
 BloomForCausalLM, bloom_seqcls, bloom_tokcls): BLOOM_CONFIG with 6 heads, so ALiBi's slopes
 take HF's rule for a head count that is no power of two; Llama's inputs.
+ELECTRA, from the plugin examples/electra (--plugin, or $LMKIT_PLUGINS): electra
+(ElectraForPreTraining, the discriminator), electra_gen (ElectraForMaskedLM, the
+generator), electra_seqcls, electra_tokcls; ELECTRA_CONFIG with embedding_size 32 below
+hidden_size 64 (embeddings_project), token types, a right-padded row.
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
@@ -79,6 +83,10 @@ FAMILIES = {
     "bloom": (None, transformers.BloomForCausalLM, "labels"),
     "bloom_seqcls": (None, transformers.BloomForSequenceClassification, "labels"),
     "bloom_tokcls": (None, transformers.BloomForTokenClassification, "labels"),
+    "electra": (None, transformers.ElectraForPreTraining, "labels"),
+    "electra_gen": (None, transformers.ElectraForMaskedLM, "labels"),
+    "electra_seqcls": (None, transformers.ElectraForSequenceClassification, "labels"),
+    "electra_tokcls": (None, transformers.ElectraForTokenClassification, "labels"),
 }
 NUM_TAGS = 5
 
@@ -94,6 +102,36 @@ MISTRAL_WINDOW = 8
 # 6 heads: 4 slopes of the power-of-two rule and 2 interleaved from the next one.
 BLOOM_CONFIG = {"vocab_size": 1000, "hidden_size": 48, "n_layer": 2, "n_head": 6, "layer_norm_epsilon": 1e-5,
                 "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+
+
+ELECTRA_CONFIG = {"vocab_size": 1000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
+                  "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 64}
+
+
+def electra_inputs(family):
+    """Two rows of 12 with token types (the second half 1), the second right-padded after 8;
+    replaced (1) or original (0) per token, MLM labels at three positions, a class per row,
+    or a tag per token."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(5, ELECTRA_CONFIG["vocab_size"], (2, 12), generator=g)
+    mask = torch.ones_like(ids)
+    ids[1, 8:], mask[1, 8:] = 0, 0
+    types = (torch.arange(12) >= 6).long().expand(2, 12).contiguous()
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    if family == "electra":
+        batch["labels"] = torch.randint(0, 2, (2, 12), generator=g)
+    elif family == "electra_gen":
+        labels = torch.full_like(ids, -100)
+        for r, c in ((0, 3), (0, 9), (1, 5)):
+            labels[r, c] = ids[r, c]
+        batch["labels"] = labels
+    elif family == "electra_seqcls":
+        batch["labels"] = torch.tensor([1, 0])
+    else:
+        labels = torch.randint(0, NUM_TAGS, (2, 12), generator=g)
+        labels[:, 4], labels[1, 8:] = -100, -100
+        batch["labels"] = labels
+    return batch
 
 
 def rotary(family):
@@ -121,6 +159,8 @@ def llama_inputs(family):
 
 def made_config(family):
     """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
+    if family.startswith("electra"):
+        return transformers.ElectraConfig(**ELECTRA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("bloom"):
         return transformers.BloomConfig(**BLOOM_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("mistral"):
@@ -266,7 +306,9 @@ def hf_to_lmkit(family, bin_dir, work):
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    if rotary(family):
+    if family.startswith("electra"):
+        batch = electra_inputs(family)
+    elif rotary(family):
         batch = llama_inputs(family)
     elif family.endswith("tokcls"):
         batch = tokcls_inputs(family, config.vocab_size)
@@ -317,6 +359,8 @@ def small_config(family):
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family in ("gpt2", "gpt2_tokcls"):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
+    if family.startswith("electra"):
+        return {"model_type": "electra", **ELECTRA_CONFIG}
     if family.startswith("bloom"):
         return {"model_type": "bloom", **{k: v for k, v in BLOOM_CONFIG.items() if not k.endswith("_token_id")}}
     if family.startswith("mistral"):
@@ -344,7 +388,7 @@ def lmkit_to_hf(family, bin_dir, work):
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
-                 "gpt2_tokcls": "clm"}.get(family, "clm" if rotary(family) else "span")
+                 "gpt2_tokcls": "clm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -394,7 +438,7 @@ def lmkit_to_hf(family, bin_dir, work):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
-    elif family in ("roberta", "spanbert"):
+    elif family in ("roberta", "spanbert", "electra_gen"):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels
@@ -427,7 +471,10 @@ def main():
     ap.add_argument("family", choices=sorted(FAMILIES))
     ap.add_argument("--bin", required=True, help="folder with lmkit-forward, lmkit-pretrain, lmkit-finetune")
     ap.add_argument("--work", required=True, help="scratch folder (created)")
+    ap.add_argument("--plugin", help="a plugin the apps load first (ELECTRA's: examples/electra)")
     a = ap.parse_args()
+    if a.plugin:
+        os.environ["LMKIT_PLUGINS"] = a.plugin
     torch.set_num_threads(1)
     shutil.rmtree(a.work, ignore_errors=True)  # lmkit's apps replace no earlier outputs without --overwrite
     os.makedirs(a.work)

@@ -1,0 +1,260 @@
+#include "electra_model.h"
+
+#include <ATen/ATen.h>
+
+#include "lmkit/core/error.h"
+#include "lmkit/models/architectures.h"
+#include "lmkit/models/checks.h"
+#include "lmkit/models/family.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
+#include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
+#include "lmkit/nn/feed_forward.h"
+
+namespace electra {
+
+namespace {
+
+using lmkit::models::ArchitectureTable;
+using lmkit::models::HfTensor;
+
+const ArchitectureTable<ElectraHead>& electra_architectures() {
+  static const ArchitectureTable<ElectraHead> table(
+      {{"ElectraForPreTraining", ElectraHead::kPreTraining, ""},
+       {"ElectraModel", ElectraHead::kNone, ""},
+       {"ElectraForMaskedLM", ElectraHead::kMaskedLm, ""},
+       {"ElectraForSequenceClassification", ElectraHead::kSequenceClassification, lmkit::models::kClassificationHead},
+       {"ElectraForTokenClassification", ElectraHead::kTokenClassification, lmkit::models::kTokenClassificationHead}});
+  return table;
+}
+
+// ElectraConfig's keys that BertConfig has not; the multiple-choice head's summary_* are not built here.
+const char* const kElectraOnly[] = {"embedding_size", "summary_type", "summary_use_proj", "summary_activation",
+                                    "summary_last_dropout", "summary_first_dropout", "is_decoder", "add_cross_attention"};
+
+
+}  // namespace
+
+ElectraConfig ElectraConfig::from_json(const Json& j, const std::string& file) {
+  lmkit::check_input(j.is_object(), file + ": a model config is a JSON object");
+  ElectraConfig c;
+  // ElectraConfig's defaults (ELECTRA-Small's discriminator) under BERT's reader.
+  c.bert.hidden_size = 256, c.bert.num_attention_heads = 4, c.bert.intermediate_size = 1024;
+  Json bert_keys = j;
+  for (const char* key : kElectraOnly) bert_keys.erase(key);
+  c.bert = lmkit::models::BertConfig::from_json(bert_keys, file, c.bert);
+  if (j.contains("embedding_size")) {
+    lmkit::check_input(j["embedding_size"].is_number_integer() && j["embedding_size"].get<int64_t>() > 0,
+                       file + ": key 'embedding_size' must be a positive integer");
+    c.embedding_size = j["embedding_size"].get<int64_t>();
+  }
+  if (j.contains("is_decoder") && j["is_decoder"] == true) throw lmkit::InputError(file + ": key 'is_decoder' = true is not supported");
+  return c;
+}
+
+Json ElectraConfig::to_json() const {
+  Json j = bert.to_json();
+  j["model_type"] = "electra";
+  j["embedding_size"] = embedding_size;
+  if (head == ElectraHead::kSequenceClassification || head == ElectraHead::kTokenClassification) {
+    lmkit::models::write_num_labels(j, bert.num_labels);
+  }
+  return j;
+}
+
+ElectraImpl::ElectraImpl(ElectraConfig config_) : config(std::move(config_)) {
+  const auto& c = config.bert;
+  const int64_t e = config.embedding_size, h = c.hidden_size;
+  const auto norm = [&](int64_t d) { return lmkit::nn::Norm(lmkit::nn::NormOptions(d).eps(c.layer_norm_eps)); };
+  word_embeddings = register_module(
+      "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, e).padding_idx(c.pad_token_id)));
+  position_embeddings = register_module("position_embeddings", lmkit::nn::LearnedPositions(c.max_position_embeddings, e));
+  token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, e));
+  embeddings_norm = register_module("embeddings_norm", norm(e));
+  if (e != h) embeddings_project = register_module("embeddings_project", torch::nn::Linear(e, h));
+  layers = register_module("layers", lmkit::models::bert_encoder_layers(c));
+  switch (config.head) {
+    case ElectraHead::kPreTraining:
+      discriminator_dense = register_module("discriminator_dense", torch::nn::Linear(h, h));
+      discriminator_prediction = register_module("discriminator_prediction", torch::nn::Linear(h, 1));
+      break;
+    case ElectraHead::kMaskedLm:
+      generator_dense = register_module("generator_dense", torch::nn::Linear(h, e));
+      generator_norm = register_module("generator_norm", norm(e));
+      generator_bias = register_parameter("generator_bias", at::zeros({c.vocab_size}));
+      break;
+    case ElectraHead::kSequenceClassification:
+      classifier_dense = register_module("classifier_dense", torch::nn::Linear(h, h));
+      classifier_out = register_module("classifier_out", torch::nn::Linear(h, c.num_labels));
+      break;
+    case ElectraHead::kTokenClassification:
+      token_classifier = register_module("token_classifier",
+                                         lmkit::models::TokenClassifier(h, c.num_labels, lmkit::models::head_dropout(c)));
+      break;
+    case ElectraHead::kNone: break;
+  }
+  reset_parameters();
+}
+
+void ElectraImpl::reset_parameters() {
+  at::NoGradGuard no_grad;
+  lmkit::models::init_normal(*this, config.bert.initializer_range);  // HF's _init_weights
+  position_embeddings->weight.normal_(0, config.bert.initializer_range);
+  word_embeddings->weight[config.bert.pad_token_id].zero_();
+  lmkit::models::reset_norms(*this);
+  if (generator_bias.defined()) generator_bias.zero_();
+}
+
+std::string ElectraImpl::architecture() const { return electra_architectures().name(config.head); }
+
+at::Tensor ElectraImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
+                               std::vector<at::Tensor>* hidden_states) {
+  const int64_t t = input_ids.size(1);
+  const double p = is_training() ? config.bert.hidden_dropout_prob : 0.0;
+  const at::Tensor types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
+  at::Tensor x = word_embeddings(input_ids) + position_embeddings(t) + token_type_embeddings(types);  // (B, T, E)
+  x = embeddings_norm(x);
+  if (p > 0) x = lmkit::nn::dropout(x, p, true);
+  if (embeddings_project) x = embeddings_project(x);  // (B, T, H)
+  if (hidden_states) hidden_states->push_back(x);
+  const at::Tensor bias = lmkit::nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());
+  return lmkit::models::run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
+}
+
+at::Tensor ElectraImpl::generator_logits(const at::Tensor& hidden) {
+  const at::Tensor h = generator_norm(lmkit::nn::activate(generator_dense(hidden), lmkit::nn::Activation::kGelu));
+  return at::linear(h, word_embeddings->weight, generator_bias);  // (..., V)
+}
+
+// HF's ElectraForPreTraining: a logit per token; the loss is binary cross-entropy over
+// the real tokens (attention mask 1), here also leaving out labels of -100.
+void ElectraImpl::discriminate(const lmkit::Batch& batch, lmkit::Output& out) {
+  const auto act = lmkit::nn::parse_activation(config.bert.hidden_act);
+  out.logits = discriminator_prediction(lmkit::nn::activate(discriminator_dense(out.last_hidden_state), act)).squeeze(-1);
+  if (!batch.labels.defined()) return;
+  at::Tensor active = batch.labels.ne(-100);
+  if (batch.attention_mask.defined()) active = active.logical_and(batch.attention_mask.eq(1));
+  const at::Tensor logits = out.logits.masked_select(active), labels = batch.labels.masked_select(active);
+  out.loss = at::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
+  if (!is_training()) {
+    out.metrics.push_back({"rtd_accuracy", logits.gt(0).eq(labels.eq(1)).sum(), static_cast<double>(labels.numel())});
+  }
+}
+
+void ElectraImpl::generate_logits(const lmkit::Batch& batch, lmkit::Output& out) {
+  if (full_logits || !batch.labels.defined()) out.logits = generator_logits(out.last_hidden_state);  // (B, T, V)
+  if (!batch.labels.defined()) return;
+  if (out.logits.defined()) {
+    out.loss = lmkit::models::cross_entropy(out.logits, batch.labels);
+  } else {  // training: only the masked positions go through the vocabulary
+    auto [rows, targets] = lmkit::models::select_targets(out.last_hidden_state, batch.labels);
+    out.loss = lmkit::models::cross_entropy(generator_logits(rows), targets);
+  }
+}
+
+// HF's ElectraClassificationHead: [CLS] -> dropout -> dense -> GELU -> dropout -> out_proj.
+void ElectraImpl::classify(const lmkit::Batch& batch, lmkit::Output& out) {
+  const double p = is_training() ? lmkit::models::head_dropout(config.bert) : 0.0;
+  auto drop = [&](const at::Tensor& x) { return p > 0 ? lmkit::nn::dropout(x, p, true) : x; };
+  const at::Tensor cls = drop(out.last_hidden_state.select(1, 0));
+  const at::Tensor h = drop(lmkit::nn::activate(classifier_dense(cls), lmkit::nn::Activation::kGelu));
+  out.logits = classifier_out(h);  // (B, num_labels)
+  if (batch.labels.defined()) out.loss = lmkit::models::classification_loss(out.logits, batch.labels);
+}
+
+lmkit::Output ElectraImpl::forward(const lmkit::Batch& batch) {
+  lmkit::Output out;
+  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
+  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, H)
+  if (discriminator_dense) discriminate(batch, out);
+  if (generator_dense) generate_logits(batch, out);
+  if (classifier_dense) classify(batch, out);
+  if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
+  return out;
+}
+
+std::vector<std::string> ElectraImpl::metric_names() const {
+  return config.head == ElectraHead::kPreTraining ? std::vector<std::string>{"rtd_accuracy"} : std::vector<std::string>{};
+}
+
+void ElectraImpl::check_batch(const lmkit::Batch& b) const {
+  using namespace lmkit::models;
+  const auto& c = config.bert;
+  check_unused(b.decoder_input_ids, "decoder_input_ids", architecture());
+  check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture());
+  check_extra_inputs(b, {}, architecture());
+  check_token_matrix(b.input_ids, c.vocab_size, "input_ids");
+  check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
+  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
+  if (config.head == ElectraHead::kPreTraining) check_token_labels(b, 2);  // replaced (1) or original (0)
+  else if (token_classifier) check_token_labels(b, c.num_labels);
+  else check_input_labels(b, config.head == ElectraHead::kSequenceClassification, c.num_labels, c.vocab_size);
+}
+
+std::vector<HfTensor> ElectraImpl::hf_tensors() {
+  using lmkit::models::add_linear;
+  using lmkit::models::add_norm;
+  std::vector<HfTensor> t;
+  const std::string b = config.head == ElectraHead::kNone ? "" : "electra.";  // HF's ElectraModel has no prefix
+  t.push_back({b + "embeddings.word_embeddings.weight", word_embeddings->weight});
+  t.push_back({b + "embeddings.position_embeddings.weight", position_embeddings->weight});
+  t.push_back({b + "embeddings.token_type_embeddings.weight", token_type_embeddings->weight});
+  add_norm(t, b + "embeddings.LayerNorm", embeddings_norm);
+  if (embeddings_project) add_linear(t, b + "embeddings_project", embeddings_project);
+  lmkit::models::add_bert_encoder_tensors(t, b, layers);
+  if (discriminator_dense) {
+    add_linear(t, "discriminator_predictions.dense", discriminator_dense);
+    add_linear(t, "discriminator_predictions.dense_prediction", discriminator_prediction);
+  }
+  if (generator_dense) {
+    add_linear(t, "generator_predictions.dense", generator_dense);
+    add_norm(t, "generator_predictions.LayerNorm", generator_norm);
+    t.push_back({"generator_lm_head.bias", generator_bias});
+  }
+  if (classifier_dense) {
+    add_linear(t, "classifier.dense", classifier_dense);
+    add_linear(t, "classifier.out_proj", classifier_out);
+  }
+  if (token_classifier) token_classifier->add_hf_tensors(t);
+  return t;
+}
+
+bool ElectraImpl::hf_ignorable(const std::string& name) const {
+  // The generator's head tied to the word embeddings, and the position_ids buffer of old checkpoints.
+  return name == "generator_lm_head.weight" || name == "electra.embeddings.position_ids" || name == "embeddings.position_ids";
+}
+
+double ElectraImpl::flops_per_token(int64_t seq_len, int64_t) const {
+  const double h = static_cast<double>(config.bert.hidden_size), e = static_cast<double>(config.embedding_size);
+  double flops = lmkit::models::layer_flops_per_token(layers, seq_len) + (embeddings_project ? 2.0 * e * h : 0.0);
+  if (discriminator_dense) flops += 2.0 * (h * h + h);
+  // The generator's head runs on the ~15% of positions that carry a label.
+  if (generator_dense) flops += 0.15 * 2.0 * (h * e + e * static_cast<double>(config.bert.vocab_size));
+  return flops;
+}
+
+lmkit::models::Family electra_family() {
+  lmkit::models::Family f;
+  f.model_type = "electra";
+  f.architectures = electra_architectures().names();
+  f.heads = electra_architectures().heads();
+  // The generator alone pretrains as a masked LM with lmkit's mlm objective.
+  f.objectives = {{"mlm", "ElectraForMaskedLM"}};
+  f.tokenizer_family = "bert";  // ELECTRA uses BERT's WordPiece vocabulary and [CLS] A [SEP] B [SEP]
+  f.positions_key = "max_position_embeddings";
+  f.metrics = {"pseudo-perplexity"};
+  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<lmkit::models::Model> {
+    ElectraConfig c = ElectraConfig::from_json(config, file);
+    c.head = electra_architectures().head(arch);
+    return std::make_shared<ElectraImpl>(c);
+  };
+  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t) {
+    config["vocab_size"] = vocab_size;
+    if (pad >= 0) config["pad_token_id"] = pad;
+  };
+  return f;
+}
+
+}  // namespace electra
