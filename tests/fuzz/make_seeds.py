@@ -128,6 +128,30 @@ def tokenizer_seeds(out: Path) -> None:
     uni.train_from_iterator(text, trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"],
                                                           unk_token="<unk>"))
     write(out / "unigram-tokenizer.json", b"\x00" + uni.to_str(pretty=True).encode())
+    llama_and_bloom_seeds(out, text)
+
+
+def llama_and_bloom_seeds(out: Path, text: list) -> None:
+    """Llama's shape (BPE with byte fallback behind Metaspace "first", Strip decoder) and
+    BLOOM's (a Split regex with nested classes, then ByteLevel without a regex)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    llama = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    llama.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first", split=False)
+    llama.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                       decoders.Strip(" ", 1, 0)])
+    llama.train_from_iterator(text, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"] +
+                                                        [f"<0x{b:02X}>" for b in range(256)]))
+    j = json.loads(llama.to_str())  # the byte pieces are ordinary vocabulary, as in Llama's file
+    j["added_tokens"] = [t for t in j["added_tokens"] if not t["content"].startswith("<0x")]
+    write(out / "llama-tokenizer.json", b"\x00" + json.dumps(j, indent=2, ensure_ascii=False).encode())
+    bloom = Tokenizer(models.BPE(unk_token="<unk>"))
+    bloom.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(" ?[^(\\s|[.,!?\u2026\u3002])]+"), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    bloom.decoder = decoders.ByteLevel()
+    bloom.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    write(out / "bloom-tokenizer.json", b"\x00" + bloom.to_str(pretty=True).encode())
 
 
 def main() -> None:

@@ -144,13 +144,14 @@ void read_spm_text_steps(const Json& j, SpmModel& m, const std::string& kind, co
   }
 }
 
-// A piece's SentencePiece type: unknown, control (a special added token), byte (<0xNN>
-// with byte fallback) or normal.
+// A piece's SentencePiece type: unknown, byte (<0xNN> with byte fallback), control (a
+// special added token) or normal.
 int spm_piece_type(const SpmModel& m, const std::string& piece, int64_t id, int64_t unk, const std::map<int32_t, bool>& special) {
   const auto it = special.find(static_cast<int32_t>(id));
   if (id == unk) return SpmModel::kUnknown;
-  if (it != special.end() && it->second) return SpmModel::kControl;
+  // A byte piece stays one even where a file lists it among its special tokens.
   if (m.byte_fallback && piece.size() == 6 && piece.rfind("<0x", 0) == 0 && piece.back() == '>') return SpmModel::kByte;
+  if (it != special.end() && it->second) return SpmModel::kControl;
   return SpmModel::kNormal;
 }
 
