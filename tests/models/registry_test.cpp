@@ -8,6 +8,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/bert.h"
+#include "lmkit/models/gpt.h"
 #include "lmkit/models/registry.h"
 #include "test_util.h"
 
@@ -250,4 +251,49 @@ TEST_CASE("registry: pretraining objectives per model type, one source for pretr
                     Catch::Contains("objective 'clm' does not apply to model_type 'bert' (use mlm+nsp, mlm or mlm+sbo)"));
   CHECK(models::pretraining_architecture("llama", "clm") == "LlamaForCausalLM");
   CHECK_THROWS_WITH(models::pretraining_objective("nonesuch"), Catch::Contains("unknown model_type 'nonesuch'"));
+}
+
+namespace {
+
+// A GPT-2 trained together with a second, smaller one saved in companion/ (ELECTRA's shape:
+// a discriminator and its generator). GptImpl's hf_tensors() name its own tensors only.
+class PairedGpt : public lmkit::models::GptImpl {
+ public:
+  PairedGpt(lmkit::models::GptConfig main, lmkit::models::GptConfig side)
+      : GptImpl(std::move(main)), side_(register_module("side", lmkit::models::Gpt(std::move(side)))) {}
+  std::vector<std::pair<std::string, Model*>> companions() override { return {{"companion", side_.get()}}; }
+  lmkit::models::Gpt side_;
+};
+
+lmkit::models::GptConfig tiny_gpt(int64_t width) {
+  lmkit::models::GptConfig c;
+  c.vocab_size = 50, c.n_positions = 16, c.n_embd = width, c.n_layer = 1, c.n_head = 2;
+  c.bos_token_id = c.eos_token_id = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("registry: companions are saved in their folders and read back, strictly", "[models][registry]") {
+  lmkit::test::TempDir tmp;
+  const std::string dir = (tmp.path / "pair").string();
+  at::manual_seed(1);
+  PairedGpt saved(tiny_gpt(16), tiny_gpt(8));
+  lmkit::models::save_pretrained(saved, dir);
+  REQUIRE(std::filesystem::exists(dir + "/companion/config.json"));
+  REQUIRE(std::filesystem::exists(dir + "/companion/model.safetensors"));
+  // The main checkpoint is a plain GPT-2 (HF loads it alone); the companion one of its own.
+  const auto main_alone = lmkit::models::load_pretrained(dir);
+  CHECK(lmkit::models::count_parameters(*main_alone) == lmkit::models::count_parameters(saved) -
+                                                            lmkit::models::count_parameters(*saved.side_));
+  at::manual_seed(2);
+  PairedGpt loaded(tiny_gpt(16), tiny_gpt(8));
+  CHECK_FALSE(at::equal(loaded.side_->wte->weight, saved.side_->wte->weight));
+  CHECK(lmkit::models::load_companions(loaded, dir) == std::vector<std::string>{"companion"});
+  CHECK(at::equal(loaded.side_->wte->weight, saved.side_->wte->weight));
+  // A companion of another size is refused, naming the file; a missing folder keeps the initialisation.
+  PairedGpt wider(tiny_gpt(16), tiny_gpt(16));
+  CHECK_THROWS_WITH(lmkit::models::load_companions(wider, dir), Catch::Contains("companion/model.safetensors"));
+  std::filesystem::remove_all(dir + "/companion");
+  CHECK(lmkit::models::load_companions(loaded, dir).empty());
 }

@@ -64,6 +64,11 @@ class Model : public torch::nn::Module {
   /// Prefix of the base model inside HF's task heads ("bert.", "transformer.");
   /// the bare base model's names omit it, and loading tries both spellings.
   virtual std::string hf_base_prefix() const { return ""; }
+  /// Models trained with this one and saved beside it, each a checkpoint of its own in a
+  /// sub-folder of this one's (ELECTRA's generator in generator/): (folder, model). They
+  /// are submodules, so the optimizer and a resume cover them; save_pretrained writes
+  /// them and load_pretrained reads those present back (load_companions).
+  virtual std::vector<std::pair<std::string, Model*>> companions() { return {}; }
 
   /// The loss terms forward() reports for `batch` and each one's number of targets,
   /// counted from the batch alone (the trainer weights the terms before it runs the

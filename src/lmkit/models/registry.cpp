@@ -153,26 +153,65 @@ LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::
   return report;
 }
 
-void save_pretrained(Model& model, const std::string& dir, const std::function<void(const std::string&)>& extra) {
+namespace {
+
+// config.json, the plugin record and model.safetensors of `model` into the folder `dir`
+// (inside a directory being written); `state` is its hf_state_dict, checked finite.
+void write_model_files(Model& model, const std::string& dir,
+                       const std::vector<std::pair<std::string, at::Tensor>>& state) {
   Json config = model.config_json();
   config["architectures"] = Json::array({model.architecture()});
   config["torch_dtype"] = "float32";
-  const auto state = hf_state_dict(model);
+  save_json_file(dir + "/config.json", config);
+  const Family& f = family(model.model_type());
+  if (f.source != "lmkit") {
+    save_json_file(dir + "/" + kPluginRecord,
+                   {{"model_type", f.model_type}, {"plugin", std::filesystem::absolute(f.source).lexically_normal().string()}});
+  }
+  io::write_safetensors(dir + "/model.safetensors", state, {{"format", "pt"}});
+}
+
+std::vector<std::pair<std::string, at::Tensor>> finite_state(Model& model, const std::string& dir) {
+  auto state = hf_state_dict(model);
   for (const auto& [name, tensor] : state) {
     if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>()) {
       throw RuntimeError("not writing " + dir + ": weight '" + name + "' holds NaN or Inf values");
     }
   }
+  return state;
+}
+
+}  // namespace
+
+void save_pretrained(Model& model, const std::string& dir, const std::function<void(const std::string&)>& extra) {
+  const auto state = finite_state(model, dir);
+  std::vector<std::vector<std::pair<std::string, at::Tensor>>> companion_states;
+  for (const auto& [folder, companion] : model.companions()) companion_states.push_back(finite_state(*companion, dir + "/" + folder));
   io::write_directory_atomic(dir, [&](const std::string& tmp) {
-    save_json_file(tmp + "/config.json", config);
-    const Family& f = family(model.model_type());
-    if (f.source != "lmkit") {
-      save_json_file(tmp + "/" + kPluginRecord,
-                     {{"model_type", f.model_type}, {"plugin", std::filesystem::absolute(f.source).lexically_normal().string()}});
+    write_model_files(model, tmp, state);
+    size_t i = 0;
+    for (const auto& [folder, companion] : model.companions()) {
+      std::filesystem::create_directories(tmp + "/" + folder);
+      write_model_files(*companion, tmp + "/" + folder, companion_states[i++]);
     }
-    io::write_safetensors(tmp + "/model.safetensors", state, {{"format", "pt"}});
     if (extra) extra(tmp);
   });
+}
+
+std::vector<std::string> load_companions(Model& model, const std::string& dir) {
+  std::vector<std::string> read;
+  at::NoGradGuard no_grad;
+  for (const auto& [folder, companion] : model.companions()) {
+    const std::string weights = dir + "/" + folder + "/model.safetensors";
+    if (!std::filesystem::exists(weights)) continue;
+    const LoadReport r = load_hf_weights(*companion, io::read_safetensors(weights), weights, /*strict=*/true);
+    if (!r.unexpected.empty()) {
+      throw InputError(weights + ": holds '" + r.unexpected.front() + "', which the " + folder + " (" +
+                       companion->architecture() + ") does not have");
+    }
+    read.push_back(folder);
+  }
+  return read;
 }
 
 namespace {
@@ -239,6 +278,7 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
   const Json archs = merged.is_object() ? merged.value("architectures", Json::array()) : Json::array();
   const std::string own = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>() : model->model_type();
   check_report(r, dir, *model, own, new_head);
+  load_companions(*model, dir);
   if (report) *report = r;
   return model;
 }

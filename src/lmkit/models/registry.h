@@ -60,6 +60,10 @@ inline constexpr const char* kPluginRecord = "lmkit_plugin.json";
 void save_pretrained(Model& model, const std::string& dir,
                      const std::function<void(const std::string&)>& extra = nullptr);
 
+/// Loads each of model.companions() whose folder `dir` holds (DIR/FOLDER/model.safetensors),
+/// strictly; a companion without its folder keeps its initialisation. Returns the folders read.
+std::vector<std::string> load_companions(Model& model, const std::string& dir);
+
 /// Loads a checkpoint directory (config.json + model.safetensors), checked as HF's
 /// from_pretrained reports (docs/training.md, Guarantees): every tensor the model
 /// needs must be in the file, unless `new_head` allows the ones the checkpoint lacks
