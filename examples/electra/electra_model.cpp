@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "lmkit/core/error.h"
 #include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
@@ -31,7 +34,17 @@ const ArchitectureTable<ElectraHead>& electra_architectures() {
 
 // ElectraConfig's keys that BertConfig has not; the multiple-choice head's summary_* are not built here.
 const char* const kElectraOnly[] = {"embedding_size", "summary_type", "summary_use_proj", "summary_activation",
-                                    "summary_last_dropout", "summary_first_dropout", "is_decoder", "add_cross_attention"};
+                                    "summary_last_dropout", "summary_first_dropout", "is_decoder", "add_cross_attention",
+                                    "generator_size", "rtd_weight"};
+
+double number_in(const Json& j, const char* key, double fallback, double lo, double hi, const std::string& file) {
+  if (!j.contains(key)) return fallback;
+  lmkit::check_input(j[key].is_number() && j[key].get<double>() >= lo && j[key].get<double>() <= hi,
+                     file + ": key '" + key + "' must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return j[key].get<double>();
+}
+
+int64_t scaled(int64_t size, double fraction) { return std::max<int64_t>(1, static_cast<int64_t>(std::llround(size * fraction))); }
 
 
 }  // namespace
@@ -50,34 +63,61 @@ ElectraConfig ElectraConfig::from_json(const Json& j, const std::string& file) {
     c.embedding_size = j["embedding_size"].get<int64_t>();
   }
   if (j.contains("is_decoder") && j["is_decoder"] == true) throw lmkit::InputError(file + ": key 'is_decoder' = true is not supported");
+  c.generator_size = number_in(j, "generator_size", 0.0, 0.0, 1.0, file);
+  c.rtd_weight = number_in(j, "rtd_weight", 50.0, 0.0, 1e6, file);
+  if (c.generator_size > 0) {
+    const ElectraConfig g = c.generator();
+    lmkit::check_input(g.bert.hidden_size % g.bert.num_attention_heads == 0,
+                       file + ": generator_size " + std::to_string(c.generator_size) + " gives a generator of hidden size " +
+                           std::to_string(g.bert.hidden_size) + " and " + std::to_string(g.bert.num_attention_heads) +
+                           " heads, which do not divide");
+  }
   return c;
+}
+
+ElectraConfig ElectraConfig::generator() const {
+  ElectraConfig g = *this;
+  g.bert.hidden_size = scaled(bert.hidden_size, generator_size);
+  g.bert.intermediate_size = scaled(bert.intermediate_size, generator_size);
+  g.bert.num_attention_heads = scaled(bert.num_attention_heads, generator_size);
+  g.generator_size = 0;
+  g.head = ElectraHead::kMaskedLm;
+  return g;
 }
 
 Json ElectraConfig::to_json() const {
   Json j = bert.to_json();
   j["model_type"] = "electra";
   j["embedding_size"] = embedding_size;
+  if (generator_size > 0) j["generator_size"] = generator_size, j["rtd_weight"] = rtd_weight;
   if (head == ElectraHead::kSequenceClassification || head == ElectraHead::kTokenClassification) {
     lmkit::models::write_num_labels(j, bert.num_labels);
   }
   return j;
 }
 
-ElectraImpl::ElectraImpl(ElectraConfig config_) : config(std::move(config_)) {
+ElectraImpl::ElectraImpl(ElectraConfig config_, ElectraImpl* embedder) : config(std::move(config_)) {
   const auto& c = config.bert;
   const int64_t e = config.embedding_size, h = c.hidden_size;
   const auto norm = [&](int64_t d) { return lmkit::nn::Norm(lmkit::nn::NormOptions(d).eps(c.layer_norm_eps)); };
-  word_embeddings = register_module(
-      "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, e).padding_idx(c.pad_token_id)));
-  position_embeddings = register_module("position_embeddings", lmkit::nn::LearnedPositions(c.max_position_embeddings, e));
-  token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, e));
-  embeddings_norm = register_module("embeddings_norm", norm(e));
+  if (embedder) {  // shared, not registered: their parameters are the embedder's alone
+    owns_embeddings_ = false;
+    word_embeddings = embedder->word_embeddings, position_embeddings = embedder->position_embeddings;
+    token_type_embeddings = embedder->token_type_embeddings, embeddings_norm = embedder->embeddings_norm;
+  } else {
+    word_embeddings = register_module(
+        "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, e).padding_idx(c.pad_token_id)));
+    position_embeddings = register_module("position_embeddings", lmkit::nn::LearnedPositions(c.max_position_embeddings, e));
+    token_type_embeddings = register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, e));
+    embeddings_norm = register_module("embeddings_norm", norm(e));
+  }
   if (e != h) embeddings_project = register_module("embeddings_project", torch::nn::Linear(e, h));
   layers = register_module("layers", lmkit::models::bert_encoder_layers(c));
   switch (config.head) {
     case ElectraHead::kPreTraining:
       discriminator_dense = register_module("discriminator_dense", torch::nn::Linear(h, h));
       discriminator_prediction = register_module("discriminator_prediction", torch::nn::Linear(h, 1));
+      if (config.generator_size > 0) generator = register_module("generator", std::make_shared<ElectraImpl>(config.generator(), this));
       break;
     case ElectraHead::kMaskedLm:
       generator_dense = register_module("generator_dense", torch::nn::Linear(h, e));
@@ -100,10 +140,13 @@ ElectraImpl::ElectraImpl(ElectraConfig config_) : config(std::move(config_)) {
 void ElectraImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   lmkit::models::init_normal(*this, config.bert.initializer_range);  // HF's _init_weights
-  position_embeddings->weight.normal_(0, config.bert.initializer_range);
-  word_embeddings->weight[config.bert.pad_token_id].zero_();
+  if (owns_embeddings_) {
+    position_embeddings->weight.normal_(0, config.bert.initializer_range);
+    word_embeddings->weight[config.bert.pad_token_id].zero_();
+  }
   lmkit::models::reset_norms(*this);
   if (generator_bias.defined()) generator_bias.zero_();
+  if (generator) generator->reset_parameters();
 }
 
 std::string ElectraImpl::architecture() const { return electra_architectures().name(config.head); }
@@ -163,8 +206,47 @@ void ElectraImpl::classify(const lmkit::Batch& batch, lmkit::Output& out) {
   if (batch.labels.defined()) out.loss = lmkit::models::classification_loss(out.logits, batch.labels);
 }
 
+// Clark et al.'s replaced token detection. The generator (an MLM) predicts the masked
+// positions; each is filled with a token sampled from its distribution (Gumbel-max on its
+// logits, no gradient back to it); the discriminator labels every real token replaced (1)
+// or original (0): a sample equal to the original is original. Loss mlm + λ·rtd.
+void ElectraImpl::replaced_token_detection(const lmkit::Batch& batch, lmkit::Output& out) {
+  const at::Tensor masked = batch.labels.ne(-100);  // (B, T)
+  const at::Tensor targets = batch.labels.masked_select(masked);
+  const at::Tensor hidden = generator->encode(batch.input_ids, batch.attention_mask, batch.token_type_ids);
+  const at::Tensor rows = hidden.index({masked});  // (N, Hg)
+  const at::Tensor logits = generator->generator_logits(rows);  // (N, V)
+  const at::Tensor mlm = lmkit::models::cross_entropy(logits, targets);
+  at::Tensor ids = batch.input_ids.clone(), rtd_labels = at::zeros_like(batch.labels);
+  {
+    at::NoGradGuard no_grad;
+    const at::Tensor u = at::rand_like(logits, logits.options().dtype(at::kFloat)).clamp_(1e-9, 1.0 - 1e-7);
+    const at::Tensor sampled = (logits.detach().to(at::kFloat) - (-u.log()).log()).argmax(-1);  // Gumbel-max
+    ids.masked_scatter_(masked, sampled);
+    rtd_labels.masked_scatter_(masked, sampled.ne(targets).to(rtd_labels.scalar_type()));
+  }
+  out.last_hidden_state = encode(ids, batch.attention_mask, batch.token_type_ids);
+  const auto act = lmkit::nn::parse_activation(config.bert.hidden_act);
+  out.logits = discriminator_prediction(lmkit::nn::activate(discriminator_dense(out.last_hidden_state), act)).squeeze(-1);
+  const at::Tensor active = batch.attention_mask.defined() ? batch.attention_mask.eq(1) : at::ones_like(masked);
+  const at::Tensor d_logits = out.logits.masked_select(active), d_labels = rtd_labels.masked_select(active);
+  const at::Tensor rtd = at::binary_cross_entropy_with_logits(d_logits, d_labels.to(d_logits.scalar_type()));
+  out.terms.push_back({"mlm", mlm, masked.sum()});
+  out.terms.push_back({"rtd", rtd * config.rtd_weight, active.sum()});
+  out.loss = mlm + rtd * config.rtd_weight;
+  if (!is_training()) {
+    out.metrics.push_back({"rtd_accuracy", d_logits.gt(0).eq(d_labels.eq(1)).sum(), static_cast<double>(d_labels.numel())});
+    out.metrics.push_back({"replaced_fraction", rtd_labels.masked_select(masked).sum(), static_cast<double>(targets.numel())});
+    out.metrics.push_back({"generator_accuracy", logits.argmax(-1).eq(targets).sum(), static_cast<double>(targets.numel())});
+  }
+}
+
 lmkit::Output ElectraImpl::forward(const lmkit::Batch& batch) {
   lmkit::Output out;
+  if (generator && batch.labels.defined()) {
+    replaced_token_detection(batch, out);
+    return out;
+  }
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, H)
   if (discriminator_dense) discriminate(batch, out);
@@ -175,7 +257,20 @@ lmkit::Output ElectraImpl::forward(const lmkit::Batch& batch) {
 }
 
 std::vector<std::string> ElectraImpl::metric_names() const {
+  if (generator) return {"rtd_accuracy", "replaced_fraction", "generator_accuracy"};
   return config.head == ElectraHead::kPreTraining ? std::vector<std::string>{"rtd_accuracy"} : std::vector<std::string>{};
+}
+
+std::vector<std::pair<std::string, int64_t>> ElectraImpl::loss_targets(const lmkit::Batch& b) const {
+  if (!generator) return Model::loss_targets(b);
+  if (!b.input_ids.defined()) return {{"mlm", 0}, {"rtd", 0}};
+  const int64_t real = b.attention_mask.defined() ? b.attention_mask.eq(1).sum().item<int64_t>() : b.input_ids.numel();
+  return {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}, {"rtd", real}};
+}
+
+std::vector<std::pair<std::string, lmkit::models::Model*>> ElectraImpl::companions() {
+  if (!generator) return {};
+  return {{"generator", generator.get()}};
 }
 
 void ElectraImpl::check_batch(const lmkit::Batch& b) const {
@@ -188,7 +283,8 @@ void ElectraImpl::check_batch(const lmkit::Batch& b) const {
   check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
-  if (config.head == ElectraHead::kPreTraining) check_token_labels(b, 2);  // replaced (1) or original (0)
+  if (generator) check_input_labels(b, false, c.num_labels, c.vocab_size);  // the electra objective's MLM labels
+  else if (config.head == ElectraHead::kPreTraining) check_token_labels(b, 2);  // replaced (1) or original (0)
   else if (token_classifier) check_token_labels(b, c.num_labels);
   else check_input_labels(b, config.head == ElectraHead::kSequenceClassification, c.num_labels, c.vocab_size);
 }
@@ -240,8 +336,9 @@ lmkit::models::Family electra_family() {
   f.model_type = "electra";
   f.architectures = electra_architectures().names();
   f.heads = electra_architectures().heads();
-  // The generator alone pretrains as a masked LM with lmkit's mlm objective.
-  f.objectives = {{"mlm", "ElectraForMaskedLM"}};
+  // Replaced token detection (the plugin's objective; the config needs generator_size), or the
+  // generator alone as a masked LM with lmkit's mlm objective.
+  f.objectives = {{"electra", "ElectraForPreTraining"}, {"mlm", "ElectraForMaskedLM"}};
   f.tokenizer_family = "bert";  // ELECTRA uses BERT's WordPiece vocabulary and [CLS] A [SEP] B [SEP]
   f.positions_key = "max_position_embeddings";
   f.metrics = {"pseudo-perplexity"};

@@ -25,11 +25,19 @@ enum class ElectraHead {
   kTokenClassification,     ///< ElectraForTokenClassification: every token -> dropout -> classifier
 };
 
-/// HF's ElectraConfig keys: BertConfig's plus embedding_size.
+/// HF's ElectraConfig keys: BertConfig's plus embedding_size; and lmkit's two keys of
+/// the electra objective, which HF's from_pretrained keeps and ignores.
 struct ElectraConfig {
   lmkit::models::BertConfig bert;  ///< the encoder's keys (hidden_size, layers, heads, dropout, ...)
   int64_t embedding_size = 128;
+  /// generator_size: the generator's hidden size, intermediate size and heads as a fraction
+  /// of the discriminator's (Clark et al.: 1/4); 0: no generator (HF's ElectraForPreTraining).
+  double generator_size = 0;
+  double rtd_weight = 50;  ///< rtd_weight: λ of the loss mlm + λ·rtd
   ElectraHead head = ElectraHead::kPreTraining;
+
+  /// The generator's config: this one's sizes times generator_size, the same embeddings.
+  ElectraConfig generator() const;
 
   static ElectraConfig from_json(const Json& j, const std::string& file);
   Json to_json() const;
@@ -37,7 +45,9 @@ struct ElectraConfig {
 
 class ElectraImpl : public lmkit::models::Model {
  public:
-  explicit ElectraImpl(ElectraConfig config);
+  /// `embedder`: the model whose embeddings this one shares (the generator shares the
+  /// discriminator's word, position and token-type embeddings and their LayerNorm).
+  explicit ElectraImpl(ElectraConfig config, ElectraImpl* embedder = nullptr);
 
   lmkit::Output forward(const lmkit::Batch& batch) override;
   std::string model_type() const override { return "electra"; }
@@ -50,6 +60,8 @@ class ElectraImpl : public lmkit::models::Model {
   int64_t vocab_size() const override { return config.bert.vocab_size; }
   double flops_per_token(int64_t seq_len, int64_t target_len) const override;
   std::vector<std::string> metric_names() const override;
+  std::vector<std::pair<std::string, int64_t>> loss_targets(const lmkit::Batch& batch) const override;
+  std::vector<std::pair<std::string, Model*>> companions() override;
 
   /// Encoder output (B, T, hidden_size).
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
@@ -71,9 +83,12 @@ class ElectraImpl : public lmkit::models::Model {
   at::Tensor generator_bias;                            ///< (V); the weight is word_embeddings'
   torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};
   lmkit::models::TokenClassifier token_classifier{nullptr};
+  std::shared_ptr<ElectraImpl> generator;               ///< pretraining with the electra objective
 
  private:
   void discriminate(const lmkit::Batch& batch, lmkit::Output& out);
+  void replaced_token_detection(const lmkit::Batch& batch, lmkit::Output& out);
+  bool owns_embeddings_ = true;
   void generate_logits(const lmkit::Batch& batch, lmkit::Output& out);
   void classify(const lmkit::Batch& batch, lmkit::Output& out);
 };
