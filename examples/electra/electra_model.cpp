@@ -217,10 +217,10 @@ void ElectraImpl::replaced_token_detection(const lmkit::Batch& batch, lmkit::Out
   const at::Tensor rows = hidden.index({masked});  // (N, Hg)
   const at::Tensor logits = generator->generator_logits(rows);  // (N, V)
   const at::Tensor mlm = lmkit::models::cross_entropy(logits, targets);
-  at::Tensor ids = batch.input_ids.clone(), rtd_labels = at::zeros_like(batch.labels);
+  at::Tensor ids = batch.input_ids.clone(), rtd_labels = at::zeros_like(batch.labels), u;
   {
     at::NoGradGuard no_grad;
-    const at::Tensor u = at::rand_like(logits, logits.options().dtype(at::kFloat)).clamp_(1e-9, 1.0 - 1e-7);
+    u = at::rand_like(logits, logits.options().dtype(at::kFloat)).clamp_(1e-9, 1.0 - 1e-7);
     const at::Tensor sampled = (logits.detach().to(at::kFloat) - (-u.log()).log()).argmax(-1);  // Gumbel-max
     ids.masked_scatter_(masked, sampled);
     rtd_labels.masked_scatter_(masked, sampled.ne(targets).to(rtd_labels.scalar_type()));
@@ -231,6 +231,10 @@ void ElectraImpl::replaced_token_detection(const lmkit::Batch& batch, lmkit::Out
   const at::Tensor active = batch.attention_mask.defined() ? batch.attention_mask.eq(1) : at::ones_like(masked);
   const at::Tensor d_logits = out.logits.masked_select(active), d_labels = rtd_labels.masked_select(active);
   const at::Tensor rtd = at::binary_cross_entropy_with_logits(d_logits, d_labels.to(d_logits.scalar_type()));
+  // The draws and what they made, for lmkit-forward (the sampling parity test reads them).
+  out.named.emplace_back("gumbel_uniform", u);
+  out.named.emplace_back("replaced_input_ids", ids);
+  out.named.emplace_back("rtd_labels", rtd_labels);
   out.terms.push_back({"mlm", mlm, masked.sum()});
   out.terms.push_back({"rtd", rtd * config.rtd_weight, active.sum()});
   out.loss = mlm + rtd * config.rtd_weight;
