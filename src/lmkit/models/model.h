@@ -65,7 +65,7 @@ class Model : public torch::nn::Module {
   /// the bare base model's names omit it, and loading tries both spellings.
   virtual std::string hf_base_prefix() const { return ""; }
   /// Models trained with this one and saved beside it, each a checkpoint of its own in a
-  /// sub-folder of this one's (ELECTRA's generator in generator/): (folder, model). They
+  /// sub-folder of this one's (a generator in generator/ beside its discriminator): (folder, model). They
   /// are submodules, so the optimizer and a resume cover them; save_pretrained writes
   /// them and load_pretrained reads those present back (load_companions).
   virtual std::vector<std::pair<std::string, Model*>> companions() { return {}; }

@@ -13,7 +13,7 @@ using Item = Template::Item;
 FamilySpec bert() {
   FamilySpec f;
   f.name = "bert";
-  f.hf_classes = {"Bert", "Electra"};
+  f.hf_classes = {"Bert"};
   f.hf_model_types = {"bert"};
   f.detect_piece = "[CLS]";
   f.specials = {{"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"},

@@ -234,7 +234,7 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
 data::LoaderPosition Trainer::restore(const std::string& dir) {
   const std::string weights = dir + "/model.safetensors";
   models::load_hf_weights(*model_, io::read_safetensors(weights), weights, /*strict=*/true);
-  // Companions (ELECTRA's generator) resume with the model: a checkpoint without one is incomplete.
+  // Companions (a model trained beside this one) resume with it: a checkpoint without one is incomplete.
   const auto read = models::load_companions(*model_, dir);
   for (const auto& [folder, companion] : model_->companions()) {
     check_input(std::find(read.begin(), read.end(), folder) != read.end(),
