@@ -14,9 +14,11 @@
 #include "lmkit/core/stop.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
+#include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/in_context.h"
+#include "lmkit/eval/loss.h"
 #include "lmkit/eval/metrics.h"
 #include "lmkit/eval/perplexity.h"
 #include "lmkit/models/family.h"
@@ -47,6 +49,8 @@ const std::vector<std::pair<std::string, std::string>>& own_metrics() {
       {"mlm-perplexity", "masked-LM perplexity"},
       {"pseudo-perplexity", "pseudo-perplexity (each token masked in turn)"},
       {"span", "span-corruption loss"},
+      {"objective", "the family's pretraining objective on held-out text: each loss term and the figures the "
+                    "model reports"},
       {"bleu", "BLEU of beam-search translations of source lines (--references)"},
       {"multiple-choice", "in-context: multiple choice and schemas"},
       {"completion", "in-context: completions"},
@@ -249,12 +253,33 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
   return r;
 }
 
+// The family's first pretraining objective, batched from the text as in training (seed 0),
+// through the architecture it trains: every loss term and figure the model reports.
+Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const models::Family& family,
+                      std::shared_ptr<const data::Corpus> corpus, c10::Device device) {
+  check_input(!family.objectives.empty(), "--metric objective: model_type '" + family.model_type + "' has no pretraining objective");
+  const models::Objective& objective = family.objective("");
+  const data::ObjectiveSpec& spec = data::objective(objective.name);
+  check_input(!spec.parallel_text, "--metric objective: objective '" + spec.name + "' reads parallel text, not a corpus");
+  data::check_objective_tokenizer(spec, tok);
+  auto model = load_model(a, tok, objective.architecture);
+  model->to(device);
+  data::ObjectiveInputs in;
+  in.corpus = std::move(corpus), in.tokenizer = &tok, in.seq_len = a.seq_len > 0 ? a.seq_len : 128, in.seed = 0;
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size, lo.pad_id = data::pad_id(tok), lo.prefetch = 1;
+  Json r = eval::evaluate_loss(*model, spec.make_dataset(in), lo, device);
+  r["objective"] = spec.name, r["architecture"] = objective.architecture;
+  return r;
+}
+
 // Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
 Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
   const Json config = load_json_file(a.checkpoint + "/config.json");
   check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
               a.checkpoint + "/config.json: a model config is a JSON object with a string 'model_type'");
   const auto& family = models::family(config["model_type"].get<std::string>());
+  if (a.metric == "objective") return objective_metric(a, tok, family, data::open_corpus(a.data, tok, work, "data"), device);
   if (std::find(family.metrics.begin(), family.metrics.end(), a.metric) == family.metrics.end()) {
     throw InputError("--metric " + a.metric + " does not apply to a " + family.model_type + " checkpoint (" +
                      (family.metrics.empty() ? "it has no corpus metric" : "use " + join_names(family.metrics)) + ")");

@@ -7,7 +7,9 @@
 #     models;
 #  3. transformers loads the run as ElectraForPreTraining and generator/ as
 #     ElectraForMaskedLM with no missing or unexpected keys;
-#  4. finetuning the discriminator for classification through the plugin.
+#  4. lmkit-evaluate --metric objective: RTD accuracy with the saved generator's replacements,
+#     the generator's MLM perplexity;
+#  5. finetuning the discriminator for classification through the plugin.
 #   electra_test.sh SOURCE_DIR BIN_DIR PLUGIN PYTHON WORK_DIR
 set -euo pipefail
 src="$(realpath "$1")" bin="$(realpath "$2")" plugin="$(realpath "$3")" python="$4" work="$(realpath -m "$5")"
@@ -42,6 +44,13 @@ for cls, path in ((transformers.ElectraForPreTraining, d), (transformers.Electra
         sys.exit(f"FAIL: {cls.__name__} from {path}: {bad}")
     print(f"{cls.__name__} loads {path} (hidden size {model.config.hidden_size}) with no missing or unexpected keys")
 PY
+"$bin/lmkit-evaluate" --plugin "$plugin" --checkpoint "$work/full/final" --metric objective \
+  --data "$src/data/wikitext-2-sample/valid.txt" --output "$work/objective.json" --threads 1 >"$work/objective.log" 2>&1 ||
+  { tail -20 "$work/objective.log"; exit 1; }
+for key in rtd_accuracy replaced_fraction mlm_perplexity generator_accuracy; do
+  grep -q "\"$key\"" "$work/objective.json" || { echo "FAIL: lmkit-evaluate --metric objective lacks $key"; cat "$work/objective.json"; exit 1; }
+done
+echo "electra: lmkit-evaluate --metric objective reports the discriminator's RTD accuracy and the generator's MLM perplexity"
 head -n 201 "$src/tests/fixtures/text/sst2.dev.tsv" >"$work/train.tsv"
 { head -n 1 "$src/tests/fixtures/text/sst2.dev.tsv"; sed -n 202,300p "$src/tests/fixtures/text/sst2.dev.tsv"; } >"$work/dev.tsv"
 "$bin/lmkit-finetune" --plugin "$plugin" --checkpoint "$work/full/final" --train "$work/train.tsv" --dev "$work/dev.tsv" \
