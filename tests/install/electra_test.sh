@@ -9,7 +9,7 @@
 #     ElectraForMaskedLM with no missing or unexpected keys;
 #  4. lmkit-evaluate --metric objective: RTD accuracy with the saved generator's replacements,
 #     the generator's MLM perplexity;
-#  5. finetuning the discriminator for classification through the plugin.
+#  5. finetuning the discriminator for classification through the plugin, and lmkit-suite.
 #   electra_test.sh SOURCE_DIR BIN_DIR PLUGIN PYTHON WORK_DIR
 set -euo pipefail
 src="$(realpath "$1")" bin="$(realpath "$2")" plugin="$(realpath "$3")" python="$4" work="$(realpath -m "$5")"
@@ -56,4 +56,8 @@ head -n 201 "$src/tests/fixtures/text/sst2.dev.tsv" >"$work/train.tsv"
 "$bin/lmkit-finetune" --plugin "$plugin" --checkpoint "$work/full/final" --train "$work/train.tsv" --dev "$work/dev.tsv" \
   --output "$work/cls" --epochs 1 --batch-size 16 --max-length 64 --threads 1 >"$work/cls.log" 2>&1 || { tail -20 "$work/cls.log"; exit 1; }
 grep -q '"ElectraForSequenceClassification"' "$work/cls/best/config.json" || { echo "FAIL: the finetuned head is not ElectraForSequenceClassification"; exit 1; }
-echo "electra: ok (pretrain, exact resume, HF loads both models, finetune through --plugin)"
+# The suite through the plugin: its runs (lmkit-finetune, lmkit-evaluate) get --plugin from lmkit-suite.
+"$bin/lmkit-suite" --plugin "$plugin" --suite "$src/tests/fixtures/suite/tiny.json" --checkpoint "$work/full/final" \
+  --tasks sentiment,ner --seeds 1 --output "$work/suite" --threads 1 >"$work/suite.log" 2>&1 || { tail -20 "$work/suite.log"; exit 1; }
+grep -qE '^\| .*/full/final \| [0-9.]+ ' "$work/suite/results.md" || { echo "FAIL: lmkit-suite's table lacks the ELECTRA row"; cat "$work/suite/results.md"; exit 1; }
+echo "electra: ok (pretrain, exact resume, HF loads both models, evaluate, finetune and lmkit-suite through --plugin)"
