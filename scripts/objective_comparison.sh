@@ -14,7 +14,8 @@
 # "bert roberta spanbert t5 gpt"), STEPS (pretraining steps of 32 x 128 tokens,
 # default 600), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
 # THREADS (default 2), OUT (default runs/objectives), BASELINES (shared: the encoders share
-# BERT's random baseline; own: one each).
+# BERT's random baseline; own: one each), ELECTRA_PLUGIN (liblmkit_electra.so, built from
+# examples/electra against the installed lmkit: docs/library.md; needed for "electra").
 # Every stage skips what is already finished, so a killed run goes on where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,8 +47,16 @@ preset() {
     spanbert) echo "models/bert-mini.json mlm+sbo 5e-4" ;;
     t5) echo "models/t5-mini-matched.json span 1e-3" ;;
     gpt) echo "models/gpt-mini.json clm 1e-3" ;;
-    *) echo "error: unknown objective '$1' (bert, roberta, spanbert, t5, gpt)" >&2; exit 2 ;;
+    electra) echo "examples/electra/electra-mini.json electra 5e-4" ;;
+    *) echo "error: unknown objective '$1' (bert, roberta, spanbert, t5, gpt, electra)" >&2; exit 2 ;;
   esac
+}
+
+# The plugin flag of a name: ELECTRA is a plugin (examples/electra), the others are lmkit's.
+plugin_of() {
+  [ "$1" = electra ] || return 0
+  [ -f "${ELECTRA_PLUGIN:-}" ] || { echo "error: set ELECTRA_PLUGIN to liblmkit_electra.so (examples/electra)" >&2; exit 2; }
+  echo "--plugin $ELECTRA_PLUGIN"
 }
 
 pretrain_one() {
@@ -58,7 +67,10 @@ pretrain_one() {
   [ "$name" = spanbert ] && [ -f "$OUT/bert/final/tokenizer.model" ] && tok=(--tokenizer "$OUT/bert/final/tokenizer.model")
   local again=(--overwrite)
   [ -f "$run/checkpoints/latest" ] && again=(--resume)
-  $B/lmkit-pretrain --model "$model" --objective "$objective" --train "$CORPUS/train.txt" --valid "$CORPUS/valid.txt" \
+  local plugin
+  plugin=$(plugin_of "$name")
+  # shellcheck disable=SC2086 # the plugin flag is two words or none
+  $B/lmkit-pretrain $plugin --model "$model" --objective "$objective" --train "$CORPUS/train.txt" --valid "$CORPUS/valid.txt" \
     --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$STEPS" --batch-size 32 --seq-len 128 \
     --lr "$lr" --warmup $((STEPS / 10)) --eval-every $((STEPS / 3)) --eval-batches 40 --save-every $((STEPS / 6)) \
     --log-every 10 --seed 1 --threads "$THREADS"
@@ -83,7 +95,10 @@ suite() {
       [ "${BASELINES:-shared}" = shared ] && [ -f "$OUT/suite-bert/random/results.json" ] &&
         base=(--baseline "$OUT/suite-bert/random") ;;
     esac
-    $B/lmkit-suite --suite "$SUITE" --data-root "$D" --checkpoint "$ckpt" --name "$name" "${base[@]}" \
+    local plugin
+    plugin=$(plugin_of "$name")
+    # shellcheck disable=SC2086
+    $B/lmkit-suite $plugin --suite "$SUITE" --data-root "$D" --checkpoint "$ckpt" --name "$name" "${base[@]}" \
       --output "$OUT/suite-$name" --seeds "$seeds" --threads "$THREADS"
   done
 }
@@ -95,7 +110,9 @@ table() {
     [ -f "$OUT/suite-$name/random/results.json" ] && dirs+=("$OUT/suite-$name/random")
   done
   [ ${#dirs[@]} -gt 0 ] || { echo "error: no finished suite runs under $OUT" >&2; exit 2; }
-  $B/lmkit-suite --suite "$SUITE" --collect "$(IFS=,; echo "${dirs[*]}")"
+  local plugin=()
+  [ -f "${ELECTRA_PLUGIN:-}" ] && plugin=(--plugin "$ELECTRA_PLUGIN")
+  $B/lmkit-suite "${plugin[@]}" --suite "$SUITE" --collect "$(IFS=,; echo "${dirs[*]}")"
 }
 
 case ${1:-} in
