@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/plugin.h"
 
 namespace lmkit::bench {
 
@@ -17,6 +18,8 @@ double median(std::vector<double> samples) {
 }  // namespace lmkit::bench
 
 int main(int argc, char** argv) {
+  // --plugin (and $LMKIT_PLUGINS): a plugin's families and objectives benchmark as lmkit's do.
+  if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-bench: throughput benchmarks for lmkit");
   app.require_subcommand(1);
   lmkit::bench::add_layer_command(app);

@@ -332,6 +332,7 @@ double ElectraImpl::flops_per_token(int64_t seq_len, int64_t) const {
   if (discriminator_dense) flops += 2.0 * (h * h + h);
   // The generator's head runs on the ~15% of positions that carry a label.
   if (generator_dense) flops += 0.15 * 2.0 * (h * e + e * static_cast<double>(config.bert.vocab_size));
+  if (generator) flops += generator->flops_per_token(seq_len, 0);  // the objective runs both models
   return flops;
 }
 
