@@ -56,6 +56,11 @@ head -n 201 "$src/tests/fixtures/text/sst2.dev.tsv" >"$work/train.tsv"
 "$bin/lmkit-finetune" --plugin "$plugin" --checkpoint "$work/full/final" --train "$work/train.tsv" --dev "$work/dev.tsv" \
   --output "$work/cls" --epochs 1 --batch-size 16 --max-length 64 --threads 1 >"$work/cls.log" 2>&1 || { tail -20 "$work/cls.log"; exit 1; }
 grep -q '"ElectraForSequenceClassification"' "$work/cls/best/config.json" || { echo "FAIL: the finetuned head is not ElectraForSequenceClassification"; exit 1; }
+# lmkit-bench through the plugin: the objective's step, both models counted.
+"$bin/lmkit-bench" train --plugin "$plugin" --model "$src/examples/electra/electra-mini.json" --objective electra \
+  --batch-size 2 --seq-len 32 --vocab-size 1000 --steps 1 --warmup 0 --threads 1 >"$work/bench.log" 2>&1 ||
+  { tail -20 "$work/bench.log"; exit 1; }
+grep -q "ElectraForPreTraining, .* objective electra" "$work/bench.log" || { echo "FAIL: lmkit-bench did not train the electra objective"; cat "$work/bench.log"; exit 1; }
 # The suite through the plugin: its runs (lmkit-finetune, lmkit-evaluate) get --plugin from lmkit-suite.
 "$bin/lmkit-suite" --plugin "$plugin" --suite "$src/tests/fixtures/suite/tiny.json" --checkpoint "$work/full/final" \
   --tasks sentiment,ner --seeds 1 --output "$work/suite" --threads 1 >"$work/suite.log" 2>&1 || { tail -20 "$work/suite.log"; exit 1; }
