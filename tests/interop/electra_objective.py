@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 try:
@@ -32,30 +31,19 @@ except ImportError as e:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from hf_interop import compare, run  # noqa: E402  (the same subprocess runner and tolerance)
+
 CONFIG = {"model_type": "electra", "vocab_size": 1000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
           "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 64, "generator_size": 0.5,
           "rtd_weight": 50}
-TOLERANCE = 1e-5
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        print(" ".join(cmd))
-        print(r.stdout)
-        raise SystemExit(f"FAIL: {os.path.basename(cmd[0])} exited {r.returncode}")
 
 
 def close(name, got, want, failures):
-    got, want = got.double(), want.double()
-    if got.shape != want.shape:
-        failures.append(f"{name}: shape {tuple(got.shape)} vs {tuple(want.shape)}")
-        return 0.0
-    err = (got - want).abs().max().item() if want.numel() else 0.0
-    scale = max(1.0, want.abs().max().item() if want.numel() else 0.0)
-    if err > TOLERANCE * scale:
-        failures.append(f"{name}: max |diff| {err:.3g} (scale {scale:.3g})")
-    return err / scale
+    """hf_interop's comparison, its failure appended; the relative error."""
+    bad, rel = compare(name, got, want)
+    failures += [bad] if bad else []
+    return rel
 
 
 def main():

@@ -52,7 +52,8 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
 void KVCache::keep_last(int64_t n) {
   const int64_t drop = length() - n;
   if (drop <= 0) return;
-  key = key.slice(2, drop).contiguous(), value = value.slice(2, drop).contiguous();
+  // Views: the next step's cat copies them anyway, so a copy here would be a second one per step.
+  key = key.slice(2, drop), value = value.slice(2, drop);
   dropped += drop;
 }
 
