@@ -6,26 +6,32 @@
 # and SST-2). Building here and carrying the result saves the build on the GPU machine.
 #
 #   bash scripts/gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]
+#   PLUGIN=build/electra-plugin/build/liblmkit_electra.so bash scripts/gpu_bundle.sh OUT.tar.xz
 #
 # There (with the repository checked out, for models/ and bench/):
 #   mkdir -p /tmp/lmkit && xz -dc OUT.tar.xz | tar -C /tmp/lmkit -xf -
-#   export LD_LIBRARY_PATH=/tmp/lmkit/deps:$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
+#   export LD_LIBRARY_PATH=/tmp/lmkit/lib:/tmp/lmkit/deps:$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
 #   LMKIT_BENCH=/tmp/lmkit/bin/lmkit-bench PYTHON=python3 DEVICE=cuda bash bench/compare_hf.sh
-# Data directories land in /tmp/lmkit/data/NAME.
+#   BIN=/tmp/lmkit/bin PLUGIN=/tmp/lmkit/lib/liblmkit_electra.so OUT=$OUT bash scripts/gpu_verify.sh
+# Data directories land in /tmp/lmkit/data/NAME; a PLUGIN in /tmp/lmkit/lib.
 set -euo pipefail
 out=${1:?usage: gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]}; shift
 cd "$(dirname "$0")/.."
-for b in lmkit-bench lmkit-pretrain lmkit-finetune lmkit-evaluate lmkit-generate lmkit-info lmkit_tests; do
+apps=(lmkit-bench lmkit-pretrain lmkit-finetune lmkit-evaluate lmkit-generate lmkit-suite lmkit-forward lmkit-tokenize
+  lmkit-info lmkit-dist-check lmkit_tests)
+for b in "${apps[@]}"; do
   [ -x build/bin/$b ] || { echo "error: build/bin/$b is missing: build first (scripts/build.sh)" >&2; exit 1; }
 done
+[ -z "${PLUGIN:-}" ] || [ -f "$PLUGIN" ] || { echo "error: PLUGIN $PLUGIN: no such file (tests/install/build_example.sh builds it)" >&2; exit 1; }
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"
-cp build/bin/lmkit-bench build/bin/lmkit-pretrain build/bin/lmkit-finetune build/bin/lmkit-evaluate \
-  build/bin/lmkit-generate build/bin/lmkit-info build/bin/lmkit_tests "$stage/bin/"
-cp build/lib/liblmkit_spm.so "$stage/lib/"
+for b in "${apps[@]}"; do cp build/bin/$b "$stage/bin/"; done
+# lmkit's library (the apps' RUNPATH names this machine's build tree) and the SentencePiece module.
+cp -P build/lib/liblmkit.so* build/lib/liblmkit_spm.so "$stage/lib/"
+[ -z "${PLUGIN:-}" ] || cp "$PLUGIN" "$stage/lib/"
 # Every library the binaries and the SentencePiece module load that is neither LibTorch's nor glibc's.
 { ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null || true; } | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/torch/lib/|/nvidia/|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
+  grep -vE '/torch/lib/|/nvidia/|/liblmkit|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 for d in "$@"; do cp -r "$d" "$stage/data/"; done
 tar -C "$stage" -cf - . | xz -T0 -6 > "$out"
