@@ -5,14 +5,15 @@
 # through the same suite (lmkit-suite), 3 seeds.
 #
 #   scripts/objective_comparison.sh corpus     WikiText-2 train + enwiki-extract train as one text file
-#   scripts/objective_comparison.sh pretrain   mlm+nsp (BERT), mlm (RoBERTa), mlm+sbo (SpanBERT), span (T5), clm (GPT)
+#   scripts/objective_comparison.sh pretrain   mlm+nsp (BERT), mlm (RoBERTa), mlm+sbo (SpanBERT), span (T5), clm (GPT);
+#                                              electra (the plugin's RTD), bert-flops (BERT given ELECTRA's FLOPs)
 #   scripts/objective_comparison.sh suite      every checkpoint and the random baselines through SUITE
 #   scripts/objective_comparison.sh table      one table of every run's suite average and tasks
 #
 # DATA=<folder> names a datasets folder with wikitext-2/, enwiki-extract/ and the
 # suite's task folders (not part of the project). Optional: OBJECTIVES (default
 # "bert roberta spanbert t5 gpt"), STEPS (pretraining steps of 32 x 128 tokens,
-# default 600), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
+# default 600; bert-flops gets STEPS x ELECTRA's FLOPs per step / BERT's, from lmkit-bench), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
 # THREADS (default 2), OUT (default runs/objectives), BASELINES (shared: the encoders share
 # BERT's random baseline; own: one each), ELECTRA_PLUGIN (liblmkit_electra.so, built from
 # examples/electra against the installed lmkit: docs/library.md; needed for "electra").
@@ -48,7 +49,8 @@ preset() {
     t5) echo "models/t5-mini-matched.json span 1e-3" ;;
     gpt) echo "models/gpt-mini.json clm 1e-3" ;;
     electra) echo "examples/electra/electra-mini.json electra 5e-4" ;;
-    *) echo "error: unknown objective '$1' (bert, roberta, spanbert, t5, gpt, electra)" >&2; exit 2 ;;
+    bert-flops) echo "models/bert-mini.json mlm+nsp 5e-4" ;;
+    *) echo "error: unknown objective '$1' (bert, roberta, spanbert, t5, gpt, electra, bert-flops)" >&2; exit 2 ;;
   esac
 }
 
@@ -59,20 +61,46 @@ plugin_of() {
   echo "--plugin $ELECTRA_PLUGIN"
 }
 
+# FLOPs of one training step of 32 x 128 (vocabulary 8,000) as lmkit-bench counts them: matmuls,
+# forward and backward, ELECTRA's generator included.
+step_gflop() {
+  local model objective
+  read -r model objective _ <<< "$(preset "$1")"
+  local plugin
+  plugin=$(plugin_of "$1")
+  # shellcheck disable=SC2086
+  $B/lmkit-bench $plugin train --model "$model" --objective "$objective" --batch-size 32 --seq-len 128 \
+    --vocab-size 8000 --steps 1 --warmup 0 --threads "$THREADS" | sed -n 's/.*(\([0-9.]*\) GFLOP\/step).*/\1/p'
+}
+
+# Pretraining steps of a name: STEPS, or for bert-flops as many as give BERT the FLOPs ELECTRA
+# spends in STEPS (the generator counted).
+steps_of() {
+  [ "$1" = bert-flops ] || { echo "$STEPS"; return; }
+  local e b
+  e=$(step_gflop electra) b=$(step_gflop bert)
+  echo "bert-flops: electra $e GFLOP a step, bert $b: $STEPS x $e / $b steps" >&2
+  awk -v s="$STEPS" -v e="$e" -v b="$b" 'BEGIN { printf "%d\n", s * e / b + 0.5 }'
+}
+
 pretrain_one() {
   local name=$1 run=$OUT/$1
   [ -f "$run/final/model.safetensors" ] && return
   read -r model objective lr <<< "$(preset "$name")"
+  local steps
+  steps=$(steps_of "$name")
   local tok=()
-  [ "$name" = spanbert ] && [ -f "$OUT/bert/final/tokenizer.model" ] && tok=(--tokenizer "$OUT/bert/final/tokenizer.model")
+  case $name in spanbert|bert-flops)
+    [ -f "$OUT/bert/final/tokenizer.model" ] && tok=(--tokenizer "$OUT/bert/final/tokenizer.model") ;;
+  esac
   local again=(--overwrite)
   [ -f "$run/checkpoints/latest" ] && again=(--resume)
   local plugin
   plugin=$(plugin_of "$name")
   # shellcheck disable=SC2086 # the plugin flag is two words or none
   $B/lmkit-pretrain $plugin --model "$model" --objective "$objective" --train "$CORPUS/train.txt" --valid "$CORPUS/valid.txt" \
-    --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$STEPS" --batch-size 32 --seq-len 128 \
-    --lr "$lr" --warmup $((STEPS / 10)) --eval-every $((STEPS / 3)) --eval-batches 40 --save-every $((STEPS / 6)) \
+    --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$steps" --batch-size 32 --seq-len 128 \
+    --lr "$lr" --warmup $((steps / 10)) --eval-every $((steps / 3)) --eval-batches 40 --save-every $((steps / 6)) \
     --log-every 10 --seed 1 --threads "$THREADS"
 }
 
@@ -81,19 +109,23 @@ pretrain() {
   for name in $OBJECTIVES; do pretrain_one "$name"; done
 }
 
-# Each checkpoint through the suite beside its family's random initialisation. The three encoders
-# share one: SpanBERT has BERT's model and tokenizer, RoBERTa the same size (its own tokenizer
-# of the same 8,000 pieces), so BERT's random runs are the baseline of all three (BASELINES=own
-# gives each its own).
+# Each checkpoint through the suite beside its family's random initialisation. The encoders
+# share one: SpanBERT and bert-flops have BERT's model and tokenizer, RoBERTa and ELECTRA's
+# discriminator the same size (their own tokenizers of the same 8,000 pieces; ELECTRA's embeddings
+# 128 wide, projected), so BERT's random runs are the baseline of all of them (BASELINES=own
+# gives each its own). Run bert first: a shared baseline not yet there is left out, and the
+# table stage shows every row with BERT's random one.
 suite() {
   local seeds=${SEEDS// /,}
   for name in $OBJECTIVES; do
     local ckpt=$OUT/$name/final
     [ -f "$ckpt/model.safetensors" ] || { echo "error: $ckpt: not pretrained yet (run the pretrain stage)" >&2; exit 2; }
     local base=(--baseline random)
-    case $name in spanbert|roberta)
-      [ "${BASELINES:-shared}" = shared ] && [ -f "$OUT/suite-bert/random/results.json" ] &&
-        base=(--baseline "$OUT/suite-bert/random") ;;
+    case $name in spanbert|roberta|electra|bert-flops)
+      if [ "${BASELINES:-shared}" = shared ]; then
+        base=()
+        [ -f "$OUT/suite-bert/random/results.json" ] && base=(--baseline "$OUT/suite-bert/random")
+      fi ;;
     esac
     local plugin
     plugin=$(plugin_of "$name")
