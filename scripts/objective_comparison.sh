@@ -11,16 +11,25 @@
 #   scripts/objective_comparison.sh table      one table of every run's suite average and tasks
 #
 # DATA=<folder> names a datasets folder with wikitext-2/, enwiki-extract/ and the
-# suite's task folders (not part of the project). Optional: OBJECTIVES (default
-# "bert roberta spanbert t5 gpt"), STEPS (pretraining steps of 32 x 128 tokens,
-# default 600; bert-flops gets STEPS x ELECTRA's FLOPs per step / BERT's, from lmkit-bench), SUITE (default data/suites/glue-cpu.json), SEEDS (default "1 2 3"),
-# THREADS (default 2), OUT (default runs/objectives), BASELINES (shared: the encoders share
-# BERT's random baseline; own: one each), ELECTRA_PLUGIN (liblmkit_electra.so, built from
-# examples/electra against the installed lmkit: docs/library.md; needed for "electra").
+# suite's task folders (not part of the project). Optional:
+#   OBJECTIVES  default "bert roberta spanbert t5 gpt"; also electra, bert-flops
+#   STEPS       pretraining steps of BATCH x 128 tokens (default 600); bert-flops gets
+#               STEPS x ELECTRA's FLOPs per step / BERT's, from lmkit-bench
+#   BATCH       pretraining's sequences a step (default 32)
+#   SUITE       default data/suites/glue-cpu.json
+#   SEEDS       default "1 2 3"
+#   THREADS     default 2
+#   DEVICE      cpu (default) or cuda: pretraining and every suite run
+#   DTYPE       pretraining's fp32 (default) or bf16
+#   BIN         the apps (default build/bin)
+#   OUT         default runs/objectives
+#   BASELINES   shared (default): the encoders share BERT's random baseline; own: one each
+#   ELECTRA_PLUGIN  liblmkit_electra.so, built from examples/electra against the installed
+#               lmkit (docs/library.md); needed for electra and bert-flops
 # Every stage skips what is already finished, so a killed run goes on where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=build/bin
+B=${BIN:-build/bin}
 D=${DATA:-}
 [ -n "$D" ] && [ -d "$D" ] || { echo "error: set DATA to the datasets folder (wikitext-2/, enwiki-extract/, the suite's tasks)" >&2; exit 2; }
 OUT=${OUT:-runs/objectives}
@@ -29,6 +38,9 @@ STEPS=${STEPS:-600}
 SUITE=${SUITE:-data/suites/glue-cpu.json}
 SEEDS=${SEEDS:-1 2 3}
 THREADS=${THREADS:-2}
+DEVICE=${DEVICE:-cpu}
+DTYPE=${DTYPE:-fp32}
+BATCH=${BATCH:-32}
 CORPUS=$OUT/corpus
 
 corpus() {
@@ -99,9 +111,9 @@ pretrain_one() {
   plugin=$(plugin_of "$name")
   # shellcheck disable=SC2086 # the plugin flag is two words or none
   $B/lmkit-pretrain $plugin --model "$model" --objective "$objective" --train "$CORPUS/train.txt" --valid "$CORPUS/valid.txt" \
-    --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$steps" --batch-size 32 --seq-len 128 \
+    --output "$run" "${again[@]}" "${tok[@]}" --vocab-size 8000 --steps "$steps" --batch-size "$BATCH" --seq-len 128 \
     --lr "$lr" --warmup $((steps / 10)) --eval-every $((steps / 3)) --eval-batches 40 --save-every $((steps / 6)) \
-    --log-every 10 --seed 1 --threads "$THREADS"
+    --log-every 10 --seed 1 --threads "$THREADS" --device "$DEVICE" --dtype "$DTYPE"
 }
 
 pretrain() {
@@ -131,7 +143,7 @@ suite() {
     plugin=$(plugin_of "$name")
     # shellcheck disable=SC2086
     $B/lmkit-suite $plugin --suite "$SUITE" --data-root "$D" --checkpoint "$ckpt" --name "$name" "${base[@]}" \
-      --output "$OUT/suite-$name" --seeds "$seeds" --threads "$THREADS"
+      --output "$OUT/suite-$name" --seeds "$seeds" --threads "$THREADS" --device "$DEVICE"
   done
 }
 
