@@ -253,12 +253,24 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
   return r;
 }
 
-// The family's first pretraining objective, batched from the text as in training (seed 0),
+// The objective that trains the checkpoint's own architecture (a BertForSpanPreTraining
+// checkpoint is scored on mlm+sbo, a BertForMaskedLM one on mlm), else the family's first.
+const models::Objective& checkpoint_objective(const models::Family& family, const Json& config) {
+  const Json* archs = config.contains("architectures") ? &config["architectures"] : nullptr;
+  if (archs && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
+    for (const auto& o : family.objectives) {
+      if (o.architecture == (*archs)[0].get<std::string>()) return o;
+    }
+  }
+  return family.objective("");
+}
+
+// The checkpoint's pretraining objective, batched from the text as in training (seed 0),
 // through the architecture it trains: every loss term and figure the model reports.
-Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const models::Family& family,
+Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const models::Family& family, const Json& config,
                       std::shared_ptr<const data::Corpus> corpus, c10::Device device) {
   check_input(!family.objectives.empty(), "--metric objective: model_type '" + family.model_type + "' has no pretraining objective");
-  const models::Objective& objective = family.objective("");
+  const models::Objective& objective = checkpoint_objective(family, config);
   const data::ObjectiveSpec& spec = data::objective(objective.name);
   check_input(!spec.parallel_text, "--metric objective: objective '" + spec.name + "' reads parallel text, not a corpus");
   data::check_objective_tokenizer(spec, tok);
@@ -279,7 +291,9 @@ Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device d
   check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
               a.checkpoint + "/config.json: a model config is a JSON object with a string 'model_type'");
   const auto& family = models::family(config["model_type"].get<std::string>());
-  if (a.metric == "objective") return objective_metric(a, tok, family, data::open_corpus(a.data, tok, work, "data"), device);
+  if (a.metric == "objective") {
+    return objective_metric(a, tok, family, config, data::open_corpus(a.data, tok, work, "data"), device);
+  }
   if (std::find(family.metrics.begin(), family.metrics.end(), a.metric) == family.metrics.end()) {
     throw InputError("--metric " + a.metric + " does not apply to a " + family.model_type + " checkpoint (" +
                      (family.metrics.empty() ? "it has no corpus metric" : "use " + join_names(family.metrics)) + ")");

@@ -66,7 +66,7 @@ std::string base_args(const std::string& model, const std::string& out, int step
 TEST_CASE("pretrain: every objective lowers its loss and leaves a complete loadable checkpoint", "[apps][pretrain]") {
   test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> runs = {
-      {"bert-tiny", "mlm+nsp"}, {"bert-tiny", "mlm"}, {"gpt-mini", "clm"}, {"t5-mini", "span"}};
+      {"bert-tiny", "mlm+nsp"}, {"bert-tiny", "mlm"}, {"bert-tiny", "mlm+sbo"}, {"gpt-mini", "clm"}, {"t5-mini", "span"}};
   for (const auto& [model, objective] : runs) {
     INFO(model << " " << objective);
     const std::string out = dir / (model + "-" + objective);
@@ -89,6 +89,12 @@ TEST_CASE("pretrain: every objective lowers its loss and leaves a complete loada
     CHECK(model_loaded->model_type() == (model == "bert-tiny" ? "bert" : model == "gpt-mini" ? "gpt2" : "t5"));
     CHECK(read_file(out + "/checkpoints/latest") == "step-25\n");
     CHECK(load_json_file(out + "/config.json")["objective"] == objective);
+    // lmkit-evaluate --metric objective scores the objective that trained the checkpoint's head.
+    auto e = run("lmkit-evaluate --checkpoint " + out + "/final --metric objective --data " + test::sample("valid.txt") +
+                 " --output " + out + "/objective.json --seq-len 64 --threads 1");
+    INFO(e.out);
+    REQUIRE(e.code == 0);
+    CHECK(load_json_file(out + "/objective.json")["objective"] == objective);
   }
 }
 
