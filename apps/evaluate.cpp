@@ -256,11 +256,9 @@ Json in_context(const Args& a, const tokenizer::Tokenizer& tok, c10::Device devi
 // The objective that trains the checkpoint's own architecture (a BertForSpanPreTraining
 // checkpoint is scored on mlm+sbo, a BertForMaskedLM one on mlm), else the family's first.
 const models::Objective& checkpoint_objective(const models::Family& family, const Json& config) {
-  const Json* archs = config.contains("architectures") ? &config["architectures"] : nullptr;
-  if (archs && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
-    for (const auto& o : family.objectives) {
-      if (o.architecture == (*archs)[0].get<std::string>()) return o;
-    }
+  const std::string own = models::config_architecture(config);
+  for (const auto& o : family.objectives) {
+    if (o.architecture == own) return o;
   }
   return family.objective("");
 }

@@ -30,6 +30,12 @@ std::string pretraining_architecture(const std::string& model_type, const std::s
   return family(model_type).objective(objective).architecture;
 }
 
+std::string config_architecture(const Json& config) {
+  if (!config.is_object() || !config.contains("architectures")) return "";
+  const Json& archs = config["architectures"];
+  return archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>() : "";
+}
+
 namespace {
 
 std::shared_ptr<Model> build_model(const Json& config, const std::string& file, const std::string& architecture) {
@@ -54,11 +60,7 @@ std::shared_ptr<Model> build_model(const Json& config, const std::string& file, 
     }
     throw InputError(file + ": " + e.what());
   }
-  std::string arch = architecture;
-  if (arch.empty() && config.contains("architectures") && config["architectures"].is_array() &&
-      !config["architectures"].empty() && config["architectures"][0].is_string()) {
-    arch = config["architectures"][0].get<std::string>();
-  }
+  std::string arch = architecture.empty() ? config_architecture(config) : architecture;
   if (arch.empty()) arch = f->architectures.front();
   if (!f->builds(arch)) {
     throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" +
@@ -275,8 +277,8 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
   }
   auto model = create_model(merged, config_path, architecture);
   LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, /*strict=*/false);
-  const Json archs = merged.is_object() ? merged.value("architectures", Json::array()) : Json::array();
-  const std::string own = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>() : model->model_type();
+  std::string own = config_architecture(merged);
+  if (own.empty()) own = model->model_type();
   check_report(r, dir, *model, own, new_head);
   load_companions(*model, dir);
   if (report) *report = r;

@@ -19,6 +19,9 @@ namespace lmkit::models {
 /// `file` names the config in error messages.
 std::shared_ptr<Model> create_model(const Json& config, const std::string& file, const std::string& architecture = "");
 
+/// A config's own architecture: the first entry of its "architectures", "" when it has none.
+std::string config_architecture(const Json& config);
+
 /// The architectures create_model() accepts for a model_type.
 std::vector<std::string> supported_architectures(const std::string& model_type);
 
