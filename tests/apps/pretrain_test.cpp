@@ -125,6 +125,26 @@ TEST_CASE("pretrain: a resumed run logs exactly what an uninterrupted one does",
   CHECK(read_file(dir / "once/final/model.safetensors") == read_file(dir / "twice/final/model.safetensors"));
 }
 
+TEST_CASE("pretrain: a checkpoint holds every generator and resumes on another device kind with one warning",
+          "[apps][pretrain][generators]") {
+  test::TempDir dir;
+  const std::string out = dir / "run";
+  auto first = run(base_args("bert-tiny", out, 6) + " --save-every 3 --stop-at 3");
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  const std::string step = out + "/checkpoints/step-3";
+  Json state = load_json_file(step + "/trainer_state.json");
+  CHECK(state["generators"] == Json({{"device", "cpu"}, {"ranks", 1}}));
+  // As if a GPU run had written it: the CPU run goes on, and says that it is not bitwise.
+  state["generators"]["device"] = "cuda";
+  save_json_file(step + "/trainer_state.json", state);
+  auto second = run(base_args("bert-tiny", out, 6) + " --save-every 3 --resume");
+  INFO(second.out);
+  REQUIRE(second.code == 0);
+  CHECK_THAT(second.out, Catch::Contains("warning: the checkpoint was written by a run on cuda and resumes on cpu"));
+  CHECK(load_json_file(out + "/final/trainer_state.json")["generators"]["device"] == "cpu");
+}
+
 TEST_CASE("pretrain: the same command twice gives bitwise-identical losses and weights, --deterministic too", "[apps][pretrain]") {
   // What a seed fixes (docs/training.md): the same machine and thread count, two threads here, dropout on.
   test::TempDir dir;

@@ -27,6 +27,7 @@
 #include "lmkit/eval/loss.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/train/generators.h"
 #include "lmkit/train/step.h"
 
 namespace fs = std::filesystem;
@@ -197,7 +198,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
   train_loader_ = data::sharded(train_loader_, o_.group.get());
 }
 
-void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir, bool optimizer) {
+void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
+                              const GeneratorStates& generators, bool optimizer) {
   Json state = {{"step", step},
                 {"epoch", position.epoch},
                 {"batch", position.batch},
@@ -207,7 +209,8 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
                 {"evals_since_best", evals_since_best_},
                 {"skipped_steps", skipped_steps_},
                 {"schedule", schedule_name(o_.schedule.schedule)},
-                {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))}};
+                {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))},
+                {"generators", {{"device", generators.device_type}, {"ranks", generators.ranks()}}}};
   if (validation_pending_) state["validation_pending"] = true;
   models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
     save_json_file(tmp + "/trainer_state.json", state);
@@ -215,14 +218,12 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
     if (!optimizer) return;
     torch::serialize::OutputArchive archive;
     optimizer_->save(archive);
-    // The dropout RNG: a resumed run draws the same masks an uninterrupted one would.
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    at::Tensor rng;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      rng = gen.get_state();
-    }
-    archive.write("cpu_rng_state", rng);
+    // The generators dropout draws from (every rank's; on CUDA the device's too): a resumed run
+    // draws the same masks an uninterrupted one would. cpu_rng_state is rank 0's, as earlier
+    // checkpoints hold it.
+    archive.write("cpu_rng_state", generators.cpu[0]);
+    archive.write("cpu_rng_states", generators.cpu);
+    if (generators.device.defined()) archive.write("cuda_rng_states", generators.device);
     // Serialised in memory, then written by lmkit's checked writer: LibTorch's file writer
     // threw from a destructor on a full disk (std::terminate, the temporary folder left behind).
     std::ostringstream bytes;
@@ -230,6 +231,8 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
     write_file_atomic(tmp + "/optimizer.pt", bytes.str());
   });
 }
+
+GeneratorStates Trainer::generators() const { return capture_generators(device_, o_.group.get()); }
 
 data::LoaderPosition Trainer::restore(const std::string& dir) {
   const std::string weights = dir + "/model.safetensors";
@@ -242,23 +245,34 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
   }
   // A damaged file is the user's to fix (exit 2), named, not LibTorch's or nlohmann's raw message (exit 1).
   torch::serialize::InputArchive archive;
-  at::Tensor rng;
+  GeneratorStates generators;
   try {
     archive.load_from(dir + "/optimizer.pt");
     optimizer_->load(archive);
+    at::Tensor rng;
     archive.read("cpu_rng_state", rng);
+    // Checkpoints before exact resume on CUDA hold rank 0's CPU generator alone.
+    if (!archive.try_read("cpu_rng_states", generators.cpu)) generators.cpu = rng.unsqueeze(0);
+    if (!archive.try_read("cuda_rng_states", generators.device)) generators.device = at::Tensor();
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     throw InputError(dir + "/optimizer.pt: damaged or not this run's optimizer state (" + what.substr(0, what.find('\n')).substr(0, 160) + ")");
   }
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng);
-  }
   const std::string state_file = dir + "/trainer_state.json";
   const Json state = load_json_file(state_file);
   try {
+    if (state.contains("generators")) generators.device_type = state["generators"].at("device").get<std::string>();
+    check_input(generators.cpu.dim() == 2 && generators.cpu.scalar_type() == at::kByte &&
+                    (!generators.device.defined() || generators.device.size(0) == generators.cpu.size(0)),
+                dir + "/optimizer.pt: damaged generator states");
+    const int64_t rank = o_.group ? o_.group->rank() : 0, ranks = o_.group ? o_.group->size() : 1;
+    std::optional<std::string> warning;
+    try {
+      warning = restore_generators(generators, device_, rank, ranks);
+    } catch (const c10::Error& e) {
+      throw InputError(dir + "/optimizer.pt: damaged generator states (" + std::string(e.what_without_backtrace()).substr(0, 120) + ")");
+    }
+    if (warning && writer()) std::fprintf(stderr, "%s\n", warning->c_str());
     start_step_ = state.at("step").get<int64_t>();
     skipped_steps_ = state.value("skipped_steps", int64_t{0});
     if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
@@ -369,10 +383,11 @@ bool Trainer::validate_pending(Loop& loop) {
   if (writer()) std::fprintf(stderr, "validating step %lld first (a stop signal interrupted it)\n", static_cast<long long>(loop.step));
   validation_pending_ = false;
   const bool stop_early = validate_or_defer(loop);
-  if (!validation_pending_ && writer()) {
+  if (!validation_pending_) {
+    const GeneratorStates states = generators();  // every rank: a collective under data parallelism
     // The step's checkpoint again, now without the pending validation, so that it is never repeated.
     const data::LoaderPosition position = loop.loader.position();
-    loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir); });
+    if (writer()) loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir, states); });
   }
   return stop_early;
 }
@@ -474,25 +489,29 @@ bool Trainer::validate_and_keep_best(Loop& loop) {
   if (better) {
     best_valid_ = v, best_step_ = step, evals_since_best_ = 0;
     const std::string best = o_.best_dir.empty() ? loop.checkpoints.path() + "/best" : o_.best_dir;
-    if (writer()) save_checkpoint(step, loop.loader.position(), best, o_.optimizer_in_exports);
+    const GeneratorStates states = generators();
+    if (writer()) save_checkpoint(step, loop.loader.position(), best, states, o_.optimizer_in_exports);
     return false;
   }
   return o_.patience > 0 && ++evals_since_best_ >= o_.patience;  // early stopping: no improvement in `patience`
 }
 
 void Trainer::save_step(Loop& loop) {
-  if (!writer() || !((o_.save_every > 0 && loop.step % o_.save_every == 0) || loop.step == o_.steps)) return;
+  if (!((o_.save_every > 0 && loop.step % o_.save_every == 0) || loop.step == o_.steps)) return;
+  const GeneratorStates states = generators();  // every rank: a collective under data parallelism
+  if (!writer()) return;
   const data::LoaderPosition position = loop.loader.position();
-  loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir); });
+  loop.checkpoints.save(loop.step, [&](const std::string& dir) { save_checkpoint(loop.step, position, dir, states); });
   loop.checkpoints.rotate(o_.keep_last);
 }
 
 Json Trainer::stop_interrupted(Loop& loop) {
   // Interrupted on purpose (--stop-at) or by a signal: checkpoints as they are, no final/.
   const int64_t step = loop.step;
+  const GeneratorStates states = generators();  // every rank: a collective under data parallelism
   if (writer() && !fs::exists(loop.checkpoints.step_path(step))) {
     const data::LoaderPosition position = loop.loader.position();
-    loop.checkpoints.save(step, [&](const std::string& dir) { save_checkpoint(step, position, dir); });
+    loop.checkpoints.save(step, [&](const std::string& dir) { save_checkpoint(step, position, dir, states); });
   }
   if (o_.group) o_.group->barrier();  // no rank reports done before rank 0's checkpoint is written
   if (loop.interrupted) {
@@ -516,8 +535,9 @@ Json Trainer::finish(Loop& loop) {
                   {"train_loss", loop.last_loss},
                   {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.start).count()}};
   if (!loop.last_valid.is_null()) summary["valid"] = loop.last_valid;
+  const GeneratorStates states = generators();  // every rank: a collective under data parallelism
   if (writer()) {
-    save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final", o_.optimizer_in_exports);
+    save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final", states, o_.optimizer_in_exports);
     save_json_file(o_.output + "/result.json", summary);
   }
   if (o_.group) o_.group->barrier();

@@ -18,6 +18,7 @@
 #include "lmkit/dist/group.h"
 #include "lmkit/dist/reducer.h"
 #include "lmkit/models/model.h"
+#include "lmkit/train/generators.h"
 #include "lmkit/train/schedule.h"
 #include "lmkit/train/step.h"
 
@@ -107,7 +108,9 @@ class Trainer {
   Json finish(Loop& loop);                       ///< final/ and result.json
 
   /// `optimizer`: with optimizer.pt (a step checkpoint, or an export when optimizer_in_exports).
-  void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir, bool optimizer = true);
+  void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
+                       const GeneratorStates& generators, bool optimizer = true);
+  GeneratorStates generators() const;  ///< every rank's generator states (a collective under data parallelism)
   data::LoaderPosition restore(const std::string& dir);
   Json validate(int64_t step);
   bool writer() const { return !o_.group || o_.group->leader(); }
