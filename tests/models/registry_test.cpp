@@ -265,7 +265,7 @@ class PairedGpt : public lmkit::models::GptImpl {
   lmkit::models::Gpt side_;
 };
 
-lmkit::models::GptConfig tiny_gpt(int64_t width) {
+lmkit::models::GptConfig tiny_gpt_config(int64_t width) {
   lmkit::models::GptConfig c;
   c.vocab_size = 50, c.n_positions = 16, c.n_embd = width, c.n_layer = 1, c.n_head = 2;
   c.bos_token_id = c.eos_token_id = 0;
@@ -278,7 +278,7 @@ TEST_CASE("registry: companions are saved in their folders and read back, strict
   lmkit::test::TempDir tmp;
   const std::string dir = (tmp.path / "pair").string();
   at::manual_seed(1);
-  PairedGpt saved(tiny_gpt(16), tiny_gpt(8));
+  PairedGpt saved(tiny_gpt_config(16), tiny_gpt_config(8));
   lmkit::models::save_pretrained(saved, dir);
   REQUIRE(std::filesystem::exists(dir + "/companion/config.json"));
   REQUIRE(std::filesystem::exists(dir + "/companion/model.safetensors"));
@@ -287,12 +287,12 @@ TEST_CASE("registry: companions are saved in their folders and read back, strict
   CHECK(lmkit::models::count_parameters(*main_alone) == lmkit::models::count_parameters(saved) -
                                                             lmkit::models::count_parameters(*saved.side_));
   at::manual_seed(2);
-  PairedGpt loaded(tiny_gpt(16), tiny_gpt(8));
+  PairedGpt loaded(tiny_gpt_config(16), tiny_gpt_config(8));
   CHECK_FALSE(at::equal(loaded.side_->wte->weight, saved.side_->wte->weight));
   CHECK(lmkit::models::load_companions(loaded, dir) == std::vector<std::string>{"companion"});
   CHECK(at::equal(loaded.side_->wte->weight, saved.side_->wte->weight));
   // A companion of another size is refused, naming the file; a missing folder keeps the initialisation.
-  PairedGpt wider(tiny_gpt(16), tiny_gpt(16));
+  PairedGpt wider(tiny_gpt_config(16), tiny_gpt_config(16));
   CHECK_THROWS_WITH(lmkit::models::load_companions(wider, dir), Catch::Contains("companion/model.safetensors"));
   std::filesystem::remove_all(dir + "/companion");
   CHECK(lmkit::models::load_companions(loaded, dir).empty());

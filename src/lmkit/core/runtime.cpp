@@ -113,23 +113,35 @@ double measure_gemm_gflops(int64_t n, double seconds, c10::Device device) {
   return rates[rates.size() / 2];
 }
 
-bool lever_disabled(const std::string& name) {
-  static const std::vector<std::string> disabled = [] {
-    std::vector<std::string> out;
-    const char* env = std::getenv("LMKIT_DISABLE");
-    std::string item;
-    for (const char* c = env ? env : ""; ; ++c) {
-      if (*c == ',' || *c == '\0') {
-        if (!item.empty()) out.push_back(item);
-        item.clear();
-        if (*c == '\0') break;
-      } else {
-        item += *c;
-      }
+namespace {
+
+// The names in a comma-separated environment variable, read once.
+std::vector<std::string> env_names(const char* variable) {
+  std::vector<std::string> out;
+  const char* env = std::getenv(variable);
+  std::string item;
+  for (const char* c = env ? env : "";; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*c == '\0') break;
+    } else {
+      item += *c;
     }
-    return out;
-  }();
+  }
+  return out;
+}
+
+}  // namespace
+
+bool lever_disabled(const std::string& name) {
+  static const std::vector<std::string> disabled = env_names("LMKIT_DISABLE");
   return std::find(disabled.begin(), disabled.end(), name) != disabled.end();
+}
+
+bool lever_enabled(const std::string& name) {
+  static const std::vector<std::string> enabled = env_names("LMKIT_ENABLE");
+  return std::find(enabled.begin(), enabled.end(), name) != enabled.end();
 }
 
 // --deterministic: LibTorch's deterministic kernels, and an error for an op that has none (never a

@@ -49,6 +49,12 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);
 
+/// Whether an opt-in speed-up is switched on for this process, by name, in the
+/// comma-separated LMKIT_ENABLE environment variable: "fused" (lmkit's fused CUDA
+/// kernels, nn/fused.h; opt-in until their [cuda] parity tests and benchmarks have run
+/// on a GPU, docs/benchmarks.md).
+bool lever_enabled(const std::string& name);
+
 /// Installs the caching CPU allocator (install_caching_cpu_allocator), sets the
 /// threads and seed, parses the device, and warns on stderr when LibTorch runs on
 /// a slow BLAS (see blas_library()), quoting the measured GEMM rate.

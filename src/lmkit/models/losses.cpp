@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "lmkit/core/runtime.h"
+#include "lmkit/nn/fused.h"
 
 namespace lmkit::models {
 
@@ -17,6 +18,29 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// One chunk's loss (added to `loss`) and share · dL/dlogits in the compute dtype, through
+// float32 (float64 for double inputs): log-softmax, gather, exp, scatter (the CPU's path).
+at::Tensor composite_chunk_gradient(const at::Tensor& chunk, const at::Tensor& bias, const at::Tensor& t,
+                                    const at::Tensor& s, int64_t v, double smoothing, at::ScalarType acc,
+                                    at::ScalarType compute, at::Tensor& loss) {
+  at::Tensor logits = chunk.to(acc);  // (C, Vp)
+  if (bias.defined()) logits.narrow(1, 0, v).add_(bias);
+  const int64_t vp = logits.size(1);
+  if (vp != v) logits.narrow(1, v, vp - v).fill_(-std::numeric_limits<double>::infinity());
+  at::Tensor logp = at::_log_softmax(logits, 1, false);
+  logits.reset();
+  at::Tensor per_row = logp.gather(1, t).squeeze(1).neg();  // (C) negative log-likelihood
+  if (smoothing > 0) per_row = per_row.mul(1 - smoothing).sub(logp.narrow(1, 0, v).mean(1), /*alpha=*/smoothing);
+  loss.add_(per_row.mul(s).sum());
+  // d loss / d logits = share · (softmax − (1−ε)·onehot − ε/V), row by row.
+  at::Tensor g = logp.exp_();
+  g.scatter_add_(1, t, at::full({g.size(0), 1}, -(1 - smoothing), g.options()));
+  if (smoothing > 0) g.narrow(1, 0, v).sub_(smoothing / static_cast<double>(v));
+  at::Tensor gc = at::empty(g.sizes(), g.options().dtype(compute));
+  at::mul_out(gc, g, s.unsqueeze(1));
+  return gc;
+}
 
 // Forward computes the loss and, chunk by chunk, its gradients; backward scales them.
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
@@ -51,24 +75,17 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     for (int64_t start = 0; start < n; start += rows) {
       const int64_t end = std::min(n, start + rows);
       const at::Tensor h = hidden.slice(0, start, end).to(compute);
-      at::Tensor logits = at::mm(h, w.t()).to(acc);  // (C, Vp), float32 (float64 for double inputs)
-      if (bias.defined()) logits.narrow(1, 0, v).add_(bias);
-      if (vp != v) logits.narrow(1, v, vp - v).fill_(-std::numeric_limits<double>::infinity());
-      at::Tensor logp = at::_log_softmax(logits, 1, false);
-      logits.reset();
       const at::Tensor t = safe.slice(0, start, end).unsqueeze(1);  // (C, 1)
       const at::Tensor s = share.slice(0, start, end);
-      at::Tensor per_row = logp.gather(1, t).squeeze(1).neg();  // (C) negative log-likelihood
-      if (smoothing > 0) per_row = per_row.mul(1 - smoothing).sub(logp.narrow(1, 0, v).mean(1), /*alpha=*/smoothing);
-      loss.add_(per_row.mul(s).sum());
-      // d loss / d logits = share · (softmax − (1−ε)·onehot − ε/V), row by row.
-      at::Tensor g = logp.exp_();
-      g.scatter_add_(1, t, at::full({end - start, 1}, -(1 - smoothing), g.options()));
-      if (smoothing > 0) g.narrow(1, 0, v).sub_(smoothing / static_cast<double>(v));
-      at::Tensor gc = at::empty(g.sizes(), g.options().dtype(compute));
-      at::mul_out(gc, g, s.unsqueeze(1));
+      at::Tensor gc = at::mm(h, w.t());  // (C, Vp) in the compute dtype
+      if (nn::softmax_cross_entropy_applies(gc)) {
+        // The CUDA kernel: the chunk's logits become share · dL/dlogits in place, no float32 copy.
+        if (bias.defined()) gc.narrow(1, 0, v).add_(bias);
+        loss.add_(nn::softmax_cross_entropy_(gc, t, s, v, smoothing).mul(s).sum());
+      } else {
+        gc = composite_chunk_gradient(gc, bias, t, s, v, smoothing, acc, compute, loss);
+      }
       if (grad_bias.defined()) grad_bias.add_(gc.narrow(1, 0, v).sum(0, false, acc));
-      g.reset();
       grad_hidden.slice(0, start, end).copy_(at::mm(gc, w));  // converts on the copy
       if (vp == v && compute == grad_weight.scalar_type()) {
         grad_weight.addmm_(gc.t(), h);

@@ -5,6 +5,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/fused.h"
 #include "lmkit/nn/linear.h"
 
 namespace lmkit::nn {
@@ -44,12 +45,14 @@ FeedForwardImpl::FeedForwardImpl(FeedForwardOptions options_) : options(std::mov
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
-  at::Tensor h = linear(in, x);  // (B, T, d_ff) or (B, T, 2·d_ff)
+  at::Tensor h;
   if (options.activation() == Activation::kGatedGelu) {
-    auto branches = h.chunk(2, -1);  // gate, linear: 2 x (B, T, d_ff)
+    auto branches = linear(in, x).chunk(2, -1);  // gate, linear: 2 x (B, T, d_ff)
     h = at::gelu(branches[0], "tanh") * branches[1];
+  } else if (options.activation() == Activation::kGelu || options.activation() == Activation::kGeluTanh) {
+    h = linear_gelu(in, x, options.activation() == Activation::kGeluTanh);  // (B, T, d_ff)
   } else {
-    h = activate(h, options.activation());
+    h = activate(linear(in, x), options.activation());  // (B, T, d_ff)
   }
   if (options.dropout() > 0 && is_training()) h = nn::dropout(h, options.dropout(), true);
   return linear(out, h);  // (B, T, D)

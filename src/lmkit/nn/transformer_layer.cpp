@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lmkit/nn/dropout.h"
+#include "lmkit/nn/fused.h"
 
 namespace lmkit::nn {
 
@@ -33,28 +34,29 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
   ffn_norm = register_module("ffn_norm", norm());
 }
 
-at::Tensor TransformerLayerImpl::residual(const at::Tensor& x, Norm& norm,
-                                          const std::function<at::Tensor(const at::Tensor&)>& sublayer) {
-  const double p = is_training() ? options.dropout() : 0.0;
-  if (options.pre_norm()) {
-    at::Tensor h = sublayer(norm(x));
-    return x + (p > 0 ? nn::dropout(h, p, true) : h);
-  }
-  at::Tensor h = sublayer(x);
-  return norm(x + (p > 0 ? nn::dropout(h, p, true) : h));
-}
-
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& self_bias, const at::Tensor& memory,
                                          const at::Tensor& cross_bias, LayerCache* cache) {
-  at::Tensor h = residual(x, self_attn_norm, [&](const at::Tensor& in) {
+  auto self_block = [&](const at::Tensor& in) {
     return self_attn(in, self_bias, at::Tensor(), cache ? &cache->self_attn : nullptr);
-  });
-  if (options.cross_attention()) {
-    h = residual(h, cross_attn_norm, [&](const at::Tensor& in) {
-      return cross_attn(in, cross_bias, memory, cache ? &cache->cross_attn : nullptr);
-    });
+  };
+  auto cross_block = [&](const at::Tensor& in) {
+    return cross_attn(in, cross_bias, memory, cache ? &cache->cross_attn : nullptr);
+  };
+  const double p = options.dropout();
+  const bool training = is_training();
+  if (!options.pre_norm()) {
+    // Post-LN (Vaswani et al., BERT): norm(x + dropout(sublayer(x))), one fused step each.
+    at::Tensor h = residual_norm(x, self_block(x), p, training, self_attn_norm).second;
+    if (options.cross_attention()) h = residual_norm(h, cross_block(h), p, training, cross_attn_norm).second;
+    return residual_norm(h, ffn(h), p, training, ffn_norm).second;  // (B, T, D)
   }
-  return residual(h, ffn_norm, [&](const at::Tensor& in) { return ffn(in); });  // (B, T, D)
+  // Pre-LN (GPT-2, T5): x + dropout(sublayer(norm(x))); the sum and the next sublayer's norm
+  // are one fused step, the last sum a plain one (the next layer normalises it).
+  auto [h, normed] = residual_norm(x, self_block(self_attn_norm(x)), p, training,
+                                   options.cross_attention() ? cross_attn_norm : ffn_norm);
+  if (options.cross_attention()) std::tie(h, normed) = residual_norm(h, cross_block(normed), p, training, ffn_norm);
+  const at::Tensor f = ffn(normed);
+  return h + (training && p > 0 ? nn::dropout(f, p, true) : f);  // (B, T, D)
 }
 
 }  // namespace lmkit::nn

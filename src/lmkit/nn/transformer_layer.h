@@ -74,9 +74,6 @@ class TransformerLayerImpl : public torch::nn::Module {
   Norm cross_attn_norm{nullptr};
   FeedForward ffn{nullptr};
   Norm ffn_norm{nullptr};
-
- private:
-  at::Tensor residual(const at::Tensor& x, Norm& norm, const std::function<at::Tensor(const at::Tensor&)>& sublayer);
 };
 TORCH_MODULE(TransformerLayer);
 

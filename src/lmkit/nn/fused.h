@@ -1,0 +1,48 @@
+// The training step's fused ops: each is the ATen composite on the CPU (and wherever a
+// kernel does not apply), and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
+// has them and LMKIT_ENABLE=fused switches them on. Forward and backward agree with the
+// composite within rounding ([cuda] tests, tests/cuda/fused_test.cpp); dropout inside a
+// fused op draws from the device's generator, so exact resume holds either way.
+#pragma once
+
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/linear.h>
+
+#include "lmkit/nn/norm.h"
+
+namespace lmkit::nn {
+
+/// Whether this build compiled the fused CUDA kernels (the CUDA toolkit was found).
+bool fused_kernels_built();
+
+/// Whether CUDA tensors take the fused kernels: built, and "fused" in LMKIT_ENABLE
+/// (or switched by set_fused_kernels_enabled).
+bool fused_kernels_enabled();
+
+/// Switches the fused kernels on or off for this process (on only where built), e.g. to
+/// compare both paths in one program (tests, lmkit-bench); returns the previous setting.
+bool set_fused_kernels_enabled(bool on);
+
+/// A Transformer layer's residual step: s = x + dropout(h, p) (p applies while training),
+/// y = norm(s) (float32, as Norm returns it). Returns {s, y}.
+std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,
+                                                Norm& norm);
+
+/// gelu(linear(x)) (exact, or the tanh approximation), with GELU's backward and the
+/// bias gradient in one kernel on the fused path.
+at::Tensor linear_gelu(torch::nn::Linear& linear, const at::Tensor& x, bool tanh_approx);
+
+/// Whether softmax_cross_entropy_ takes this chunk of logits: the fused kernels on, a
+/// contiguous (rows, padded) CUDA tensor in float32 or bf16.
+bool softmax_cross_entropy_applies(const at::Tensor& logits);
+
+/// The fused LM-head loss of one chunk, in place: `logits` (rows, padded) become
+/// share · dL/dlogits (zero in the padding columns [vocab, padded)), and the per-row
+/// negative log-likelihood of `targets` (rows or (rows, 1), valid ids), label-smoothed by
+/// `smoothing`, is returned (float32). Only where softmax_cross_entropy_applies().
+at::Tensor softmax_cross_entropy_(at::Tensor& logits, const at::Tensor& targets, const at::Tensor& share, int64_t vocab,
+                                  double smoothing);
+
+}  // namespace lmkit::nn

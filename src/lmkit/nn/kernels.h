@@ -1,0 +1,61 @@
+// lmkit's fused CUDA kernels (the .cu files beside the ops they fuse), as plain launch
+// functions: raw pointers, a stream, no ATen type, so that nvcc compiles them without
+// LibTorch's headers. nn/fused.cpp wraps them in autograd functions and falls back to the
+// ATen composite wherever they do not apply; nothing else calls them. Declared whether or
+// not the kernels were built (LMKIT_WITH_CUDA_KERNELS); only fused.cpp's CUDA path links them.
+//
+// Every kernel is deterministic: no atomics; sums over rows run in a fixed order (a
+// per-tile partial, then the partials in order), so two runs give the same bits.
+#pragma once
+
+#include <cstdint>
+
+namespace lmkit::nn::kernels {
+
+/// Element types the kernels take.
+enum class Dtype { kFloat = 0, kBFloat16 = 1 };
+
+/// Dropout drawn inside a kernel: element i of a call is kept when Philox4x32-10 at key
+/// `seed`, counter (i / 4, offset) gives, in lane i % 4, a word >= threshold (threshold =
+/// p · 2^32); kept values are scaled by `scale` = 1 / (1 − p). threshold 0 means no dropout.
+struct Dropout {
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;
+  float scale = 1.0f;
+};
+
+/// s = x + dropout(h) (stored in `s_type`), y = norm(s) in float32: LayerNorm
+/// ((s − mean)·rstd·w + b) or, with `rms`, RMSNorm (s·rstd·w); w and b float32 (b may be null).
+/// mean and rstd (float32, one per row) are kept for the backward pass. Rows of `d` elements.
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
+                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
+                           bool rms, Dropout dropout, void* stream);
+
+/// The gradients of residual_norm_forward: from gy (float32, dL/dy) and gs (dL/ds from the
+/// residual stream, `s_type`, may be null) it writes gx (dL/dx, `x_type`), gh (dL/dh,
+/// `h_type`, the same dropout mask regenerated), gw and gb (float32; gb null for RMSNorm).
+/// `partials` is scratch of column_partials_size(rows, d) floats.
+void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
+                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
+                            float* gw, float* gb, float* partials, int64_t rows, int64_t d, bool rms, Dropout dropout,
+                            void* stream);
+
+/// Floats of scratch a column reduction over `rows` x `d` needs (two sums per column).
+int64_t column_partials_size(int64_t rows, int64_t d);
+
+/// The backward pass of y = gelu(pre) (exact erf GELU, or the tanh approximation) with the
+/// bias gradient of the linear layer before it in the same pass: gpre = gy · gelu'(pre)
+/// (`type`), gbias = Σ_rows gpre (float32, may be null). pre and gy share `type`.
+void gelu_bias_backward(const void* gy, const void* pre, void* gpre, Dtype type, float* gbias, float* partials,
+                        int64_t rows, int64_t d, bool tanh, void* stream);
+
+/// The LM head's softmax cross-entropy over logits (rows x padded, `type`: the chunk of
+/// logits a matmul produced, never a float32 copy), in place: per row, loss[r] = the
+/// (label-smoothed) negative log-likelihood of target[r] over the first `vocab` columns,
+/// and the logits are overwritten with dL/dlogits · share[r] = share[r]·(softmax − (1−ε)·onehot
+/// − ε/vocab), zero in the padding columns [vocab, padded). Targets are valid indices
+/// (the caller masks ignored rows with share 0).
+void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, const float* share, float* loss,
+                           int64_t rows, int64_t vocab, int64_t padded, float smoothing, void* stream);
+
+}  // namespace lmkit::nn::kernels

@@ -1,0 +1,104 @@
+// Device helpers shared by lmkit's .cu files: element loads and stores in float32,
+// warp and block sums in a fixed order, Philox4x32-10 dropout, the launch check.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+
+#include "lmkit/nn/kernels.h"
+
+namespace lmkit::nn::kernels {
+
+inline void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+// A value as the element type would hold it (what the composite's intermediate tensor rounds to).
+__device__ __forceinline__ float round_as(const float*, float v) { return v; }
+__device__ __forceinline__ float round_as(const __nv_bfloat16*, float v) { return __bfloat162float(__float2bfloat16(v)); }
+
+// A butterfly sum: every lane ends with the same total, added in the same order on every run.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Salmon et al. 2011, Philox4x32-10: word `lane` of the block at counter (group, offset), key seed.
+__device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t group, uint64_t offset, int lane) {
+  uint32_t c0 = static_cast<uint32_t>(group), c1 = static_cast<uint32_t>(group >> 32);
+  uint32_t c2 = static_cast<uint32_t>(offset), c3 = static_cast<uint32_t>(offset >> 32);
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    c0 = hi1 ^ c1 ^ k0, c1 = lo1, c2 = hi0 ^ c3 ^ k1, c3 = lo0;
+    k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+  }
+  return lane == 0 ? c0 : lane == 1 ? c1 : lane == 2 ? c2 : c3;
+}
+
+// Whether element i survives dropout (Dropout in kernels.h).
+__device__ __forceinline__ bool keep(const Dropout& d, int64_t i) {
+  if (d.threshold == 0) return true;
+  return philox(d.seed, static_cast<uint64_t>(i) >> 2, d.offset, static_cast<int>(i & 3)) >= d.threshold;
+}
+
+// Column sums over rows in two fixed-order stages. Stage one: a block of 32 x 8 threads
+// owns 32 columns and one slice of rows; thread (x, y) adds rows y, y + 8, ... of its
+// slice, the 8 partial sums are added in order, and the block writes one partial per
+// column. Stage two adds the slices' partials in order.
+constexpr int kColumnTile = 32, kRowThreads = 8, kMaxSlices = 256;
+
+inline int column_slices(int64_t rows) {
+  const int64_t per = 64;  // at least 64 rows a slice
+  const int64_t s = (rows + per - 1) / per;
+  return static_cast<int>(s < 1 ? 1 : s > kMaxSlices ? kMaxSlices : s);
+}
+
+// Adds the 8 row-threads' values of each column in order; thread y == 0 holds the sum.
+__device__ __forceinline__ float tile_sum(float v, float (*shared)[kColumnTile + 1]) {
+  shared[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  float total = 0.0f;
+  if (threadIdx.y == 0) {
+    for (int r = 0; r < kRowThreads; ++r) total += shared[r][threadIdx.x];
+  }
+  __syncthreads();
+  return total;
+}
+
+// partials: (sums, slices, d) → out[k][c] = Σ_slice partials[k][slice][c], for each of `sums` sums.
+static __global__ void add_partials(const float* partials, float* out0, float* out1, int slices, int64_t d) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= d) return;
+  float a = 0.0f, b = 0.0f;
+  for (int s = 0; s < slices; ++s) {
+    a += partials[s * d + c];
+    if (out1) b += partials[(slices + s) * d + c];
+  }
+  if (out0) out0[c] = a;
+  if (out1) out1[c] = b;
+}
+
+static void launch_add_partials(const float* partials, float* out0, float* out1, int slices, int64_t d,
+                                cudaStream_t stream) {
+  add_partials<<<static_cast<unsigned>((d + 255) / 256), 256, 0, stream>>>(partials, out0, out1, slices, d);
+  check_launch("lmkit column sums");
+}
+
+}  // namespace lmkit::nn::kernels

@@ -1,0 +1,156 @@
+// Residual add + dropout + LayerNorm/RMSNorm in one pass over the row, forward and
+// backward (as llm.c fuses the residual into its layernorm kernels): the composite it
+// replaces reads and writes the (rows, d) activations five times forward and more backward.
+// One warp per row; the dropout mask is not stored but drawn again in the backward pass.
+#include "lmkit/nn/kernels_common.cuh"
+
+namespace lmkit::nn::kernels {
+
+namespace {
+
+template <typename TX, typename TH, typename TS>
+__global__ void forward_rows(const TX* x, const TH* h, TS* s, float* y, float* mean_out, float* rstd_out,
+                             const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms,
+                             Dropout dropout) {
+  const int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int64_t base = row * d;
+  float sum = 0.0f;
+  for (int64_t c = lane; c < d; c += 32) {
+    // As the composite: dropout's output in h's type, the sum in s's, the norm on the stored sum.
+    const float dropped = keep(dropout, base + c) ? round_as(h, load(h, base + c) * dropout.scale) : 0.0f;
+    const float v = round_as(s, load(x, base + c) + dropped);
+    store(s, base + c, v);
+    sum += v;
+  }
+  const float mean = rms ? 0.0f : warp_sum(sum) / static_cast<float>(d);
+  float var = 0.0f;
+  for (int64_t c = lane; c < d; c += 32) {
+    const float v = load(s, base + c) - mean;
+    var += v * v;
+  }
+  const float rstd = rsqrtf(warp_sum(var) / static_cast<float>(d) + eps);
+  for (int64_t c = lane; c < d; c += 32) {
+    const float xhat = (load(s, base + c) - mean) * rstd;
+    y[base + c] = b ? xhat * w[c] + b[c] : xhat * w[c];
+  }
+  if (lane == 0) mean_out[row] = mean, rstd_out[row] = rstd;
+}
+
+// d(norm)/ds row by row, plus the residual stream's own gradient, then through dropout.
+template <typename TX, typename TH, typename TS>
+__global__ void backward_rows(const float* gy, const TS* gs, const TS* s, const float* mean, const float* rstd,
+                              const float* w, TX* gx, TH* gh, int64_t rows, int64_t d, bool rms, Dropout dropout) {
+  const int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int64_t base = row * d;
+  const float mu = mean[row], r = rstd[row];
+  float m1 = 0.0f, m2 = 0.0f;  // Σ dxhat, Σ dxhat·xhat
+  for (int64_t c = lane; c < d; c += 32) {
+    const float dxhat = gy[base + c] * w[c];
+    m1 += dxhat;
+    m2 += dxhat * (load(s, base + c) - mu) * r;
+  }
+  m1 = rms ? 0.0f : warp_sum(m1) / static_cast<float>(d);
+  m2 = warp_sum(m2) / static_cast<float>(d);
+  for (int64_t c = lane; c < d; c += 32) {
+    const float xhat = (load(s, base + c) - mu) * r;
+    float g = r * (gy[base + c] * w[c] - m1 - xhat * m2);
+    if (gs) g += load(gs, base + c);
+    store(gx, base + c, g);
+    store(gh, base + c, keep(dropout, base + c) ? g * dropout.scale : 0.0f);
+  }
+}
+
+// gw = Σ_rows gy·xhat and gb = Σ_rows gy: stage one of the column sums (kernels_common.cuh).
+template <typename TS>
+__global__ void weight_partials(const float* gy, const TS* s, const float* mean, const float* rstd, float* partials,
+                                int64_t rows, int64_t d, int slices) {
+  __shared__ float shared[kRowThreads][kColumnTile + 1];
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kColumnTile) + threadIdx.x;
+  const int slice = blockIdx.y;
+  const int64_t per = (rows + slices - 1) / slices, first = slice * per;
+  const int64_t last = first + per < rows ? first + per : rows;
+  float gw = 0.0f, gb = 0.0f;
+  if (c < d) {
+    for (int64_t row = first + threadIdx.y; row < last; row += kRowThreads) {
+      const float g = gy[row * d + c];
+      gw += g * (load(s, row * d + c) - mean[row]) * rstd[row];
+      gb += g;
+    }
+  }
+  gw = tile_sum(gw, shared);
+  gb = tile_sum(gb, shared);
+  if (threadIdx.y == 0 && c < d) {
+    partials[slice * d + c] = gw;
+    partials[(slices + slice) * d + c] = gb;
+  }
+}
+
+// Calls fn with a typed null pointer for each runtime element type.
+template <typename Fn>
+void with_type(Dtype t, Fn&& fn) {
+  if (t == Dtype::kFloat) {
+    fn(static_cast<float*>(nullptr));
+  } else {
+    fn(static_cast<__nv_bfloat16*>(nullptr));
+  }
+}
+
+unsigned row_blocks(int64_t rows) { return static_cast<unsigned>((rows * 32 + 255) / 256); }
+
+}  // namespace
+
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
+                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
+                           bool rms, Dropout dropout, void* stream) {
+  with_type(x_type, [&](auto* xt) {
+    with_type(h_type, [&](auto* ht) {
+      with_type(s_type, [&](auto* st) {
+        using TX = std::remove_pointer_t<decltype(xt)>;
+        using TH = std::remove_pointer_t<decltype(ht)>;
+        using TS = std::remove_pointer_t<decltype(st)>;
+        forward_rows<TX, TH, TS><<<row_blocks(rows), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const TX*>(x), static_cast<const TH*>(h), static_cast<TS*>(s), y, mean, rstd, w, b, rows, d,
+            eps, rms, dropout);
+      });
+    });
+  });
+  check_launch("lmkit residual_norm_forward");
+}
+
+int64_t column_partials_size(int64_t rows, int64_t d) { return 2 * static_cast<int64_t>(column_slices(rows)) * d; }
+
+void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
+                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
+                            float* gw, float* gb, float* partials, int64_t rows, int64_t d, bool rms, Dropout dropout,
+                            void* stream) {
+  auto* st = static_cast<cudaStream_t>(stream);
+  with_type(x_type, [&](auto* xt) {
+    with_type(h_type, [&](auto* ht) {
+      with_type(s_type, [&](auto* sp) {
+        using TX = std::remove_pointer_t<decltype(xt)>;
+        using TH = std::remove_pointer_t<decltype(ht)>;
+        using TS = std::remove_pointer_t<decltype(sp)>;
+        backward_rows<TX, TH, TS><<<row_blocks(rows), 256, 0, st>>>(gy, static_cast<const TS*>(gs),
+                                                                      static_cast<const TS*>(s), mean, rstd, w,
+                                                                      static_cast<TX*>(gx), static_cast<TH*>(gh), rows, d,
+                                                                      rms, dropout);
+      });
+    });
+  });
+  check_launch("lmkit residual_norm_backward");
+  const int slices = column_slices(rows);
+  const dim3 grid(static_cast<unsigned>((d + kColumnTile - 1) / kColumnTile), static_cast<unsigned>(slices));
+  with_type(s_type, [&](auto* sp) {
+    using TS = std::remove_pointer_t<decltype(sp)>;
+    weight_partials<TS><<<grid, dim3(kColumnTile, kRowThreads), 0, st>>>(gy, static_cast<const TS*>(s), mean, rstd,
+                                                                          partials, rows, d, slices);
+  });
+  check_launch("lmkit residual_norm_backward (weights)");
+  launch_add_partials(partials, gw, rms ? nullptr : gb, slices, d, st);
+}
+
+}  // namespace lmkit::nn::kernels

@@ -1,0 +1,222 @@
+// lmkit's fused CUDA kernels (nn/fused.h) against the ATen composites they replace,
+// forward and backward. Tolerances: float32 inputs 1e-5 (absolute, on values of order 1;
+// the kernels sum in another order), bf16 inputs 2e-2 relative to the largest value (one
+// bf16 rounding of an intermediate the composite rounds elsewhere). Skipped without a
+// CUDA device; the CPU test at the end checks that the CPU takes the composite.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+#include <torch/nn/modules/linear.h>
+
+#include <iostream>
+
+#include "lmkit/core/autocast.h"
+#include "lmkit/models/losses.h"
+#include "lmkit/nn/fused.h"
+#include "test_util.h"
+
+using namespace lmkit;
+
+namespace {
+
+const c10::Device kGpu(c10::kCUDA, 0);
+
+bool no_cuda() {
+  if (torch::cuda::is_available() && nn::fused_kernels_built()) return false;
+  std::cout << "LMKIT_SKIP: no CUDA device on this machine (or a build without the fused kernels)" << std::endl;
+  return true;
+}
+
+// Runs fn with the fused kernels on (true) or off, restoring the setting after.
+template <typename Fn>
+auto with_fused(bool on, Fn&& fn) {
+  const bool before = nn::set_fused_kernels_enabled(on);
+  auto out = fn();
+  nn::set_fused_kernels_enabled(before);
+  return out;
+}
+
+double rel(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.to(at::kFloat), y = b.to(at::kFloat);
+  return test::max_abs_diff(x, y) / std::max(1e-6, y.abs().max().item<double>());
+}
+
+struct NormCase {
+  nn::NormType type;
+  at::ScalarType x_type, h_type;
+};
+
+// {s, y, dx, dh, dw, db} of the residual step under upstream gradients gs, gy.
+std::vector<at::Tensor> residual_step(nn::Norm& norm, const at::Tensor& x0, const at::Tensor& h0, double p,
+                                      const at::Tensor& gs, const at::Tensor& gy) {
+  at::Tensor x = x0.clone().requires_grad_(true), h = h0.clone().requires_grad_(true);
+  for (auto& q : norm->parameters()) q.mutable_grad() = at::Tensor();
+  auto [s, y] = nn::residual_norm(x, h, p, true, norm);
+  ((s.to(at::kFloat) * gs).sum() + (y * gy).sum()).backward();
+  std::vector<at::Tensor> out = {s.detach(), y.detach(), x.grad(), h.grad(), norm->weight.grad()};
+  out.push_back(norm->bias.defined() ? norm->bias.grad() : at::Tensor());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forward and backward", "[cuda][fused]") {
+  if (no_cuda()) return;
+  at::manual_seed(11);
+  for (const NormCase c : {NormCase{nn::NormType::kLayerNorm, at::kFloat, at::kFloat},
+                           NormCase{nn::NormType::kLayerNorm, at::kFloat, at::kBFloat16},
+                           NormCase{nn::NormType::kLayerNorm, at::kBFloat16, at::kBFloat16},
+                           NormCase{nn::NormType::kRmsNorm, at::kFloat, at::kFloat},
+                           NormCase{nn::NormType::kRmsNorm, at::kFloat, at::kBFloat16}}) {
+    for (int64_t d : {64, 768, 1000}) {  // one warp's share per row: under, over and not a multiple of 32
+      INFO("norm " << static_cast<int>(c.type) << " x " << c.x_type << " h " << c.h_type << " d " << d);
+      nn::Norm norm(nn::NormOptions(d).type(c.type).eps(1e-5));
+      norm->to(kGpu);
+      {
+        at::NoGradGuard no_grad;
+        norm->weight.copy_(at::randn({d}) * 0.5 + 1);
+        if (norm->bias.defined()) norm->bias.copy_(at::randn({d}) * 0.1);
+      }
+      const at::Tensor x = at::randn({3, 37, d}, at::TensorOptions().device(kGpu)).to(c.x_type);
+      const at::Tensor h = at::randn({3, 37, d}, at::TensorOptions().device(kGpu)).to(c.h_type);
+      const at::Tensor gs = at::randn({3, 37, d}, x.options().dtype(at::kFloat));
+      const at::Tensor gy = at::randn({3, 37, d}, x.options().dtype(at::kFloat));
+      auto fused = with_fused(true, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
+      auto composite = with_fused(false, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
+      const bool reduced = c.x_type == at::kBFloat16 || c.h_type == at::kBFloat16;
+      const double tol = reduced ? 2e-2 : 1e-5;
+      const char* names[] = {"s", "y", "dx", "dh", "dw", "db"};
+      for (size_t i = 0; i < fused.size(); ++i) {
+        INFO(names[i]);
+        REQUIRE(fused[i].defined() == composite[i].defined());
+        if (!fused[i].defined()) continue;
+        CHECK(fused[i].scalar_type() == composite[i].scalar_type());
+        CHECK(rel(fused[i], composite[i]) < (i >= 4 ? 5 * tol : tol));  // dw, db: sums over 111 rows
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask backward, and is deterministic",
+          "[cuda][fused]") {
+  if (no_cuda()) return;
+  const int64_t d = 512;
+  nn::Norm norm{nn::NormOptions(d)};
+  norm->to(kGpu);
+  const auto opts = at::TensorOptions().device(kGpu);
+  at::manual_seed(12);
+  const at::Tensor x = at::randn({64, 33, d}, opts), h = at::randn({64, 33, d}, opts) + 3.0;  // h never 0
+  const at::Tensor gs = at::randn_like(x), gy = at::randn_like(x);
+  const double p = 0.1;
+  at::manual_seed(13);
+  auto a = with_fused(true, [&] { return residual_step(norm, x, h, p, gs, gy); });
+  at::manual_seed(13);
+  auto b = with_fused(true, [&] { return residual_step(norm, x, h, p, gs, gy); });
+  for (size_t i = 0; i < 5; ++i) CHECK(at::equal(a[i], b[i]));  // the same generator state, the same bits
+  const at::Tensor kept = (a[0] - x).abs().gt(1e-3);              // where h reached the sum
+  const double dropped = 1.0 - kept.to(at::kDouble).mean().item<double>();
+  CHECK(dropped == Approx(p).margin(0.005));  // 1.08M draws: the standard error is 0.0003
+  // The composite with that mask gives the same step.
+  const at::Tensor mask = kept.to(at::kFloat) / (1 - p);
+  at::Tensor xr = x.clone().requires_grad_(true), hr = h.clone().requires_grad_(true);
+  for (auto& q : norm->parameters()) q.mutable_grad() = at::Tensor();
+  at::Tensor s = xr + hr * mask, y = with_fused(false, [&] { return norm(s); });
+  ((s * gs).sum() + (y * gy).sum()).backward();
+  CHECK(test::max_abs_diff(a[0], s.detach()) < 1e-5);
+  CHECK(test::max_abs_diff(a[1], y.detach()) < 1e-4);
+  CHECK(test::max_abs_diff(a[2], xr.grad()) < 1e-4);
+  CHECK(test::max_abs_diff(a[3], hr.grad()) < 1e-4);
+  CHECK(rel(a[4], norm->weight.grad()) < 1e-4);
+}
+
+TEST_CASE("cuda: fused GELU backward with the bias gradient equals the composite", "[cuda][fused]") {
+  if (no_cuda()) return;
+  at::manual_seed(14);
+  for (bool bf16 : {false, true}) {
+    for (bool tanh_approx : {false, true}) {
+      INFO("bf16 " << bf16 << " tanh " << tanh_approx);
+      torch::nn::Linear layer(torch::nn::LinearOptions(96, 384));
+      layer->to(kGpu);
+      const at::Tensor x0 = at::randn({4, 50, 96}, at::TensorOptions().device(kGpu));
+      const at::Tensor gy = at::randn({4, 50, 384}, x0.options());
+      auto run = [&](bool fused) {
+        return with_fused(fused, [&] {
+          at::Tensor x = x0.clone().requires_grad_(true);
+          layer->weight.mutable_grad() = at::Tensor(), layer->bias.mutable_grad() = at::Tensor();
+          at::Tensor y;
+          {
+            AutocastGuard autocast(kGpu, bf16);
+            y = nn::linear_gelu(layer, x, tanh_approx);
+          }
+          (y.to(at::kFloat) * gy).sum().backward();
+          return std::vector<at::Tensor>{y.detach(), x.grad(), layer->weight.grad(), layer->bias.grad()};
+        });
+      };
+      auto fused = run(true), composite = run(false);
+      const double tol = bf16 ? 2e-2 : 1e-5;
+      for (size_t i = 0; i < fused.size(); ++i) {
+        INFO("output " << i);
+        CHECK(fused[i].scalar_type() == composite[i].scalar_type());
+        CHECK(fused[i].sizes() == composite[i].sizes());
+        CHECK(rel(fused[i], composite[i]) < (i >= 2 ? 5 * tol : tol));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite chunked loss", "[cuda][fused]") {
+  if (no_cuda()) return;
+  at::manual_seed(15);
+  const auto opts = at::TensorOptions().device(kGpu);
+  for (bool bf16 : {false, true}) {
+    for (double smoothing : {0.0, 0.1}) {
+      for (bool with_bias : {false, true}) {
+        INFO("bf16 " << bf16 << " smoothing " << smoothing << " bias " << with_bias);
+        const at::Tensor hidden0 = at::randn({300, 64}, opts);
+        const at::Tensor weight0 = at::randn({1000, 64}, opts) * 0.2;  // padded to 1024 inside
+        const at::Tensor bias0 = with_bias ? at::randn({1000}, opts) * 0.1 : at::Tensor();
+        at::Tensor targets = at::randint(0, 1000, {300}, opts.dtype(at::kLong));
+        targets.index_put_({at::indexing::Slice(0, 300, 9)}, -100);
+        auto run = [&](bool fused) {
+          return with_fused(fused, [&] {
+            at::Tensor hidden = hidden0.clone().requires_grad_(true), weight = weight0.clone().requires_grad_(true);
+            at::Tensor bias = with_bias ? bias0.clone().requires_grad_(true) : at::Tensor();
+            at::Tensor loss;
+            {
+              AutocastGuard autocast(kGpu, bf16);
+              loss = models::linear_cross_entropy(hidden, weight, bias, targets, smoothing, 1000 * 128);  // 3 chunks
+            }
+            loss.backward();
+            return std::vector<at::Tensor>{loss.detach(), hidden.grad(), weight.grad(),
+                                           with_bias ? bias.grad() : at::zeros({1}, opts)};
+          });
+        };
+        auto fused = run(true), composite = run(false);
+        const double tol = bf16 ? 2e-2 : 1e-5;
+        CHECK(fused[0].item<double>() == Approx(composite[0].item<double>()).epsilon(bf16 ? 1e-3 : 1e-6));
+        for (size_t i = 1; i < fused.size(); ++i) {
+          INFO("gradient " << i);
+          CHECK(rel(fused[i], composite[i]) < tol);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused ops: the CPU takes the composite whatever the switch", "[nn][fused]") {
+  const bool before = nn::set_fused_kernels_enabled(true);
+  at::manual_seed(16);
+  nn::Norm norm{nn::NormOptions(8)};
+  const at::Tensor x = at::randn({2, 3, 8}), h = at::randn({2, 3, 8});
+  auto [s, y] = nn::residual_norm(x, h, 0.0, true, norm);
+  CHECK(at::equal(s, x + h));
+  CHECK(at::equal(y, norm(x + h)));
+  at::Tensor logits = at::randn({4, 64});
+  CHECK_FALSE(nn::softmax_cross_entropy_applies(logits));
+  torch::nn::Linear layer(torch::nn::LinearOptions(8, 16));
+  CHECK(at::equal(nn::linear_gelu(layer, x, true), at::gelu(layer(x), "tanh")));
+  nn::set_fused_kernels_enabled(before);
+  CHECK(nn::fused_kernels_enabled() == before);
+}
