@@ -12,7 +12,8 @@
 #   DEVICE=cpu DTYPE=fp32 STEPS=4 FAMILIES="bert gpt" bash scripts/gpu_verify.sh   (its own check on a CPU)
 #
 # Optional: DEVICE (cuda), DTYPE (bf16), STEPS (pretraining steps, even; 20), FAMILIES (every
-# one below), PLUGIN (liblmkit_electra.so: adds the electra family), THREADS (CPU threads, 0 = all).
+# one below), PLUGIN (liblmkit_electra.so: adds the electra family), THREADS (CPU threads, 0 = all),
+# CUDA_TESTS (1: run lmkit_tests "[cuda]" first; 0 where a parallel group already does).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BIN=${BIN:-build/bin}
@@ -122,7 +123,9 @@ sigterm() {
 }
 
 echo "gpu_verify: $DEVICE $DTYPE, $STEPS steps, families: $FAMILIES; summary in $summary"
-if [ -x "$BIN/lmkit_tests" ] && [ "$DEVICE" != cpu ]; then check cuda-tests "$BIN/lmkit_tests" "[cuda]"; fi
+if [ -x "$BIN/lmkit_tests" ] && [ "$DEVICE" != cpu ] && [ "${CUDA_TESTS:-1}" = 1 ]; then
+  check cuda-tests "$BIN/lmkit_tests" "[cuda]"
+fi
 for f in $FAMILIES; do family "$f"; done
 check sigterm-resume sigterm
 echo "$failed failed; $summary"
