@@ -15,7 +15,7 @@
 #   OUT=$OUT bash scripts/gpu_call.sh lmkit-gpu.tar.xz     (on the GPU machine)
 #   DEVICE=cpu bash scripts/gpu_call.sh                   (its own check here: build/bin, small shapes)
 #
-# Optional: WORK (/tmp/lmkit-call), VERIFY_S (210), BENCH_S (220), PROFILE_S (45), SHAPES, PLUGIN.
+# Optional: WORK (/tmp/lmkit-call), VERIFY_S (150), BENCH_S (250), PROFILE_S (35 each), SHAPES, PLUGIN.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEVICE=${DEVICE:-cuda}
@@ -31,16 +31,17 @@ start=$SECONDS
 if [ -n "$bundle" ]; then
   [ -f "$bundle" ] || { echo "error: $bundle: no such bundle (scripts/gpu_bundle.sh makes it)" >&2; exit 2; }
   mkdir -p /tmp/lmkit && xz -dc "$bundle" | tar -C /tmp/lmkit -xf - || { echo "error: $bundle: cannot unpack" >&2; exit 1; }
-  torch_lib=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')/lib
+  PY=${PYTHON:-python3}
+  torch_lib=$($PY -c 'import torch, os; print(os.path.dirname(torch.__file__))')/lib
   export LD_LIBRARY_PATH=/tmp/lmkit/lib:/tmp/lmkit/deps:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  BIN=/tmp/lmkit/bin PY=python3
+  BIN=/tmp/lmkit/bin
   [ -f /tmp/lmkit/lib/liblmkit_electra.so ] && PLUGIN=${PLUGIN:-/tmp/lmkit/lib/liblmkit_electra.so}
 else
   BIN=${BIN:-build/bin} PY=${PYTHON:-.venv/bin/python}
 fi
 [ -x "$BIN/lmkit-bench" ] || { echo "error: $BIN/lmkit-bench is missing (build, or pass the bundle)" >&2; exit 1; }
 if [ "$DEVICE" = cuda ]; then
-  dtype=bf16 steps=20 shapes=${SHAPES:-"gpt2-small-b16x1024 bert-base-b32x512 t5-base-b32x512"} compile=1
+  dtype=bf16 steps=10 shapes=${SHAPES:-"gpt2-small-b16x1024 bert-base-b32x512 t5-base-b32x512"} compile=1
   profile_shape=(--model models/gpt2-small.json --batch-size 16 --seq-len 1024)
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$log" 2>&1
 else
@@ -57,7 +58,7 @@ pids=()
 for i in "${!groups[@]}"; do
   FAMILIES=${groups[$i]} CUDA_TESTS=$([ "$i" = 0 ] && echo 1 || echo 0) BIN=$BIN DEVICE=$DEVICE DTYPE=$dtype \
     STEPS=$steps THREADS=$threads PLUGIN=${PLUGIN:-} OUT=$WORK/verify-$i \
-    timeout "${VERIFY_S:-210}" bash scripts/gpu_verify.sh >"$WORK/verify-$i.out" 2>&1 &
+    timeout "${VERIFY_S:-150}" bash scripts/gpu_verify.sh >"$WORK/verify-$i.out" 2>&1 &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
@@ -71,7 +72,7 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 for i in "${!groups[@]}"; do
   grep -h ' FAIL ' "$WORK/verify-$i/summary.md" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $5); print $5}' |
     while read -r f; do echo "---- verify-$i/$f"; tail -30 "$WORK/verify-$i/$f"; done >>"$OUT/verify-failures.log"
-  grep -q 'summary' "$WORK/verify-$i.out" || echo "---- group $i (${groups[$i]}) did not finish within ${VERIFY_S:-210} s" >>"$OUT/verify-failures.log"
+  grep -q 'summary' "$WORK/verify-$i.out" || echo "---- group $i (${groups[$i]}) did not finish within ${VERIFY_S:-150} s" >>"$OUT/verify-failures.log"
 done
 pass=$(grep -c '| pass |' "$OUT/verify.md") fail=$(grep -c '| FAIL |' "$OUT/verify.md")
 say "1. verify: $pass passed, $fail failed in $((SECONDS - phase)) s ($OUT/verify.md)"
@@ -79,8 +80,8 @@ say "1. verify: $pass passed, $fail failed in $((SECONDS - phase)) s ($OUT/verif
 # 2. Throughput against HF (eager, sdpa, compiled) and the compact GPT-2, fused and unfused lmkit.
 phase=$SECONDS
 PYTHON=$PY LMKIT_BENCH=$BIN/lmkit-bench DEVICE=$DEVICE DTYPES=$dtype HF_COMPILE=$compile ROUNDS=1 STEPS=10 FUSED=1 \
-  SHAPES=$shapes THREADS=8 timeout "${BENCH_S:-220}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 ||
-  echo "(compare_hf.sh stopped: exit $?, limit ${BENCH_S:-220} s)" >>"$OUT/bench.txt"
+  SHAPES=$shapes THREADS=8 timeout "${BENCH_S:-250}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 ||
+  echo "(compare_hf.sh stopped: exit $?, limit ${BENCH_S:-250} s)" >>"$OUT/bench.txt"
 say "2. bench: $((SECONDS - phase)) s ($OUT/bench.txt)"
 
 # 3. Where one step's GPU time goes, with and without the fused kernels.
@@ -88,7 +89,7 @@ phase=$SECONDS
 : >"$OUT/profile.txt"
 for mode in fused unfused; do
   trace=$WORK/trace-$mode.json
-  env $([ $mode = fused ] && echo LMKIT_ENABLE=fused) timeout "${PROFILE_S:-45}" "$BIN/lmkit-bench" train "${profile_shape[@]}" \
+  env $([ $mode = fused ] && echo LMKIT_ENABLE=fused) timeout "${PROFILE_S:-35}" "$BIN/lmkit-bench" train "${profile_shape[@]}" \
     --steps 3 --dtype "$dtype" --device "$DEVICE" --threads 8 --profile "$trace" --overwrite >"$WORK/profile-$mode.log" 2>&1
   { echo "== $mode: $(grep -E '^tokens_per_sec' "$WORK/profile-$mode.log")"
     $PY bench/trace_summary.py "$trace" 15 2>&1 || tail -5 "$WORK/profile-$mode.log"; } >>"$OUT/profile.txt"
