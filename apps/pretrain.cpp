@@ -147,7 +147,8 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
   o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
   o.tensorboard = a.tensorboard.resolve(a.output);
-  o.bf16 = a.dtype == "bf16";
+  o.bf16 = a.dtype != "fp32";
+  o.bf16_weights = a.dtype == "bf16-weights";
   o.group = std::move(group);
   return o;
 }
@@ -269,8 +270,10 @@ int main(int argc, char** argv) {
   app.add_flag("--span-masking", a.span_masking, "span masking of whole words (Joshi et al. 2020; mlm+sbo always uses it)");
   app.add_option("--span-p", a.span_p, "span masking: the geometric p of span lengths in words")->check(in_range(1e-6, 1.0));
   app.add_option("--max-span", a.max_span, "span masking: longest span in words")->check(in_range(1, 1000));
-  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--dtype", a.dtype,
+                 "fp32; bf16 (autocast, float32 weights); or bf16-weights (bf16 weights in the step, float32 masters; "
+                 "one process)")
+      ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, metrics and results)");
   app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");

@@ -64,7 +64,8 @@ void run_train(const TrainArgs& a) {
   auto random_batch = [&] { return spec.synthetic_batch(a.batch, a.seq, target_len, vocab).to(device); };
 
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
-  const bool bf16 = a.dtype == "bf16";
+  const train::Precision precision = train::parse_precision(a.dtype);
+  const bool bf16 = precision != train::Precision::kFp32;
   std::vector<double> ms, forward_ms, backward_ms, update_ms;
   double loss = 0;
   double rss_warm = 0, rss_tenth = 0, heap_warm = 0, heap_tenth = 0;
@@ -76,7 +77,7 @@ void run_train(const TrainArgs& a) {
     Batch b = random_batch();
     const bool split = i >= a.warmup + a.steps;
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = train::train_step(*model, *optimizer, {b}, 1.0, bf16, nullptr, split || !device.is_cuda());
+    auto r = train::train_step(*model, *optimizer, {b}, 1.0, precision, nullptr, split || !device.is_cuda());
     if (device.is_cuda()) model->parameters()[0].cpu();
     const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i + 1 == a.warmup) rss_warm = current_rss_mib(), heap_warm = heap_in_use_mib();
@@ -96,7 +97,7 @@ void run_train(const TrainArgs& a) {
     torch::autograd::profiler::enableProfiler(config, activities);
     for (int i = 0; i < 2; ++i) {
       Batch b = random_batch();
-      train::train_step(*model, *optimizer, {b}, 1.0, bf16);
+      train::train_step(*model, *optimizer, {b}, 1.0, precision);
     }
     if (device.is_cuda()) model->parameters()[0].cpu();
     torch::autograd::profiler::disableProfiler()->save(a.profile);
@@ -168,7 +169,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--target-len", a->target_len, "decoder length (T5 default: span corruption's)")->check(non_negative());
   cmd->add_option("--steps", a->steps, "timed steps")->check(positive());
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(non_negative());
-  cmd->add_option("--dtype", a->dtype, "fp32 or bf16 (autocast over fp32 weights)")->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--dtype", a->dtype, "fp32, bf16 (autocast over fp32 weights) or bf16-weights (bf16 weights, fp32 masters)")
+      ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
   cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(in_range(128, double(int64_t{1} << 31)));
   cmd->add_flag("--tf32", a->tf32, "fp32 matmuls on TensorFloat-32 tensor cores (CUDA)");

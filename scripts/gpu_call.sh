@@ -7,15 +7,15 @@
 #   2. bench/compare_hf.sh, bf16, one round, HF compiled and the compact GPT-2 peers, lmkit
 #      with its fused kernels (LMKIT_ENABLE=fused) and without them (the "lmkit-unfused" column),
 #      for gpt2-small B16x1024, bert-base B32x512 and t5-base B32x512;
-#   3. a kernel-time profile of one gpt2-small step with and without the fused kernels
-#      (bench/trace_summary.py: the top kernels by GPU time).
+#   3. a kernel-time profile of one gpt2-small step with and without the fused kernels, and
+#      with them under --dtype bf16-weights (bench/trace_summary.py: the top kernels by GPU time).
 # It writes at most 8 small files into OUT (summaries and logs; checkpoints and traces stay in
 # WORK) and prints their table. Each phase has a time limit; what it reached is written.
 #
 #   OUT=$OUT bash scripts/gpu_call.sh lmkit-gpu.tar.xz     (on the GPU machine)
 #   DEVICE=cpu bash scripts/gpu_call.sh                   (its own check here: build/bin, small shapes)
 #
-# Optional: WORK (/tmp/lmkit-call), VERIFY_S (150), BENCH_S (250), PROFILE_S (35 each), SHAPES, PLUGIN.
+# Optional: WORK (/tmp/lmkit-call), VERIFY_S (150), BENCH_S (230), PROFILE_S (35 each), SHAPES, PLUGIN.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEVICE=${DEVICE:-cuda}
@@ -80,17 +80,20 @@ say "1. verify: $pass passed, $fail failed in $((SECONDS - phase)) s ($OUT/verif
 # 2. Throughput against HF (eager, sdpa, compiled) and the compact GPT-2, fused and unfused lmkit.
 phase=$SECONDS
 PYTHON=$PY LMKIT_BENCH=$BIN/lmkit-bench DEVICE=$DEVICE DTYPES=$dtype HF_COMPILE=$compile ROUNDS=1 STEPS=10 FUSED=1 \
-  SHAPES=$shapes THREADS=8 timeout "${BENCH_S:-250}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 ||
-  echo "(compare_hf.sh stopped: exit $?, limit ${BENCH_S:-250} s)" >>"$OUT/bench.txt"
+  SHAPES=$shapes THREADS=8 timeout "${BENCH_S:-230}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 ||
+  echo "(compare_hf.sh stopped: exit $?, limit ${BENCH_S:-230} s)" >>"$OUT/bench.txt"
 say "2. bench: $((SECONDS - phase)) s ($OUT/bench.txt)"
 
 # 3. Where one step's GPU time goes, with and without the fused kernels.
 phase=$SECONDS
 : >"$OUT/profile.txt"
-for mode in fused unfused; do
+for mode in fused unfused bf16-weights; do
   trace=$WORK/trace-$mode.json
-  env $([ $mode = fused ] && echo LMKIT_ENABLE=fused) timeout "${PROFILE_S:-35}" "$BIN/lmkit-bench" train "${profile_shape[@]}" \
-    --steps 3 --dtype "$dtype" --device "$DEVICE" --threads 8 --profile "$trace" --overwrite >"$WORK/profile-$mode.log" 2>&1
+  mode_dtype=$dtype
+  [ $mode = bf16-weights ] && mode_dtype=bf16-weights
+  env $([ $mode != unfused ] && echo LMKIT_ENABLE=fused) timeout "${PROFILE_S:-35}" "$BIN/lmkit-bench" train \
+    "${profile_shape[@]}" --steps 3 --dtype "$mode_dtype" --device "$DEVICE" --threads 8 --profile "$trace" --overwrite \
+    >"$WORK/profile-$mode.log" 2>&1
   { echo "== $mode: $(grep -E '^tokens_per_sec' "$WORK/profile-$mode.log")"
     $PY bench/trace_summary.py "$trace" 15 2>&1 || tail -5 "$WORK/profile-$mode.log"; } >>"$OUT/profile.txt"
 done

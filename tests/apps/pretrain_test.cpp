@@ -145,6 +145,27 @@ TEST_CASE("pretrain: a checkpoint holds every generator and resumes on another d
   CHECK(load_json_file(out + "/final/trainer_state.json")["generators"]["device"] == "cpu");
 }
 
+TEST_CASE("pretrain: --dtype bf16-weights trains, checkpoints float32 masters and resumes exactly", "[apps][pretrain]") {
+  test::TempDir dir;
+  const std::string once = dir / "once", twice = dir / "twice";
+  auto a = run(base_args("gpt-mini", once, 8) + " --objective clm --dtype bf16-weights");
+  INFO(a.out);
+  REQUIRE(a.code == 0);
+  auto train = metrics(once, "train");
+  REQUIRE(train.size() == 8);
+  CHECK(mean_loss(train, 6, 8) < mean_loss(train, 0, 2));
+  CHECK(load_json_file(once + "/config.json")["dtype"] == "bf16-weights");
+  // The checkpoint holds the float32 masters, as every other run's does.
+  auto model = models::load_pretrained(once + "/final");
+  for (const auto& p : model->parameters()) CHECK(p.scalar_type() == at::kFloat);
+  auto first = run(base_args("gpt-mini", twice, 8) + " --objective clm --dtype bf16-weights --save-every 4 --stop-at 4");
+  REQUIRE(first.code == 0);
+  auto second = run(base_args("gpt-mini", twice, 8) + " --objective clm --dtype bf16-weights --save-every 4 --resume");
+  INFO(second.out);
+  REQUIRE(second.code == 0);
+  CHECK(read_file(once + "/final/model.safetensors") == read_file(twice + "/final/model.safetensors"));
+}
+
 TEST_CASE("pretrain: the same command twice gives bitwise-identical losses and weights, --deterministic too", "[apps][pretrain]") {
   // What a seed fixes (docs/training.md): the same machine and thread count, two threads here, dropout on.
   test::TempDir dir;

@@ -12,11 +12,13 @@ NormImpl::NormImpl(NormOptions options_) : options(std::move(options_)) {
 at::Tensor NormImpl::forward(const at::Tensor& x) {
   // In float32 at least (bf16 inputs are upcast; float64, as gradient checks run, stays).
   at::Tensor xf = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);
+  // bf16 weights (--dtype bf16-weights) are applied in float32 too.
+  const at::Tensor w = weight.to(xf.scalar_type());
   if (options.type() == NormType::kLayerNorm) {
-    return at::layer_norm(xf, {options.dim()}, weight, bias, options.eps());
+    return at::layer_norm(xf, {options.dim()}, w, bias.to(xf.scalar_type()), options.eps());
   }
   at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);  // (..., 1)
-  return weight * (xf * at::rsqrt(variance + options.eps()));
+  return w * (xf * at::rsqrt(variance + options.eps()));
 }
 
 }  // namespace lmkit::nn

@@ -245,16 +245,59 @@ void clip_gradients(models::Model& model, torch::optim::Optimizer& optimizer, do
   }
 }
 
+// --dtype bf16-weights: while it lives, every float32 parameter holds its bf16 rounding
+// (set_data keeps the parameter, so the optimizer's state and the autograd leaves stay
+// its own); restore() puts the float32 master values back, with the gradients in float32.
+class Bf16Weights {
+ public:
+  Bf16Weights(models::Model& model, bool on) {
+    if (!on) return;
+    at::NoGradGuard no_grad;
+    for (auto& p : model.parameters()) {
+      if (p.scalar_type() != at::kFloat) continue;
+      params_.push_back(p);
+      masters_.push_back(p.data());
+      p.set_data(p.data().to(at::kBFloat16));
+    }
+  }
+  ~Bf16Weights() { restore(); }
+  void restore() {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      at::Tensor grad = params_[i].grad();
+      params_[i].set_data(masters_[i]);
+      if (grad.defined()) params_[i].mutable_grad() = grad.to(at::kFloat);
+    }
+    params_.clear(), masters_.clear();
+  }
+
+ private:
+  std::vector<at::Tensor> params_, masters_;
+};
+
 }  // namespace
 
+Precision parse_precision(const std::string& name, const std::string& flag) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "bf16-weights") return Precision::kBf16Weights;
+  throw InputError(flag + " '" + name + "': expected fp32, bf16 or bf16-weights");
+}
+
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer, bool time_parts, bool stop) {
+                      double clip, Precision precision, dist::GradientReducer* reducer, bool time_parts, bool stop) {
   StepResult r;
   r.stop = stop;
-  StepContext c{model, reducer, bf16, time_parts, r};
+  check_input(!(reducer && precision == Precision::kBf16Weights),
+              "--dtype bf16-weights trains in one process only (data parallelism reduces float32 gradients)");
+  StepContext c{model, reducer, precision != Precision::kFp32, time_parts, r};
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
   bool finite = true;
-  const at::Tensor loss_sum = accumulate_gradients(c, batches, finite);
+  at::Tensor loss_sum;
+  {
+    Bf16Weights weights(model, precision == Precision::kBf16Weights);
+    loss_sum = accumulate_gradients(c, batches, finite);
+  }
   if (reducer) {
     const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(r.tokens), stop ? 1.0 : 0.0});
     r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]), r.stop = summed[3] > 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -72,8 +73,26 @@ struct StepResult {
 /// together before the update); `time_parts` adds a wait after each part for true timings.
 /// `stop` (this rank received SIGTERM) travels with the step's scalars, so that
 /// StepResult::stop is the same on every rank without a collective of its own.
+/// How a step computes: float32; bf16 autocast over float32 weights; or bf16 weights
+/// (--dtype bf16-weights): for the forward and backward passes every float32 parameter holds
+/// its bf16 rounding, so the embeddings, the residual stream and the gradients are bf16 as in
+/// llm.c, under autocast for the ops it keeps in float32; the float32 values stay the master
+/// weights that the optimizer updates, a checkpoint saves and evaluation uses.
+enum class Precision { kFp32, kBf16, kBf16Weights };
+
+/// Parses "fp32", "bf16" or "bf16-weights" (anything else: an InputError naming `flag`).
+Precision parse_precision(const std::string& name, const std::string& flag = "--dtype");
+
 StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
-                      double clip, bool bf16, dist::GradientReducer* reducer = nullptr, bool time_parts = false,
-                      bool stop = false);
+                      double clip, Precision precision, dist::GradientReducer* reducer = nullptr,
+                      bool time_parts = false, bool stop = false);
+
+/// train_step with bf16 autocast (true) or float32 (false).
+inline StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, const std::vector<Batch>& batches,
+                             double clip, bool bf16, dist::GradientReducer* reducer = nullptr, bool time_parts = false,
+                             bool stop = false) {
+  return train_step(model, optimizer, batches, clip, bf16 ? Precision::kBf16 : Precision::kFp32, reducer, time_parts,
+                    stop);
+}
 
 }  // namespace lmkit::train

@@ -185,6 +185,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, s
   check_input(o_.steps >= 1, "--steps must be >= 1");
   check_input(o_.accumulation >= 1, "--accumulation must be >= 1");
   check_input(!o_.output.empty(), "--output is required");
+  check_input(!(o_.bf16_weights && o_.group), "--dtype bf16-weights trains in one process only (data parallelism "
+                                               "reduces float32 gradients): use --dtype bf16 with several processes");
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
   optimizer_ = make_adamw(*model_, {o_.schedule.lr, o_.weight_decay, o_.beta1, o_.beta2, o_.eps});
@@ -433,8 +435,9 @@ bool Trainer::train_one(Loop& loop) {
   set_learning_rate(*optimizer_, lr);
   std::vector<Batch> batches;
   for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loop.loader.next().to(device_));
+  const Precision precision = o_.bf16_weights ? Precision::kBf16Weights : o_.bf16 ? Precision::kBf16 : Precision::kFp32;
   const StepResult result =
-      train_step(*model_, *optimizer_, batches, o_.clip, o_.bf16, reducer_.get(), false, StopSignals::received() != 0);
+      train_step(*model_, *optimizer_, batches, o_.clip, precision, reducer_.get(), false, StopSignals::received() != 0);
   loop.window_tokens += result.tokens;
   ++loop.step;
   loop.interrupted = result.stop;  // the same on every rank: they all stop after this step

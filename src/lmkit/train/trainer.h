@@ -31,6 +31,7 @@ struct TrainerOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
+  bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
   int64_t accumulation = 1;     ///< batches per optimizer step
   int64_t log_every = 10;       ///< train lines in metrics.jsonl
   int64_t eval_every = 0;       ///< validation interval in steps (0: only at the end)
