@@ -278,7 +278,7 @@ Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const mode
   in.corpus = std::move(corpus), in.tokenizer = &tok, in.seq_len = a.seq_len > 0 ? a.seq_len : 128, in.seed = 0;
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.pad_id = data::pad_id(tok), lo.prefetch = 1;
-  Json r = eval::evaluate_loss(*model, spec.make_dataset(in), lo, device);
+  Json r = eval::evaluate_loss(*model, spec.dataset(in), lo, device);
   r["objective"] = spec.name, r["architecture"] = objective.architecture;
   return r;
 }

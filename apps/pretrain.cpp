@@ -86,7 +86,7 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
                                                  const models::Family& family, const models::Objective& objective,
                                                  const tokenizer::Tokenizer& tok) {
   // Presets carry the reference vocabularies; training takes the tokenizer's.
-  if (a.init.empty()) family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+  if (a.init.empty()) family.fit_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
   auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
                               : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head);
   const Json mc = model->config_json();
@@ -120,7 +120,7 @@ std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretra
     data::ObjectiveInputs i = in;
     i.corpus = std::move(corpus), i.seed = seed;
     if (objective.parallel_text) i.source_file = side(path, a.source_lang), i.target_file = side(path, a.target_lang);
-    return path.empty() ? nullptr : objective.make_dataset(i);
+    return path.empty() ? nullptr : objective.dataset(i);
   };
   if (objective.parallel_text) return {make(a.train, nullptr, a.runtime.seed), make(a.valid, nullptr, 12345)};
   std::shared_ptr<const data::Corpus> train, valid;

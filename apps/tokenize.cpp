@@ -271,7 +271,7 @@ struct InspectCommand {
     in.corpus = corpus, in.tokenizer = &tok, in.seq_len = seq_len, in.seed = seed, in.masking = masking;
     data::LoaderOptions lo;
     lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
-    data::Loader loader(obj.make_dataset(in), lo);
+    data::Loader loader(obj.dataset(in), lo);
     std::vector<Batch> all;
     for (int64_t k = 0; k < batches; ++k) {
       Batch b = loader.next();

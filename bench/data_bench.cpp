@@ -83,7 +83,7 @@ void run_data(const DataArgs& a) {
     auto corpus = std::make_shared<const data::Corpus>(base);
     data::ObjectiveInputs in;
     in.corpus = corpus, in.tokenizer = &tok, in.seq_len = a.seq, in.seed = 1;
-    auto ds = objective.make_dataset(in);
+    auto ds = objective.dataset(in);
     data::LoaderOptions lo;
     lo.batch_size = a.batch, lo.pad_id = data::pad_id(tok), lo.prefetch = 0;
     data::Loader loader(ds, lo);

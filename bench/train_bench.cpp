@@ -61,7 +61,7 @@ void run_train(const TrainArgs& a) {
   const data::ObjectiveSpec& spec = data::objective(objective);
   int64_t target_len = a.target_len;
   if (target_len == 0) target_len = spec.target_length ? spec.target_length(a.seq) : a.seq;
-  auto random_batch = [&] { return spec.synthetic_batch(a.batch, a.seq, target_len, vocab).to(device); };
+  auto random_batch = [&] { return spec.synthetic(a.batch, a.seq, target_len, vocab).to(device); };
 
   auto optimizer = train::make_adamw(*model, {1e-4, 0.01, 0.9, 0.999, 1e-6});
   const train::Precision precision = train::parse_precision(a.dtype);

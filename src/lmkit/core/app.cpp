@@ -177,6 +177,7 @@ void add_plugin_flag(CLI::App& app) {
                                "objectives and tasks join the built-in ones (repeatable; also $LMKIT_PLUGINS, "
                                "':'-separated; docs/library.md)")
         ->type_name("FILE")
+        ->allow_extra_args(false)  // one FILE a --plugin: the next word is the app's (a positional)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) add_plugin_flag(*sub);

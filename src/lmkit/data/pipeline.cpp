@@ -162,6 +162,19 @@ void register_objective(ObjectiveSpec spec) {
   registry().push_back(std::move(spec));
 }
 
+std::shared_ptr<Dataset> ObjectiveSpec::dataset(const ObjectiveInputs& inputs) const {
+  auto ds = call_registered(source, "objective '" + name + "': make_dataset", [&] { return make_dataset(inputs); });
+  if (!ds) throw RuntimeError(source + ": objective '" + name + "': make_dataset returned no dataset");
+  return ds;
+}
+
+Batch ObjectiveSpec::synthetic(int64_t batch, int64_t seq_len, int64_t target_len, int64_t vocab) const {
+  check_input(synthetic_batch != nullptr, source + ": objective '" + name + "' has no synthetic_batch, so lmkit-bench " +
+                                              "cannot make its batches (the plugin's ObjectiveSpec::synthetic_batch)");
+  return call_registered(source, "objective '" + name + "': synthetic_batch",
+                         [&] { return synthetic_batch(batch, seq_len, target_len, vocab); });
+}
+
 std::string objective_names(bool corpus_only) {
   std::vector<std::string> names;
   for (const auto& o : objectives()) {

@@ -37,6 +37,11 @@ struct ObjectiveSpec {
   /// A random batch shaped as the objective's (B × seq_len inputs, ids in [5, vocab)).
   std::function<Batch(int64_t batch, int64_t seq_len, int64_t target_len, int64_t vocab)> synthetic_batch;
   std::string source;  ///< who registered it: "lmkit", or a plugin's path (register_objective sets it)
+
+  /// make_dataset(inputs), its failures and an empty result named by the plugin (call_registered).
+  std::shared_ptr<Dataset> dataset(const ObjectiveInputs& inputs) const;
+  /// synthetic_batch(...) for lmkit-bench; an InputError naming the plugin when it has none.
+  Batch synthetic(int64_t batch, int64_t seq_len, int64_t target_len, int64_t vocab) const;
 };
 
 /// Every objective, lmkit's then those registered, in the order --help lists them.

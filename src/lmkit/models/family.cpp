@@ -99,7 +99,15 @@ const Objective& Family::objective(const std::string& name) const {
 
 int64_t Family::max_length(const Json& config) const {
   if (positions_key.empty() || !config.is_object() || !config.contains(positions_key)) return 0;
-  return max_length_of ? max_length_of(config) : config[positions_key].get<int64_t>();
+  if (!max_length_of) return config[positions_key].get<int64_t>();
+  return call_registered(source, "model_type '" + model_type + "': max_length_of", [&] { return max_length_of(config); });
+}
+
+void Family::fit_vocabulary(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id) const {
+  check_input(adopt_vocabulary != nullptr, source + ": model_type '" + model_type + "' has no adopt_vocabulary, so a " +
+                                               "preset cannot take a trained tokenizer's vocabulary (the plugin's Family::adopt_vocabulary)");
+  call_registered(source, "model_type '" + model_type + "': adopt_vocabulary",
+                  [&] { adopt_vocabulary(config, vocab_size, pad_id, eos_id); });
 }
 
 bool Family::builds(const std::string& architecture) const {

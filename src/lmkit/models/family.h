@@ -57,6 +57,9 @@ struct Family {
   const Objective& objective(const std::string& name) const;
   /// The longest input a model of `config` takes (0: no limit): max_length_of, else config[positions_key].
   int64_t max_length(const Json& config) const;
+  /// Fits `config` to a tokenizer through adopt_vocabulary; an InputError naming the plugin when
+  /// the family has none, its failures named by call_registered.
+  void fit_vocabulary(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id) const;
   /// Whether `architecture` is one this family builds.
   bool builds(const std::string& architecture) const;
   /// The architecture with finetuning head `head`, "" for none.

@@ -1,3 +1,4 @@
+#include "lmkit/core/plugin.h"
 #include "lmkit/models/registry.h"
 
 #include <ATen/ATen.h>
@@ -66,7 +67,9 @@ std::shared_ptr<Model> build_model(const Json& config, const std::string& file, 
     throw InputError(file + ": architecture '" + arch + "' is not supported for model_type '" + type + "' (" +
                      join_names(f->architectures) + ")");
   }
-  return f->create(config, file, arch);
+  auto model = call_registered(f->source, "model_type '" + type + "': create", [&] { return f->create(config, file, arch); });
+  if (!model) throw RuntimeError(f->source + ": model_type '" + type + "': create returned no model for " + arch);
+  return model;
 }
 
 }  // namespace

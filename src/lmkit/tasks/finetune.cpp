@@ -55,7 +55,7 @@ std::shared_ptr<models::Model> make_model(const FinetuneOptions& a, const Contex
     config["vocab_size"] = tok.vocab_size();
     if (num_labels > 0) config.update(overrides);
     // A generator's special ids (decoder start, EOS) are the tokenizer's, as pretraining sets them.
-    else c.family.adopt_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+    else c.family.fit_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
     model = models::create_model(config, a.model, head);
   }
   models::check_vocabulary(*model, tok.vocab_size(), "vocabulary mismatch");

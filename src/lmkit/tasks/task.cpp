@@ -127,7 +127,8 @@ TaskFlags add_task_flags(CLI::App& app, Mode mode) {
   out.mode = mode;
   for (const auto& spec : tasks()) {
     const auto before = option_names(app);
-    out.instances.push_back(spec.create());
+    out.instances.push_back(call_registered(spec.source, "task '" + spec.name + "': create", spec.create));
+    if (!out.instances.back()) throw RuntimeError(spec.source + ": task '" + spec.name + "': create returned no task");
     try {
       out.instances.back()->add_flags(app, mode);
     } catch (const CLI::OptionAlreadyAdded& e) {
