@@ -93,6 +93,26 @@ constexpr const char* kStamp = "lmkit-evaluate";
 
 Json data_of(const Args& a, bool icl) { return icl ? Json(a.data_files) : Json(a.data); }
 
+// A path as one file or folder, however it is spelt (relative, absolute, with a trailing slash).
+std::string same_spelling(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(path, ec);
+  if (ec) p = fs::absolute(path, ec).lexically_normal();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// The paths of a result's "data" (a string or a list of them), spelt one way.
+Json same_spelling(const Json& data) {
+  if (data.is_string()) return same_spelling(data.get<std::string>());
+  Json out = Json::array();
+  if (data.is_array()) {
+    for (const auto& d : data) out.push_back(d.is_string() ? Json(same_spelling(d.get<std::string>())) : d);
+  }
+  return out;
+}
+
 void check_result_file(const Args& a, bool icl) {
   const std::string path = a.output.empty() ? "result.json" : a.output;
   bool ours = false;
@@ -106,7 +126,8 @@ void check_result_file(const Args& a, bool icl) {
     if (j.is_object() && j.value(kWrittenBy, "") == kStamp) {
       const std::string metric = j.value("metric", ""), checkpoint = j.value("checkpoint", "");
       const Json data = j.value("data", Json());
-      ours = metric == a.metric && checkpoint == a.checkpoint && data == data_of(a, icl);
+      ours = metric == a.metric && same_spelling(checkpoint) == same_spelling(a.checkpoint) &&
+             same_spelling(data) == same_spelling(data_of(a, icl));
       check_input(ours, (a.output.empty() ? "the default --output " : "--output ") + path + " holds another evaluation (" +
                             metric + " of " + checkpoint + " on " + (data.is_string() ? data.get<std::string>() : data.dump()) +
                             "): give --output FILE for this one, or --overwrite");
@@ -359,6 +380,9 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags) {
   task_flags.check_given(app, spec ? spec->name : "", a.metric == "bleu" ? std::vector<std::string>{"--beams", "--max-new-tokens"}
                                                                           : std::vector<std::string>{});
   const bool icl = in_context_metric(a.metric);
+  // One evaluation writes an --output at a time: a second is refused naming the first's process
+  // (both used to finish, and one result was lost).
+  const OutputLock lock(a.output.empty() ? "result.json" : a.output);
   check_inputs(a, icl, spec != nullptr);
   const auto tok = tokenizer::Tokenizer::load(a.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end

@@ -347,3 +347,28 @@ TEST_CASE("reliability: lmkit-tokenize inspect shows and dumps every objective o
     }
   }
 }
+
+TEST_CASE("reliability: one lmkit-evaluate writes an --output at a time, however the checkpoint is spelt",
+          "[apps][reliability]") {
+  test::TempDir dir;
+  write(dir / "text.txt", read_file(test::sample("valid.txt")).substr(0, 20000));
+  bert_checkpoint(dir / "pre", "BertForPreTraining");
+  const std::string result = dir / "shared.json";
+  const std::string mlm = " --data " + (dir / "text.txt") + " --metric mlm-perplexity --threads 1 --output " + result;
+  {
+    // Another evaluation holds the output (as a process of its own would): this one is refused, naming it.
+    const OutputLock other(result);
+    auto r = run("lmkit-evaluate --checkpoint " + (dir / "pre") + mlm);
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains("error: --output " + result + " is being written by another process (pid"));
+    CHECK_FALSE(fs::exists(result));
+  }
+  REQUIRE(run("lmkit-evaluate --checkpoint " + (dir / "pre") + mlm).code == 0);
+  // The same evaluation again, the checkpoint spelt absolute and with a trailing slash: its own result, replaced.
+  const std::string spelt = fs::absolute(dir / "pre").string() + "/";
+  auto again = run("lmkit-evaluate --checkpoint " + spelt + mlm);
+  INFO(again.out);
+  CHECK(again.code == 0);
+  CHECK(load_json_file(result)["checkpoint"] == spelt);
+}
