@@ -79,8 +79,9 @@ std::string metric_help() {
 }
 
 // The checkpoint's model, its vocabulary checked against the tokenizer evaluation uses.
-std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokenizer& tok, const std::string& architecture = "") {
-  auto model = models::load_pretrained(a.checkpoint, architecture);
+std::shared_ptr<models::Model> load_model(const Args& a, const tokenizer::Tokenizer& tok, const std::string& architecture = "",
+                                          bool companions_required = false) {
+  auto model = models::load_pretrained(a.checkpoint, architecture, nullptr, Json::object(), false, companions_required);
   models::check_vocabulary(*model, tok.vocab_size(), a.checkpoint);
   return model;
 }
@@ -293,7 +294,7 @@ Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const mode
   const data::ObjectiveSpec& spec = data::objective(objective.name);
   check_input(!spec.parallel_text, "--metric objective: objective '" + spec.name + "' reads parallel text, not a corpus");
   data::check_objective_tokenizer(spec, tok);
-  auto model = load_model(a, tok, objective.architecture);
+  auto model = load_model(a, tok, objective.architecture, /*companions_required=*/true);  // the objective runs them
   model->to(device);
   data::ObjectiveInputs in;
   in.corpus = std::move(corpus), in.tokenizer = &tok, in.seq_len = a.seq_len > 0 ? a.seq_len : 128, in.seed = 0;
@@ -307,9 +308,7 @@ Json objective_metric(const Args& a, const tokenizer::Tokenizer& tok, const mode
 // Perplexity-like metrics over a text file or corpus: which apply is the family's to say.
 Json corpus_metric(const Args& a, const tokenizer::Tokenizer& tok, c10::Device device, const std::string& work) {
   const Json config = load_json_file(a.checkpoint + "/config.json");
-  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
-              a.checkpoint + "/config.json: a model config is a JSON object with a string 'model_type'");
-  const auto& family = models::family(config["model_type"].get<std::string>());
+  const auto& family = models::family_of_config(config, a.checkpoint + "/config.json");
   if (a.metric == "objective") {
     return objective_metric(a, tok, family, config, data::open_corpus(a.data, tok, work, "data"), device);
   }
@@ -367,6 +366,7 @@ void check_inputs(const Args& a, bool icl, bool task) {
     if (!data::is_corpus(a.data)) check_readable_file(a.data);
   }
   check_result_file(a, icl);
+  check_input(fs::is_directory(a.checkpoint), "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
   check_input(tokenizer::Tokenizer::present(a.checkpoint),
               a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
 }

@@ -88,7 +88,8 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   // Presets carry the reference vocabularies; training takes the tokenizer's.
   if (a.init.empty()) family.fit_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
   auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
-                              : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head);
+                              : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head,
+                                                      /*companions_required=*/true);
   const Json mc = model->config_json();
   const int64_t model_vocab = model->vocab_size();
   if (model_vocab != tok.vocab_size()) {
@@ -195,9 +196,7 @@ void run(const Args& a, const Json& resolved) {
 
   const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;
   const Json config = load_json_file(config_name);
-  check_input(config.is_object() && config.contains("model_type") && config["model_type"].is_string(),
-              config_name + ": key 'model_type' is required");
-  const models::Family& family = models::family(config["model_type"].get<std::string>());
+  const models::Family& family = models::family_of_config(config, config_name);
   const models::Objective& objective = family.objective(a.objective);
   const data::ObjectiveSpec& spec = data::objective(objective.name);
   const bool seq2seq = spec.parallel_text;

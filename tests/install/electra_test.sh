@@ -51,6 +51,22 @@ for key in rtd_accuracy replaced_fraction mlm_perplexity generator_accuracy; do
   grep -q "\"$key\"" "$work/objective.json" || { echo "FAIL: lmkit-evaluate --metric objective lacks $key"; cat "$work/objective.json"; exit 1; }
 done
 echo "electra: lmkit-evaluate --metric objective reports the discriminator's RTD accuracy and the generator's MLM perplexity"
+# A checkpoint without its generator/: --metric objective and --init refuse it naming the folder
+# (they would run a random generator); elsewhere it loads with one warning line.
+cp -r "$work/full/final" "$work/no-generator" && rm -r "$work/no-generator/generator"
+expect_refusal() {  # LOG, then the command: exit 2, its last line the one error naming generator/
+  local log=$1 rc=0; shift
+  "$@" >"$log" 2>&1 || rc=$?
+  [ $rc -eq 2 ] && [ "$(grep -c '^error: ' "$log")" -eq 1 ] &&
+    tail -1 "$log" | grep -qE "^error: .*/no-generator: no generator/model.safetensors \(the ElectraForMaskedLM trained beside the model\): this needs it" ||
+    { echo "FAIL: exit $rc, not one error naming generator/:"; cat "$log"; exit 1; }
+}
+expect_refusal "$work/no-generator-objective.log" "$bin/lmkit-evaluate" --plugin "$plugin" --checkpoint "$work/no-generator" \
+  --metric objective --data "$src/data/wikitext-2-sample/valid.txt" --output "$work/no-generator.json" --threads 1
+expect_refusal "$work/no-generator-init.log" "$bin/lmkit-pretrain" --plugin "$plugin" --init "$work/no-generator" \
+  --objective electra --train "$src/data/wikitext-2-sample/valid.txt" --steps 1 --batch-size 2 --seq-len 32 \
+  --output "$work/no-generator-init" --threads 1
+echo "electra: a checkpoint without generator/ is refused by --metric objective and --init"
 head -n 201 "$src/tests/fixtures/text/sst2.dev.tsv" >"$work/train.tsv"
 { head -n 1 "$src/tests/fixtures/text/sst2.dev.tsv"; sed -n 202,300p "$src/tests/fixtures/text/sst2.dev.tsv"; } >"$work/dev.tsv"
 "$bin/lmkit-finetune" --plugin "$plugin" --checkpoint "$work/full/final" --train "$work/train.tsv" --dev "$work/dev.tsv" \

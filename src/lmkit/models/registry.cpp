@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <cstdio>
 #include <regex>
@@ -37,17 +38,16 @@ std::string config_architecture(const Json& config) {
   return archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>() : "";
 }
 
-namespace {
-
-std::shared_ptr<Model> build_model(const Json& config, const std::string& file, const std::string& architecture) {
+const Family& family_of_config(const Json& config, const std::string& file) {
   if (!config.is_object()) throw InputError(file + ": the model config must be a JSON object");
-  if (!config.contains("model_type") || !config["model_type"].is_string()) {
-    throw InputError(file + ": key 'model_type' is required (" + family_names() + ")");
+  if (!config.contains("model_type")) throw InputError(file + ": key 'model_type' is required (" + family_names() + ")");
+  if (!config["model_type"].is_string()) {
+    throw InputError(file + ": key 'model_type' must be a string (" + family_names() + "), not " +
+                     config["model_type"].dump().substr(0, 40));
   }
   const std::string type = config["model_type"].get<std::string>();
-  const Family* f = nullptr;
   try {
-    f = &family(type);
+    return family(type);
   } catch (const Error& e) {
     // A checkpoint of a plugin's family says which plugin built it (save_pretrained).
     const std::string record = (std::filesystem::path(file).parent_path() / kPluginRecord).string();
@@ -61,6 +61,13 @@ std::shared_ptr<Model> build_model(const Json& config, const std::string& file, 
     }
     throw InputError(file + ": " + e.what());
   }
+}
+
+namespace {
+
+std::shared_ptr<Model> build_model(const Json& config, const std::string& file, const std::string& architecture) {
+  const Family* f = &family_of_config(config, file);
+  const std::string type = f->model_type;
   std::string arch = architecture.empty() ? config_architecture(config) : architecture;
   if (arch.empty()) arch = f->architectures.front();
   if (!f->builds(arch)) {
@@ -265,7 +272,7 @@ void check_vocabulary(const Model& model, int64_t tokenizer_vocab, const std::st
 }
 
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report,
-                                       const Json& overrides, bool new_head) {
+                                       const Json& overrides, bool new_head, bool companions_required) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw InputError(dir + ": not a checkpoint directory");
   const std::string config_path = dir + "/config.json", weights_path = dir + "/model.safetensors";
@@ -283,7 +290,15 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
   std::string own = config_architecture(merged);
   if (own.empty()) own = model->model_type();
   check_report(r, dir, *model, own, new_head);
-  load_companions(*model, dir);
+  const auto read = load_companions(*model, dir);
+  for (const auto& [folder, companion] : model->companions()) {
+    if (std::find(read.begin(), read.end(), folder) != read.end()) continue;
+    const std::string what = dir + ": no " + folder + "/model.safetensors (the " + companion->architecture() +
+                             " trained beside the model)";
+    if (companions_required) throw InputError(what + ": this needs it; use the complete checkpoint directory");
+    std::fprintf(stderr, "warning: %s: it starts from random initialisation\n", what.c_str());
+    r.missing_companions.push_back(folder);
+  }
   if (report) *report = r;
   return model;
 }

@@ -9,6 +9,7 @@
 
 #include "lmkit/core/config.h"
 #include "lmkit/io/safetensors.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/model.h"
 
 namespace lmkit::models {
@@ -21,6 +22,11 @@ std::shared_ptr<Model> create_model(const Json& config, const std::string& file,
 
 /// A config's own architecture: the first entry of its "architectures", "" when it has none.
 std::string config_architecture(const Json& config);
+
+/// The family of a model config read from `file`: an InputError naming the file when it is not
+/// an object, has no string model_type, or names one no family registered (and which plugin
+/// built it, when the checkpoint records one: pass --plugin PATH).
+const Family& family_of_config(const Json& config, const std::string& file);
 
 /// The architectures create_model() accepts for a model_type.
 std::vector<std::string> supported_architectures(const std::string& model_type);
@@ -44,6 +50,7 @@ std::vector<std::pair<std::string, at::Tensor>> hf_gradients(Model& model);
 struct LoadReport {
   std::vector<std::string> missing;     ///< model tensors the file lacks (left as initialised)
   std::vector<std::string> unexpected;  ///< file tensors the model does not use
+  std::vector<std::string> missing_companions;  ///< companion folders the directory lacks (left as initialised)
 };
 
 /// Copies the file's tensors into `model` (converting dtypes; shapes must match;
@@ -76,9 +83,12 @@ std::vector<std::string> load_companions(Model& model, const std::string& dir);
 /// (a config.json that disagrees with its weights); non-finite values are an error.
 /// With `architecture` set, a head other than the checkpoint's own is requested.
 /// `overrides` are merged into the config first (e.g. {"num_labels": 5} for a new head).
+/// A companion the model declares (ELECTRA's generator/) that the directory lacks keeps its
+/// initialisation with one warning line; with `companions_required` (a run or a metric that
+/// uses it: --init, --metric objective) it is an InputError naming the folder.
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture = "",
                                        LoadReport* report = nullptr, const Json& overrides = Json::object(),
-                                       bool new_head = false);
+                                       bool new_head = false, bool companions_required = false);
 
 /// InputError unless a tokenizer of `tokenizer_vocab` ids fits the model's embedding
 /// (which may have more rows, as HF's T5 has 32128 for 32100 ids, never fewer).
