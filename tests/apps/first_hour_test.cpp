@@ -93,6 +93,16 @@ TEST_CASE("first hour: best/ and final/ carry no optimizer state, and --keep bes
   CHECK(again["accuracy"] == first["accuracy"]);
   CHECK(again["best_epoch"] == first["best_epoch"]);
   CHECK(!fs::exists(dir / "best/checkpoints"));
+  // Changed flags are refused as they are for a --keep all run, not silently ignored.
+  std::string more_epochs = finetune_args(dir, "best");
+  more_epochs.replace(more_epochs.find("--epochs 2"), 10, "--epochs 3");
+  for (const std::string changed : {more_epochs + " --keep best", finetune_args(dir, "best") + " --keep best --lr 1e-3",
+                                    finetune_args(dir, "best") + " --keep all"}) {
+    r = run(changed + " --resume");
+    INFO(changed << ": " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("error: --resume with flags that differ from"));
+  }
 }
 
 TEST_CASE("first hour: lmkit-evaluate's result.json is replaced by the same evaluation only", "[apps][first-hour]") {

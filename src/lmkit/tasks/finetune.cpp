@@ -29,9 +29,7 @@ const models::Family& family_of_run(const FinetuneOptions& a, Json* config) {
   check_input(!a.checkpoint.empty() || !a.model.empty(), "--init random needs --model PRESET.json");
   const std::string file = a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json";
   *config = load_json_file(file);
-  check_input(config->is_object() && config->contains("model_type") && (*config)["model_type"].is_string(),
-              file + ": key 'model_type' is required");
-  return models::family((*config)["model_type"].get<std::string>());
+  return models::family_of_config(*config, file);
 }
 
 // The task's head on the pretrained body, or initialised at random. num_labels 0: the
@@ -164,6 +162,8 @@ void drop_all_but_best(const FinetuneOptions& a) {
 }
 
 tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
+  check_input(a.checkpoint.empty() || fs::is_directory(a.checkpoint),
+              "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
   check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
   return tokenizer::Tokenizer::load(!a.tokenizer.empty() ? a.tokenizer : a.checkpoint);
 }
@@ -204,6 +204,8 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   Prepared p = task.prepare(c, a.train, a.dev);
   int64_t per_epoch = 0;
   const auto finished = finished_keeping_best(a);
+  // One rule for every finished run: --resume with changed flags is refused (--keep all's trainer checks them).
+  if (finished) train::check_resumed_flags(a.output, resolved, 0, /*allow_changes=*/false);
   if (finished && run.leader) std::fprintf(stderr, "%s: finished earlier (--keep best): evaluating best/\n", a.output.c_str());
   const Json summary = finished ? *finished : train_task(a, run, c, task, p, resolved, per_epoch);
   if (finished) per_epoch = finished->value("steps_per_epoch", int64_t{0});
