@@ -24,6 +24,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/eval/suite.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/registry.h"
 #include "lmkit/tasks/task.h"
 
 extern char** environ;
@@ -56,9 +57,7 @@ struct Init {
 };
 
 std::string model_type_of(const std::string& config_path) {
-  const Json c = load_json_file(config_path);
-  check_input(c.is_object() && c.contains("model_type") && c["model_type"].is_string(), config_path + ": key 'model_type' is required");
-  return models::family(c["model_type"].get<std::string>()).model_type;
+  return models::family_of_config(load_json_file(config_path), config_path).model_type;
 }
 
 Init make_init(const Args& a) {

@@ -177,7 +177,7 @@ TEST_CASE("hostile: the probe's cases are one error line naming the fault, and n
        2, "--predictions and --output name the same file", {}},
       {"config.json is not an object", "lmkit-evaluate --checkpoint " + (dir / "array") + " --data " + (dir / "cls.tsv") +
            " --metric perplexity --output " + (dir / "a.json"),
-       2, "a model config is a JSON object", {}},
+       2, "config.json: the model config must be a JSON object", {}},
       {"an empty BLEU input", "lmkit-evaluate --checkpoint " + t5 + " --data " + (dir / "empty.txt") + " --references " +
            (dir / "empty.txt") + " --metric bleu --output " + (dir / "b.json"),
        2, "no source lines to translate", {}},

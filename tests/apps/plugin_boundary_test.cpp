@@ -70,6 +70,23 @@ TEST_CASE("plugin boundary: whatever a plugin throws or hands back is one error 
   }
 }
 
+TEST_CASE("plugin boundary: a run trained with a plugin resumed without it names the plugin", "[apps][plugin]") {
+  test::TempDir dir;
+  const std::string cmd = "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") +
+                          " --output " + (dir / "run") + " --vocab-size 2000 --steps 2 --batch-size 2 --seq-len 32 --threads 1";
+  auto first = test::run(cmd + " --plugin " + kPlugin + " --stop-at 1");
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  auto without = test::run(cmd + " --resume");
+  INFO(without.out);
+  CHECK(without.code == 2);
+  CHECK(without.out == "error: " + (dir / "run/config.json") + " records --plugin " + kPlugin +
+                           ": the run was trained with it; pass it again to resume (or name it in $LMKIT_PLUGINS)\n");
+  auto with = test::run(cmd + " --resume --plugin " + kPlugin);
+  INFO(with.out);
+  CHECK(with.code == 0);
+}
+
 TEST_CASE("plugin boundary: --plugin takes one FILE, repeatable, however its path is spelt", "[apps][plugin]") {
   test::TempDir dir;
   const std::string preset = test::model_preset("bert-tiny");

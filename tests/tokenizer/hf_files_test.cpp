@@ -3,10 +3,14 @@
 // tokenizers on real text: tests/interop/tokenizer_interop.py, in CTest.)
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "../app_runner.h"
 #include "../data/data_fixture.h"
+#include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 
@@ -208,3 +212,60 @@ TEST_CASE("hf tokenizer: the fuzzer's findings are refused with a named error", 
   CHECK(replayed >= 2);
 }
 
+
+namespace {
+
+// A Llama-shaped tokenizer.json (SentencePiece BPE with byte fallback, Metaspace) in DIR, changed by `edit`.
+void write_llama_tokenizer(const std::string& dir, const std::function<void(lmkit::Json&)>& edit) {
+  lmkit::Json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    vocab[name] = 3 + b;
+  }
+  int64_t next = 259;
+  for (const char* piece : {"\u2581", "a", "b", "\u2581a", "ab"}) vocab[piece] = next++;
+  lmkit::Json j = {
+      {"version", "1.0"},
+      {"added_tokens", lmkit::Json::array({{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+                                           {{"id", 1}, {"content", "<s>"}, {"special", true}},
+                                           {{"id", 2}, {"content", "</s>"}, {"special", true}}})},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Sequence"},
+                   {"decoders", lmkit::Json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                                                    {{"type", "ByteFallback"}},
+                                                    {{"type", "Fuse"}},
+                                                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}}},
+      {"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"}, {"fuse_unk", true},
+                 {"vocab", vocab}, {"merges", lmkit::Json::array({"\u2581 a", "a b"})}}}};
+  edit(j);
+  std::filesystem::create_directories(dir);
+  lmkit::save_json_file(dir + "/tokenizer.json", j);
+}
+
+}  // namespace
+
+TEST_CASE("hf files: a Llama-shaped tokenizer.json with a duplicate id, an id gap, no byte pieces or no byte fallback "
+          "is one error naming what is wrong",
+          "[tokenizer][hf]") {
+  lmkit::test::TempDir dir;
+  write_llama_tokenizer(dir / "ok", [](lmkit::Json&) {});
+  CHECK(lmkit::tokenizer::Tokenizer::load(dir / "ok").vocab_size() == 264);
+  const std::vector<std::pair<std::function<void(lmkit::Json&)>, std::string>> cases = {
+      {[](lmkit::Json& j) { j["model"]["vocab"]["ab"] = 260; }, "have the same id 260"},
+      {[](lmkit::Json& j) { j["model"]["vocab"]["ab"] = 300; }, "has no piece with id 263 (ids must run from 0 to 300 without a gap)"},
+      {[](lmkit::Json& j) { j["model"]["vocab"].erase("<0x41>"); j["model"]["vocab"]["ab"] = 68; },
+       "needs the 256 byte pieces <0x00> to <0xFF>; <0x41> is not in the vocabulary"},
+      {[](lmkit::Json& j) { j["model"]["byte_fallback"] = false; },
+       "a SentencePiece-style BPE (Metaspace pre-tokenizer) with byte_fallback false is not supported"},
+  };
+  int n = 0;
+  for (const auto& [edit, error] : cases) {
+    const std::string d = dir / ("case" + std::to_string(n++));
+    write_llama_tokenizer(d, edit);
+    INFO(error);
+    CHECK_THROWS_WITH(lmkit::tokenizer::Tokenizer::load(d), Catch::Contains(error) && Catch::Contains("tokenizer.json"));
+  }
+}

@@ -17,6 +17,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/runtime.h"
 
 namespace lmkit {
@@ -70,6 +71,49 @@ void add_config_flag(CLI::App& app) {
 
 namespace {
 
+// The option a --config key names (an InputError with a did-you-mean otherwise).
+const CLI::Option& config_option(const CLI::App& app, const std::string& path, const std::string& key,
+                                 const std::string& flag) {
+  if (flag == "config") throw InputError(path + ": key '" + key + "': a config file cannot name another one");
+  if (flag == "plugin") {
+    throw InputError(path + ": key '" + key + "': plugins load before the config file is read; give --plugin FILE " +
+                     "on the command line (or $LMKIT_PLUGINS)");
+  }
+  if (const CLI::Option* opt = app.get_option_no_throw("--" + flag)) return *opt;
+  std::vector<std::string> names;
+  for (const CLI::Option* o : const_cast<CLI::App&>(app).get_options()) {
+    const std::string name = o->get_name(false, true);
+    if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
+  }
+  const std::string hint = closest_name(flag, names);
+  throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+}
+
+// A config value as the flag's arguments: "--flag" for a true flag, "--flag value" for each value.
+void add_config_value(const CLI::Option& opt, const std::string& path, const std::string& key, const std::string& flag,
+                      const Json& v, std::vector<std::string>& out) {
+  if (opt.get_expected_max() == 0) {  // a flag (CLI11 gives flags a type size of 1 but no values)
+    if (!v.is_boolean()) throw InputError(path + ": key '" + key + "' must be true or false");
+    if (v.get<bool>()) out.push_back("--" + flag);
+    return;
+  }
+  const std::string type = opt.get_type_name().substr(0, opt.get_type_name().find(':'));
+  const bool integer = type == "INT" || type == "UINT", numeric = integer || type == "FLOAT";
+  auto scalar = [&](const Json& x) {
+    if (numeric && !x.is_number()) throw InputError(path + ": key '" + key + "' must be a number");
+    if (integer && !x.is_number_integer()) throw InputError(path + ": key '" + key + "' must be an integer, not " + x.dump());
+    if (type == "UINT" && x.is_number_integer() && !x.is_number_unsigned() && x.get<int64_t>() < 0) {
+      throw InputError(path + ": key '" + key + "' must be a non-negative integer, not " + x.dump());
+    }
+    if (x.is_string()) return x.get<std::string>();
+    if (x.is_number() || x.is_boolean()) return x.dump();
+    throw InputError(path + ": key '" + key + "' must be a string, number or list of them");
+  };
+  // A list for a one-value option ("steps": [2, 3]) ran with its last element.
+  if (v.is_array() && opt.get_items_expected_max() <= 1) throw InputError(path + ": key '" + key + "' takes one value, not a list");
+  for (const auto& x : v.is_array() ? v : Json::array({v})) out.push_back("--" + flag), out.push_back(scalar(x));
+}
+
 // argv with the --config file's options put first, so later command-line flags win.
 std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -81,6 +125,13 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
   if (path.empty() || app.get_option_no_throw("--config") == nullptr) return args;
   const Json j = load_json_file(path);
   if (!j.is_object()) throw InputError(path + ": the config must be a JSON object");
+  // The flags the command line gives itself: they replace the file's value, not add to it
+  // (a flag given twice was recorded as a list, and the run's --resume was then refused).
+  std::set<std::string> on_command_line;
+  for (const auto& arg : args) {
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) == 0) on_command_line.insert(arg.substr(2, arg.find('=') - 2));
+  }
   std::vector<std::string> from_file;
   std::map<std::string, std::string> seen;  // flag -> the key that gave it
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -91,39 +142,10 @@ std::vector<std::string> expand_config(CLI::App& app, int argc, char** argv) {
     if (!seen.emplace(flag, key).second) {
       throw InputError(path + ": keys '" + seen[flag] + "' and '" + key + "' name one flag (--" + flag + ")");
     }
-    const CLI::Option* opt = flag == "config" ? nullptr : app.get_option_no_throw("--" + flag);
-    if (!opt) {
-      std::vector<std::string> names;
-      for (const CLI::Option* o : app.get_options()) {
-        const std::string name = o->get_name(false, true);
-        if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
-      }
-      const std::string hint = closest_name(flag, names);
-      throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-    }
-    const Json& v = it.value();
-    if (opt->get_expected_max() == 0) {  // a flag (CLI11 gives flags a type size of 1 but no values)
-      if (!v.is_boolean()) throw InputError(path + ": key '" + key + "' must be true or false");
-      if (v.get<bool>()) from_file.push_back("--" + flag);
-      continue;
-    }
-    const std::string type = opt->get_type_name().substr(0, opt->get_type_name().find(':'));
-    const bool numeric = type == "INT" || type == "UINT" || type == "FLOAT";
-    auto scalar = [&](const Json& x) {
-      if (numeric && !x.is_number()) throw InputError(path + ": key '" + key + "' must be a number");
-      if (x.is_string()) return x.get<std::string>();
-      if (x.is_number() || x.is_boolean()) return x.dump();
-      throw InputError(path + ": key '" + key + "' must be a string, number or list of them");
-    };
-    // A list for a one-value option ("steps": [2, 3]) ran with its last element.
-    if (v.is_array() && opt->get_items_expected_max() <= 1) {
-      throw InputError(path + ": key '" + key + "' takes one value, not a list");
-    }
-    if (v.is_array()) {
-      for (const auto& x : v) from_file.push_back("--" + flag), from_file.push_back(scalar(x));
-    } else {
-      from_file.push_back("--" + flag), from_file.push_back(scalar(v));
-    }
+    const CLI::Option& opt = config_option(app, path, key, flag);
+    std::vector<std::string> values;  // checked even where the command line's value wins
+    add_config_value(opt, path, key, flag, it.value(), values);
+    if (!on_command_line.count(flag)) from_file.insert(from_file.end(), values.begin(), values.end());
   }
   from_file.insert(from_file.end(), args.begin(), args.end());
   return from_file;
@@ -280,6 +302,28 @@ void show_defaults(CLI::App& app, const std::shared_ptr<CLI::Formatter>& formatt
   for (CLI::App* sub : app.get_subcommands({})) show_defaults(*sub, formatter);
 }
 
+// "lmkit-tokenize bogus": the word that is not a subcommand is named, with those there are
+// (CLI11 said only "A subcommand is required"). Options of the app itself take their value.
+void check_subcommand_word(CLI::App& app, const std::vector<std::string>& args) {
+  const auto subs = app.get_subcommands([](CLI::App*) { return true; });
+  if (subs.empty()) return;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") return;
+    if (arg.rfind("-", 0) == 0) {
+      const CLI::Option* o = arg.find('=') == std::string::npos ? app.get_option_no_throw(arg) : nullptr;
+      if (o && o->get_expected_max() > 0) ++i;  // its value
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const CLI::App* s : subs) {
+      if (s->get_name() == arg) return;
+      names.push_back(s->get_name());
+    }
+    throw InputError("'" + arg + "' is not a subcommand of " + app.get_name() + " (" + join_names(names, " or ") + ")");
+  }
+}
+
 }  // namespace
 
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
@@ -295,6 +339,7 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
       [&] {
         // CLI11 wants the arguments reversed when given as a vector.
         std::vector<std::string> args = expand_config(app, argc, argv);
+        check_subcommand_word(app, args);
         std::reverse(args.begin(), args.end());
         // After parsing, before any callback: subcommands' bodies run inside parse().
         app.parse_complete_callback([&app] { check_numbers(app); });

@@ -200,7 +200,7 @@ SuiteTask read_task(const Json& task, const Json& defaults, const std::string& w
   t.percentages = info.percentages;
   t.metrics = read_metrics(task, info, where);
   t.seeds = task.contains("seeds") ? read_seeds(task["seeds"], where + ".seeds")
-            : defaults.contains("seeds") ? read_seeds(defaults["seeds"], "defaults.seeds")
+            : defaults.contains("seeds") ? read_seeds(defaults["seeds"], where.substr(0, where.rfind(": tasks[")) + ": defaults.seeds")
                                          : std::vector<int64_t>{1};
   if (t.finetuned()) {
     check_input(!task.contains("data"), where + ".data is for in-context tasks (a finetuned task has train, dev and test)");

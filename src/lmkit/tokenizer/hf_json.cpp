@@ -1,6 +1,8 @@
 // tokenizer.json, the tokenizers library's schema: WordPiece (BERT), byte-level
 // BPE (GPT-2, RoBERTa) and Unigram (T5, lmkit's SentencePiece exports).
+#include <cstdio>
 #include <map>
+#include <set>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -200,6 +202,24 @@ std::string bpe_as_sentencepiece(const Json& j, const std::vector<AddedToken>& a
   m.byte_fallback = true;
   read_spm_text_steps(j, m, "BPE with byte_fallback", what);
   const std::vector<std::string> pieces = vocab_by_id(need(model, "vocab", what), what);
+  // SentencePiece holds one piece per id, 0 to the last, and falls back to the 256 byte pieces.
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    if (pieces[id].empty()) {
+      throw InputError(what + ": the BPE vocabulary has no piece with id " + std::to_string(id) +
+                       " (ids must run from 0 to " + std::to_string(pieces.size() - 1) + " without a gap)");
+    }
+  }
+  {
+    std::set<std::string> have(pieces.begin(), pieces.end());
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof(name), "<0x%02X>", b);
+      if (!have.count(name)) {
+        throw InputError(what + ": BPE with byte_fallback needs the 256 byte pieces <0x00> to <0xFF>; " + name +
+                         " is not in the vocabulary");
+      }
+    }
+  }
   const auto merges = parse_merges(need(model, "merges", what), what);
   std::map<std::string, float> score;
   for (size_t r = merges.size(); r-- > 0;) score[merges[r].first + merges[r].second] = -static_cast<float>(r);
@@ -306,7 +326,18 @@ std::shared_ptr<const Backend> bpe_backend(const Json& j, const std::string& wha
       throw InputError(what + ": BPE with '" + key + "' is not supported (byte-level BPE only)");
     }
   }
-  if (normalizer != "null") throw InputError(what + ": BPE with normalizer '" + normalizer + "' is not supported (byte-level BPE has none)");
+  // Llama's shape (a Metaspace pre-tokenizer or the Prepend/Replace normalizer) needs its byte pieces:
+  // without byte_fallback it is neither that nor byte-level BPE, and the flag is what is wrong.
+  const std::string pre = type_of(j.value("pre_tokenizer", Json()));
+  if (normalizer != "null" || pre == "Metaspace") {
+    const bool spm = pre == "Metaspace" || normalizer == "Sequence" || normalizer == "Prepend" || normalizer == "Replace";
+    if (spm) {
+      throw InputError(what + ": a SentencePiece-style BPE (" + (pre == "Metaspace" ? "Metaspace pre-tokenizer" : "normalizer '" + normalizer + "'") +
+                       ") with byte_fallback false is not supported: lmkit reads it with byte_fallback true (Llama's, " +
+                       "Mistral's), or byte-level BPE (GPT-2's, no normalizer)");
+    }
+    throw InputError(what + ": BPE with normalizer '" + normalizer + "' is not supported (byte-level BPE has none)");
+  }
   BpeOptions o = byte_level_options(j.value("pre_tokenizer", Json()), what);
   o.ignore_merges = flag(model, "ignore_merges", false, what);
   o.unk_token = model.value("unk_token", Json()).is_string() ? model["unk_token"].get<std::string>() : "";

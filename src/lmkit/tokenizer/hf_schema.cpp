@@ -64,7 +64,14 @@ std::vector<std::string> vocab_by_id(const Json& vocab, const std::string& what)
     max_id = std::max(max_id, id.get<int64_t>());
   }
   std::vector<std::string> out(static_cast<size_t>(max_id + 1));
-  for (const auto& [piece, id] : vocab.items()) out[static_cast<size_t>(id.get<int64_t>())] = piece;
+  for (const auto& [piece, id] : vocab.items()) {
+    std::string& slot = out[static_cast<size_t>(id.get<int64_t>())];
+    if (!slot.empty()) {
+      throw InputError(what + ": vocabulary entries '" + slot + "' and '" + piece + "' have the same id " +
+                       std::to_string(id.get<int64_t>()));
+    }
+    slot = piece;
+  }
   return out;
 }
 

@@ -157,7 +157,21 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   parts.checksum = fnv1a64(parts.model_bytes);
   parts.source = model_path.string();
   Tokenizer t = assemble(std::move(parts), spec.name, model_path.string());
-  t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
+  try {
+    t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
+  } catch (...) {
+    // A write that failed part of the way (a full disk, a file-size limit) leaves no half
+    // tokenizer behind, which the next attempt would have had to --overwrite.
+    const fs::path stem = model_path.parent_path() / model_path.stem();
+    std::vector<fs::path> written = {model_path, stem.string() + ".lmkit.json", stem.string() + ".tokenizer.json"};
+    if (model_path.filename() == "tokenizer.model") {
+      for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+        written.push_back(model_path.parent_path() / f);
+      }
+    }
+    for (const auto& f : written) fs::remove(f, ec);
+    throw;
+  }
   return t;
 }
 

@@ -1,12 +1,55 @@
 #include "lmkit/train/run.h"
 
+#include <filesystem>
+
+#include "lmkit/core/config.h"
+#include "lmkit/core/error.h"
+#include "lmkit/core/plugin.h"
 #include "lmkit/dist/group.h"
 #include "lmkit/train/trainer.h"
 
 namespace lmkit::train {
 
+namespace {
+
+// A run trained with plugins (its config.json records each --plugin) is resumed with them:
+// without one, its objective or family would be unknown, and the error would not say why.
+void check_run_plugins(const std::string& output) {
+  const std::string path = output + "/config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  const Json config = load_json_file(path);
+  if (!config.is_object() || !config.contains("plugin")) return;
+  const Json& recorded = config["plugin"];
+  std::vector<std::string> plugins;
+  if (recorded.is_string()) plugins.push_back(recorded.get<std::string>());
+  if (recorded.is_array()) {
+    for (const auto& p : recorded) {
+      if (p.is_string()) plugins.push_back(p.get<std::string>());
+    }
+  }
+  auto real = [](const std::string& p) {
+    std::error_code e;
+    const auto c = std::filesystem::canonical(p, e);
+    return e ? p : c.string();
+  };
+  for (const auto& plugin : plugins) {
+    bool loaded = false;
+    // The same file, or one of its name (a plugin rebuilt or moved with the run) counts.
+    for (const auto& l : loaded_plugins()) {
+      loaded = loaded || real(l) == real(plugin) ||
+               std::filesystem::path(l).filename() == std::filesystem::path(plugin).filename();
+    }
+    check_input(loaded, path + " records --plugin " + plugin + ": the run was trained with it; pass it again to " +
+                            "resume (or name it in $LMKIT_PLUGINS)");
+  }
+}
+
+}  // namespace
+
 Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, const std::string& output, bool resume,
              bool overwrite, const std::vector<std::string>& also_ours) {
+  if (resume) check_run_plugins(output);
   Run r{dist::start(runtime, dist), true, nullptr, output, resume};
   r.leader = !r.started.group || r.started.group->leader();
   // One writer per run directory (rank 0 in a data-parallel job).
