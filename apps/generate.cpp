@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     lmkit::StopSignals signals;  // SIGTERM/SIGINT stop generation between tokens (exit 3)
     if (prompts.empty() && prompt_ids.empty()) throw lmkit::InputError("give --prompt TEXT or --prompt-ids 1,2,3");
     const c10::Device device = lmkit::init_runtime(runtime);
+    lmkit::check_input(std::filesystem::is_directory(checkpoint), "--checkpoint " + checkpoint + ": no such checkpoint directory");
     const bool has_tokenizer = lmkit::tokenizer::Tokenizer::present(checkpoint);
     if (!prompts.empty() && !has_tokenizer) {
       throw lmkit::InputError(checkpoint + ": no tokenizer, so text prompts cannot be encoded; use --prompt-ids");

@@ -50,6 +50,7 @@ TEST_CASE("unclear errors: config, suite, model_type, subcommand and checkpoint 
       {"", "lmkit-tokenize bogus", "'bogus' is not a subcommand of lmkit-tokenize \\(train, encode, ids or inspect\\)"},
       {"", "lmkit-evaluate --checkpoint DIRnone --metric perplexity --data " + test::sample("valid.txt") +
        " --output DIRe.json", "--checkpoint DIRnone: no such checkpoint directory"},
+      {"", "lmkit-generate --checkpoint DIRnone --prompt hello", "--checkpoint DIRnone: no such checkpoint directory"},
       {"", "lmkit-finetune --checkpoint DIRnone --train " + test::sample("valid.txt") + " --dev " +
        test::sample("valid.txt") + " --output DIRft2", "--checkpoint DIRnone: no such checkpoint directory"},
   };
