@@ -4,6 +4,8 @@
 //   lmkit-pretrain --plugin liblmkit_shuffle.so --objective shuffle --model bert-mini.json ...
 #include <algorithm>
 
+#include <ATen/ATen.h>
+
 #include "lmkit/core/plugin.h"
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/dataset.h"
@@ -64,6 +66,16 @@ void register_shuffle() {
   spec.needs = {"cls", "sep"};
   spec.make_dataset = [](const data::ObjectiveInputs& in) -> std::shared_ptr<data::Dataset> {
     return std::make_shared<ShuffleDataset>(in.corpus, *in.tokenizer, in.seq_len, in.seed);
+  };
+  // lmkit-bench's batches (optional; without it the bench refuses the objective): random ids,
+  // about 15% of the positions labelled moved, none at [CLS] and [SEP].
+  spec.synthetic_batch = [](int64_t batch, int64_t seq_len, int64_t, int64_t vocab) {
+    Batch b;
+    b.input_ids = at::randint(5, vocab, {batch, seq_len}, at::kLong);
+    b.attention_mask = at::ones({batch, seq_len}, at::kLong);
+    b.labels = at::rand({batch, seq_len}).lt(0.15).to(at::kLong);
+    b.labels.select(1, 0).fill_(-100), b.labels.select(1, seq_len - 1).fill_(-100);
+    return b;
   };
   data::register_objective(spec);
   // BERT pretrains with it as its token classifier (two labels: num_labels' default).

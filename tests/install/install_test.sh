@@ -83,6 +83,11 @@ cmp "$work/shuffle-full/final/model.safetensors" "$work/shuffle-cut/final/model.
 grep -q 'BertForTokenClassification' "$work/shuffle-full/final/config.json" ||
   { echo "FAIL: the shuffle run did not train BertForTokenClassification"; exit 1; }
 echo "plugin: shuffle trained 8 steps; 4 + 4 resumed to byte-identical weights"
+# lmkit-bench (not installed: the build tree's) trains the plugin's objective from its synthetic_batch (it was a bad_function_call).
+OMP_NUM_THREADS=1 "$build/bin/lmkit-bench" --plugin "$plugin" train --objective shuffle --model "$prefix/share/lmkit/models/bert-tiny.json" \
+  --batch-size 2 --seq-len 32 --vocab-size 1000 --steps 1 --warmup 0 --threads 1 >"$work/shuffle-bench.log" 2>&1 &&
+  grep -q "objective shuffle" "$work/shuffle-bench.log" || { echo "FAIL: lmkit-bench --objective shuffle"; tail -5 "$work/shuffle-bench.log"; exit 1; }
+echo "plugin: lmkit-bench trains the shuffle objective"
 
 # A plugin's family: its checkpoint records the plugin, and says which --plugin to pass without it.
 cmake -S "$src/tests/install/toy_family" -B "$work/toy" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
