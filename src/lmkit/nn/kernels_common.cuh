@@ -37,15 +37,24 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The high 32 bits of a 32 x 32-bit product (host too: tests/cuda/philox_test.cu checks the stream there).
+__host__ __device__ __forceinline__ uint32_t mulhi32(uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __umulhi(a, b);
+#else
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+#endif
+}
+
 // Salmon et al. 2011, Philox4x32-10: word `lane` of the block at counter (group, offset), key seed.
-__device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t group, uint64_t offset, int lane) {
+__host__ __device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t group, uint64_t offset, int lane) {
   uint32_t c0 = static_cast<uint32_t>(group), c1 = static_cast<uint32_t>(group >> 32);
   uint32_t c2 = static_cast<uint32_t>(offset), c3 = static_cast<uint32_t>(offset >> 32);
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
 #pragma unroll
   for (int round = 0; round < 10; ++round) {
-    const uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    const uint32_t hi0 = mulhi32(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const uint32_t hi1 = mulhi32(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
     c0 = hi1 ^ c1 ^ k0, c1 = lo1, c2 = hi0 ^ c3 ^ k1, c3 = lo0;
     k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
   }
@@ -53,7 +62,7 @@ __device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t group, uint64
 }
 
 // Whether element i survives dropout (Dropout in kernels.h).
-__device__ __forceinline__ bool keep(const Dropout& d, int64_t i) {
+__host__ __device__ __forceinline__ bool keep(const Dropout& d, int64_t i) {
   if (d.threshold == 0) return true;
   return philox(d.seed, static_cast<uint64_t>(i) >> 2, d.offset, static_cast<int>(i & 3)) >= d.threshold;
 }
