@@ -8,17 +8,6 @@ namespace lmkit::nn::kernels {
 
 namespace {
 
-__device__ __forceinline__ float gelu_grad(float x, bool tanh_approx) {
-  if (tanh_approx) {
-    constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-    const float inner = k * (x + 0.044715f * x * x * x);
-    const float t = tanhf(inner);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
-  }
-  constexpr float inv_sqrt2 = 0.7071067811865476f, inv_sqrt_2pi = 0.3989422804014327f;
-  return 0.5f * (1.0f + erff(x * inv_sqrt2)) + x * inv_sqrt_2pi * expf(-0.5f * x * x);
-}
-
 // A 32-column tile of one slice of rows: gpre for each element, and the column partials of gbias.
 template <typename T>
 __global__ void gelu_bias_tiles(const T* gy, const T* pre, T* gpre, float* partials, int64_t rows, int64_t d,

@@ -67,6 +67,18 @@ __host__ __device__ __forceinline__ bool keep(const Dropout& d, int64_t i) {
   return philox(d.seed, static_cast<uint64_t>(i) >> 2, d.offset, static_cast<int>(i & 3)) >= d.threshold;
 }
 
+// d gelu(x) / dx: exact (erf) GELU, or the tanh approximation (GPT-2's gelu_new).
+__host__ __device__ __forceinline__ float gelu_grad(float x, bool tanh_approx) {
+  if (tanh_approx) {
+    constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    const float inner = k * (x + 0.044715f * x * x * x);
+    const float t = tanhf(inner);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+  }
+  constexpr float inv_sqrt2 = 0.7071067811865476f, inv_sqrt_2pi = 0.3989422804014327f;
+  return 0.5f * (1.0f + erff(x * inv_sqrt2)) + x * inv_sqrt_2pi * expf(-0.5f * x * x);
+}
+
 // Column sums over rows in two fixed-order stages. Stage one: a block of 32 x 8 threads
 // owns 32 columns and one slice of rows; thread (x, y) adds rows y, y + 8, ... of its
 // slice, the 8 partial sums are added in order, and the block writes one partial per

@@ -1,12 +1,14 @@
-// The fused kernels' dropout stream on the host (no GPU needed; built with the kernels):
-// Philox4x32-10 equals Random123's known-answer vectors (kat_vectors, philox4x32_10), and
-// the keep decision drops p of the elements, independently of the offset.
+// The fused kernels' scalar math on the host (no GPU needed; built with the kernels):
+// Philox4x32-10 equals Random123's known-answer vectors (kat_vectors, philox4x32_10), the
+// keep decision drops p of the elements, independently of the offset, and GELU's derivative
+// (exact and tanh) equals a central difference of GELU itself.
 #include <cmath>
 #include <cstdio>
 
 #include "lmkit/nn/kernels_common.cuh"
 
 using lmkit::nn::kernels::Dropout;
+using lmkit::nn::kernels::gelu_grad;
 using lmkit::nn::kernels::keep;
 using lmkit::nn::kernels::philox;
 
@@ -59,6 +61,20 @@ int main() {
   expect(same > 1800 && same < 2300, "masks at two offsets agree on about half the elements");
   Dropout none;
   expect(keep(none, 7), "threshold 0 keeps everything");
-  std::printf(failures ? "%d failure(s)\n" : "philox: all checks passed\n", failures);
+  // GELU (Hendrycks & Gimpel): x·Φ(x), and GPT-2's tanh approximation; the derivative against (f(x+h) − f(x−h)) / 2h.
+  auto gelu = [](double x, bool tanh_approx) {
+    if (tanh_approx) return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  };
+  double worst = 0;
+  for (bool tanh_approx : {false, true}) {
+    for (double x = -8; x <= 8; x += 0.0625) {
+      const double h = 1e-4, numeric = (gelu(x + h, tanh_approx) - gelu(x - h, tanh_approx)) / (2 * h);
+      worst = std::fmax(worst, std::fabs(gelu_grad(static_cast<float>(x), tanh_approx) - numeric));
+    }
+  }
+  std::printf("gelu': largest difference to the central difference %.2e\n", worst);
+  expect(worst < 1e-5, "gelu_grad equals GELU's derivative (exact and tanh) within 1e-5");
+  std::printf(failures ? "%d failure(s)\n" : "kernel math: all checks passed\n", failures);
   return failures ? 1 : 0;
 }
