@@ -52,9 +52,9 @@ const std::vector<std::pair<std::string, std::string>>& own_metrics() {
       {"objective", "the family's pretraining objective on held-out text: each loss term and the figures the "
                     "model reports"},
       {"bleu", "BLEU of beam-search translations of source lines (--references)"},
-      {"multiple-choice", "in-context: multiple choice and schemas"},
-      {"completion", "in-context: completions"},
-      {"in-context", "in-context: any task file"}};
+      {"multiple-choice", "in-context multiple choice and schemas"},
+      {"completion", "in-context completions"},
+      {"in-context", "any in-context task file"}};
   return metrics;
 }
 

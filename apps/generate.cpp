@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   auto* k = app.add_option("--top-k", o.top_k, "sample from the k most likely tokens")->check(lmkit::non_negative());
   auto* p = app.add_option("--top-p", o.top_p, "sample from the nucleus of probability p")->check(lmkit::in_range(0.0, 1.0));
   auto* t = app.add_option("--temperature", o.temperature, "sampling temperature")->check(lmkit::positive());
-  auto* b = app.add_option("--beams", o.num_beams, "beam search with B beams")->check(lmkit::positive());
+  auto* b = app.add_option("--beams", o.num_beams, "beam search with B beams")->check(lmkit::positive())->default_str("greedy decoding");
   app.add_option("--length-penalty", o.length_penalty, "beam score = log p / length^penalty");
   app.add_flag("--ids", print_ids,
                "print the generated ids (prompt excluded), comma-separated, one line per prompt; "

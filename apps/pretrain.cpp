@@ -244,7 +244,9 @@ int main(int argc, char** argv) {
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--objective", a.objective, "the pretraining objective: " + objectives_by_family() +
                                                  "; default: the model type's first");
-  app.add_option("--tokenizer", a.tokenizer, "SentencePiece model; default: train one on --train");
+  app.add_option("--tokenizer", a.tokenizer,
+                 "tokenizer directory, PATH.model or tokenizer.json (a checkpoint's, or lmkit-tokenize train's); "
+                 "default: train one on --train");
   app.add_flag("--new-head", a.new_head, "with --init: start the pretraining head at random when the checkpoint has none (a finetuned classifier)");
   app.add_option("--source-lang", a.source_lang, "seq2seq: source suffix (--train PREFIX reads PREFIX.SRC)");
   app.add_option("--target-lang", a.target_lang, "seq2seq: target suffix (PREFIX.TGT)");

@@ -3,6 +3,7 @@
 // and inspect the batches an objective makes of it.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -129,7 +130,13 @@ struct TrainCommand {
     auto tok = tokenizer::Tokenizer::train(options);
     std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
                 family.c_str());
-    for (int32_t id : tok.special_ids()) {
+    // Every named special, the unknown piece included (it is not a control token, so special_ids() leaves it out).
+    std::vector<int32_t> shown = tok.special_ids();
+    if (tok.specials().unk >= 0 && std::find(shown.begin(), shown.end(), tok.specials().unk) == shown.end()) {
+      shown.push_back(tok.specials().unk);
+    }
+    std::sort(shown.begin(), shown.end());
+    for (int32_t id : shown) {
       if (id < 8) std::printf(" %s=%d", tok.piece(id).c_str(), id);
     }
     if (tok.specials().num_sentinels) std::printf(" + %d sentinels", tok.specials().num_sentinels);

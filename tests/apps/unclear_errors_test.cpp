@@ -100,3 +100,23 @@ TEST_CASE("unclear errors: tokenize train past a file-size limit leaves no half 
   INFO(again.out);
   CHECK(again.code == 0);
 }
+
+TEST_CASE("unclear errors: --help tells the truth and exits 0", "[apps][hostile]") {
+  auto dist = test::run("lmkit-dist-check --help");
+  CHECK(dist.code == 0);
+  CHECK_THAT(dist.out, Catch::Contains("torchrun"));
+  auto generate = test::run("lmkit-generate --help");
+  CHECK(generate.code == 0);
+  CHECK_THAT(generate.out, Catch::Contains("beam search with B beams (default: greedy decoding)"));
+  auto finetune = test::run("lmkit-finetune --help");
+  CHECK(std::regex_search(finetune.out, std::regex(R"(target \(default:\s+\\n\))")));
+  auto pretrain = test::run("lmkit-pretrain --help");
+  CHECK_THAT(pretrain.out, Catch::Contains("--config FILE") && Catch::Contains("tokenizer directory, PATH.model or tokenizer.json"));
+  auto evaluate = test::run("lmkit-evaluate --help");
+  CHECK_THAT(evaluate.out, !Catch::Contains("in-context: in-context"));
+  test::TempDir dir;
+  auto train = test::run("lmkit-tokenize train --input " + test::sample("valid.txt") + " --vocab-size 1000 --family bert" +
+                         " --threads 1 --output " + (dir / "tok"));
+  INFO(train.out);
+  CHECK_THAT(train.out, Catch::Contains("specials [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4"));
+}

@@ -44,7 +44,12 @@ at::Tensor input(int64_t rank, int64_t micro) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("lmkit-dist-check: the collectives and the gradient reducer across the ranks of a launched job\n"
+                "Usage: torchrun --nproc-per-node N --no-python lmkit-dist-check (docs/distributed.md); it takes no options\n");
+    return 0;
+  }
   try {
     const dist::Launch launch = dist::read_launch();
     if (!launch.active) {

@@ -66,7 +66,8 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
 }
 
 void add_config_flag(CLI::App& app) {
-  app.add_option("--config", "a JSON file of option values (keys: long option names); flags given override it");
+  app.add_option("--config", "a JSON file of option values (keys: long option names); flags given override it")
+      ->type_name("FILE");
 }
 
 namespace {

@@ -17,6 +17,17 @@ namespace lmkit::tasks {
 
 namespace {
 
+// A default as the user would type it in a shell's $'...': a newline shows as \n, not as nothing.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
+  return out.empty() ? "''" : out;
+}
+
+}  // namespace
+
+namespace {
+
 class TextToText : public Task {
  public:
   void add_flags(CLI::App& app, Mode mode) override {
@@ -28,7 +39,8 @@ class TextToText : public Task {
     app.add_option("--source-lang", pairs_.source_lang, what + ": parallel files, " + data_flag + " PREFIX reads PREFIX.SRC" + as);
     app.add_option("--target-lang", pairs_.target_lang, what + ": parallel files, " + data_flag + " PREFIX reads PREFIX.TGT" + as);
     app.add_option("--source-prefix", s2s_.source_prefix, what + ": text before every source ('translate German to English: ')" + as);
-    app.add_option("--separator", s2s_.separator, what + ", decoder-only models: text between the source and the target" + as);
+    app.add_option("--separator", s2s_.separator, what + ", decoder-only models: text between the source and the target" + as)
+        ->default_str(escaped(s2s_.separator));
     app.add_option("--max-target-length", s2s_.max_target_length, what + ": target tokens, EOS included" + as)
         ->check(in_range(2, 1 << 16));
     app.add_option("--beams", beams_, what + ": beam search of this width (1: greedy)" + as)->check(positive());
