@@ -60,7 +60,7 @@ last_at() { grep -- "$1" "$log" | tail -1 | sed -E 's/^\[ *([0-9]+) s\].*/\1/'; 
 venv=$(at 'setup: installing scripts/requirements'); venv=${venv:-0}
 setup=$(at 'setup: all packages present')
 built=$(last_at '\] \[[0-9]*/[0-9]*\] ')
-trained=$(at 'validation (from')
+trained=$(at 'validation at step')
 echo "fresh: phases, seconds (from the timestamps in $log)"
 echo "  Debian packages (apt-get)       $venv"
 echo "  .venv (pip, pinned)             $(( setup - venv ))"
