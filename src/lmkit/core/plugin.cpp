@@ -118,6 +118,14 @@ int load_plugins(int argc, char** argv) {
 
 const std::vector<std::string>& loaded_plugins() { return loaded(); }
 
+bool plugin_loaded(const std::string& path) {
+  const std::string real = real_path(path);
+  for (const auto& l : loaded()) {
+    if (real_path(l) == real || std::filesystem::path(l).filename() == std::filesystem::path(path).filename()) return true;
+  }
+  return false;
+}
+
 const std::string& registering_source() { return current_source(); }
 
 }  // namespace lmkit

@@ -27,6 +27,10 @@ int load_plugins(int argc, char** argv);
 /// The plugins loaded so far, as their paths were given (lmkit-suite passes them on).
 const std::vector<std::string>& loaded_plugins();
 
+/// Whether the plugin file `path` is loaded: the same real path, or a file of the same name
+/// (a plugin rebuilt or moved with a run directory).
+bool plugin_loaded(const std::string& path);
+
 /// What registers right now: "lmkit" for the built-in entries, a plugin's path while
 /// its registration function runs. Registries name it when a name is taken twice.
 const std::string& registering_source();

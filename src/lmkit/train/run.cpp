@@ -20,28 +20,12 @@ void check_run_plugins(const std::string& output) {
   if (!std::filesystem::is_regular_file(path, ec)) return;
   const Json config = load_json_file(path);
   if (!config.is_object() || !config.contains("plugin")) return;
-  const Json& recorded = config["plugin"];
-  std::vector<std::string> plugins;
-  if (recorded.is_string()) plugins.push_back(recorded.get<std::string>());
-  if (recorded.is_array()) {
-    for (const auto& p : recorded) {
-      if (p.is_string()) plugins.push_back(p.get<std::string>());
-    }
-  }
-  auto real = [](const std::string& p) {
-    std::error_code e;
-    const auto c = std::filesystem::canonical(p, e);
-    return e ? p : c.string();
-  };
-  for (const auto& plugin : plugins) {
-    bool loaded = false;
-    // The same file, or one of its name (a plugin rebuilt or moved with the run) counts.
-    for (const auto& l : loaded_plugins()) {
-      loaded = loaded || real(l) == real(plugin) ||
-               std::filesystem::path(l).filename() == std::filesystem::path(plugin).filename();
-    }
-    check_input(loaded, path + " records --plugin " + plugin + ": the run was trained with it; pass it again to " +
-                            "resume (or name it in $LMKIT_PLUGINS)");
+  const Json& recorded = config["plugin"];  // one path, or a list of them
+  for (const auto& plugin : recorded.is_array() ? recorded : Json::array({recorded})) {
+    if (!plugin.is_string()) continue;
+    const std::string file = plugin.get<std::string>();
+    check_input(plugin_loaded(file), path + " records --plugin " + file + ": the run was trained with it; pass it again to " +
+                                         "resume (or name it in $LMKIT_PLUGINS)");
   }
 }
 

@@ -255,7 +255,7 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
     archive.read("cpu_rng_state", rng);
     // Checkpoints before exact resume on CUDA hold rank 0's CPU generator alone.
     if (!archive.try_read("cpu_rng_states", generators.cpu)) generators.cpu = rng.unsqueeze(0);
-    if (!archive.try_read("cuda_rng_states", generators.device)) generators.device = at::Tensor();
+    archive.try_read("cuda_rng_states", generators.device);  // CPU runs saved none: it stays undefined
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     throw InputError(dir + "/optimizer.pt: damaged or not this run's optimizer state (" + what.substr(0, what.find('\n')).substr(0, 160) + ")");
