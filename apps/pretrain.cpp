@@ -87,8 +87,12 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
                                                  const tokenizer::Tokenizer& tok) {
   // Presets carry the reference vocabularies; training takes the tokenizer's.
   if (a.init.empty()) family.fit_vocabulary(config, tok.vocab_size(), tok.specials().pad, tok.specials().eos);
+  // A token-classifying objective's classes are the head's labels.
+  const int64_t classes = data::objective(objective.name).num_classes;
+  const Json labels = classes > 0 ? Json{{"num_labels", classes}} : Json::object();
+  if (a.init.empty()) config.update(labels);
   auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
-                              : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head,
+                              : models::load_pretrained(a.init, objective.architecture, nullptr, labels, a.new_head,
                                                       /*companions_required=*/true);
   const Json mc = model->config_json();
   const int64_t model_vocab = model->vocab_size();
@@ -139,8 +143,9 @@ std::string own_tokenizer(const Args& a, const std::string& tok_path) {
   return tok_path == a.output + "/tokenizer.model" ? "OUTPUT/tokenizer.model" : tok_path;
 }
 
-train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group) {
+train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group, bool accuracy) {
   train::TrainerOptions o;
+  o.eval_accuracy = accuracy;
   o.steps = a.steps, o.accumulation = a.accumulation, o.clip = a.clip, o.weight_decay = a.weight_decay, o.eps = a.adam_eps;
   o.schedule.schedule = train::parse_schedule(a.schedule);
   o.schedule.lr = a.lr;
@@ -154,7 +159,8 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   return o;
 }
 
-void print_summary(const Args& a, const Json& summary) {
+// `accuracy`: the objective labels tokens with classes (its figure is the accuracy, not a perplexity).
+void print_summary(const Args& a, const Json& summary, bool accuracy) {
   if (summary.value("already_finished", false)) {
     std::printf("the run already finished at step %lld: nothing to do\ncheckpoint: %s/final\n",
                 static_cast<long long>(summary.value("steps", int64_t{0})), a.output.c_str());
@@ -172,12 +178,13 @@ void print_summary(const Args& a, const Json& summary) {
     bool terms = false;
     for (auto it = v.begin(); it != v.end(); ++it) terms = terms || it.key().find("_perplexity") != std::string::npos;
     std::printf(", valid loss %.4f", v["loss"].get<double>());
-    if (!terms) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
+    if (accuracy && v.contains("accuracy")) std::printf(", accuracy %.4f", v["accuracy"].get<double>());
+    if (!accuracy && !terms) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
     // The model's loss terms and metrics apart ("mlm_loss 2.31, mlm_perplexity 10.1, nsp_accuracy 0.62").
     std::string parts;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string& key = it.key();
-      if (key == "loss" || key == "perplexity" || !it.value().is_number_float()) continue;
+      if (key == "loss" || key == "perplexity" || key == "accuracy" || !it.value().is_number_float()) continue;
       char value[32];
       std::snprintf(value, sizeof value, "%.4f", it.value().get<double>());
       parts += (parts.empty() ? "" : ", ") + key + " " + value;
@@ -213,7 +220,7 @@ void run(const Args& a, const Json& resolved) {
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
   lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
-  const train::TrainerOptions o = trainer_options(a, run.started.group);
+  const train::TrainerOptions o = trainer_options(a, run.started.group, spec.num_classes > 0);
 
   Json run_config = resolved;
   run_config["objective"] = objective.name, run_config["tokenizer"] = own_tokenizer(a, tok_path), run_config["warmup"] = o.schedule.warmup;
@@ -223,9 +230,16 @@ void run(const Args& a, const Json& resolved) {
   if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
                objective.name.c_str(), static_cast<long long>(train_set->size(0)));
-  train::Trainer trainer(model, o, train_set, lo, valid_set, lo, run.started.device, [&](const std::string& dir) { tok.save(dir); });
+  train::TrainerInputs in;
+  in.model = model;
+  in.train = train_set;
+  in.loader = lo;
+  in.valid = valid_set;
+  in.device = run.started.device;
+  in.save_extra = [&](const std::string& dir) { tok.save(dir); };
+  train::Trainer trainer(std::move(in), o);
   const Json summary = trainer.run();
-  if (leader) print_summary(a, summary);
+  if (leader) print_summary(a, summary, spec.num_classes > 0);
 }
 
 }  // namespace

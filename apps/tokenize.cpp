@@ -26,12 +26,13 @@ using namespace lmkit;
 namespace {
 
 // One row as the model sees it: masked positions show [MASK]→original, random
-// replacements ~piece→original; NSP segments split at [SEP]; targets after "||".
-std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t row) {
+// replacements ~piece→original; a token classifier's classes after a slash (piece/1,
+// `classes` > 0); NSP segments split at [SEP]; targets after "||".
+std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t row, int64_t classes) {
   std::string out;
   const auto ids = b.input_ids[row], mask = b.attention_mask[row];
   const bool aligned = b.labels.defined() && b.labels.dim() == 2 && b.labels.size(1) == b.input_ids.size(1);
-  const bool masked_lm = aligned && tok.specials().mask >= 0;  // causal LM labels just repeat the inputs
+  const bool masked_lm = aligned && classes == 0 && tok.specials().mask >= 0;  // causal LM labels just repeat the inputs
   for (int64_t j = 0; j < ids.size(0); ++j) {
     if (mask[j].item<int64_t>() == 0) break;
     const int32_t id = static_cast<int32_t>(ids[j].item<int64_t>());
@@ -41,6 +42,9 @@ std::string render_row(const tokenizer::Tokenizer& tok, const Batch& b, int64_t 
       if (label >= 0 && id == tok.specials().mask) piece += "→" + tok.piece(static_cast<int32_t>(label));
       else if (label >= 0 && label != id) piece = "~" + piece + "→" + tok.piece(static_cast<int32_t>(label));
       else if (label >= 0) piece = "=" + piece;  // chosen but kept
+    } else if (aligned && classes > 0) {
+      const int64_t label = b.labels[row][j].item<int64_t>();
+      if (label >= 0) piece += "/" + std::to_string(label);
     }
     out += (j ? " " : "") + piece;
   }
@@ -285,7 +289,7 @@ struct InspectCommand {
       // Unpadded batches carry no mask (every position is real): render_row and the dump read one.
       if (!b.attention_mask.defined()) b.attention_mask = at::ones_like(b.input_ids);
       std::printf("batch %lld\n", static_cast<long long>(k));
-      for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r).c_str());
+      for (int64_t r = 0; r < b.input_ids.size(0); ++r) std::printf("  [%lld] %s\n", static_cast<long long>(r), render_row(tok, b, r, obj.num_classes).c_str());
       all.push_back(b);
     }
     if (!dump.empty()) write_dump(tok, all, obj);

@@ -9,9 +9,14 @@
 # it was built with (site-packages/nvidia/cu13: headers and libcudart), which is
 # all lmkit needs, so without a toolkit the target that torch's cuda.cmake looks
 # for first is defined from it and the toolkit search is skipped.
+#
+# A project on the installed lmkit compiles no CUDA (lmkitConfig.cmake sets
+# LMKIT_TORCH_RUNTIME_ONLY): it takes the same path even where a toolkit is installed,
+# unless it enables CUDA itself, so that its configure does not detect a toolkit, list
+# GPU architectures and warn about CMAKE_CUDA_ARCHITECTURES for nothing it builds.
 find_program(LMKIT_NVCC nvcc HINTS "${CUDAToolkit_ROOT}/bin" "$ENV{CUDA_HOME}/bin" /usr/local/cuda/bin)
-if(NOT LMKIT_NVCC AND NOT CMAKE_CUDA_COMPILER AND NOT TARGET torch::cudart)
-  find_path(LMKIT_TORCH_CMAKE_DIR Torch/TorchConfig.cmake PATHS ${CMAKE_PREFIX_PATH} "${Torch_DIR}/.." NO_DEFAULT_PATH)
+find_path(LMKIT_TORCH_CMAKE_DIR Torch/TorchConfig.cmake PATHS ${CMAKE_PREFIX_PATH} "${Torch_DIR}/.." NO_DEFAULT_PATH)
+if((NOT LMKIT_NVCC OR LMKIT_TORCH_RUNTIME_ONLY) AND NOT CMAKE_CUDA_COMPILER AND NOT TARGET torch::cudart)
   if(LMKIT_TORCH_CMAKE_DIR AND EXISTS "${LMKIT_TORCH_CMAKE_DIR}/../../lib/libtorch_cuda.so")
     get_filename_component(LMKIT_TORCH_SITE "${LMKIT_TORCH_CMAKE_DIR}/../../.." ABSOLUTE)
     file(GLOB LMKIT_WHEEL_CUDART "${LMKIT_TORCH_SITE}/nvidia/cu*/lib/libcudart.so.*"
@@ -27,10 +32,19 @@ if(NOT LMKIT_NVCC AND NOT CMAKE_CUDA_COMPILER AND NOT TARGET torch::cudart)
     set_target_properties(torch::cudart PROPERTIES
       INTERFACE_INCLUDE_DIRECTORIES "${LMKIT_WHEEL_CUDA}/include"
       INTERFACE_LINK_LIBRARIES "${LMKIT_WHEEL_CUDART}")
-    message(STATUS "lmkit: no CUDA toolkit; CUDA runtime from the torch wheel (${LMKIT_WHEEL_CUDA})")
+    message(STATUS "lmkit: the CUDA runtime of the torch wheel (${LMKIT_WHEEL_CUDA}); no CUDA toolkit used")
   endif()
 endif()
 
+# PyPI's LibTorch links kineto (the profiler) into libtorch_cpu.so and ships no libkineto,
+# so TorchConfig's "library kineto not found" warning reports nothing missing: it is
+# pointed at the library that holds it (which TorchConfig links anyway).
+set(LMKIT_TORCH_LIB "${LMKIT_TORCH_CMAKE_DIR}/../../lib")
+if(LMKIT_TORCH_CMAKE_DIR AND NOT DEFINED CACHE{kineto_LIBRARY} AND EXISTS "${LMKIT_TORCH_LIB}/libtorch_cpu.so"
+   AND NOT EXISTS "${LMKIT_TORCH_LIB}/libkineto.a" AND NOT EXISTS "${LMKIT_TORCH_LIB}/libkineto.so")
+  get_filename_component(LMKIT_TORCH_LIB "${LMKIT_TORCH_LIB}" ABSOLUTE)
+  set(kineto_LIBRARY "${LMKIT_TORCH_LIB}/libtorch_cpu.so" CACHE FILEPATH "kineto: inside libtorch_cpu.so (PyPI's LibTorch)")
+endif()
 find_package(Torch REQUIRED ${LMKIT_TORCH_QUIET})
 # One code path: LibTorch 2.4 and later (the non-deprecated autocast API, SDPA with a
 # scale argument, the 2.3+ allocator interface).

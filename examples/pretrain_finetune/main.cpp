@@ -45,8 +45,11 @@ int main(int argc, char** argv) {
     loader.batch_size = 16, loader.pad_id = data::pad_id(tok);
     train::TrainerOptions pre;
     pre.steps = 30, pre.schedule.lr = 1e-3, pre.schedule.warmup = 3, pre.output = out + "/pretrain";
-    auto lock = train::open_run_directory(pre.output, /*resume=*/false, /*overwrite=*/true);
-    const Json pretrained = train::Trainer(model, pre, mlm, loader, nullptr, loader, device).run();
+    auto lock = train::open_run_directory(pre.output, /*resume=*/false, /*overwrite=*/true);  // held while it trains
+    train::TrainerInputs pre_in;
+    pre_in.model = model, pre_in.train = mlm, pre_in.loader = loader, pre_in.device = device;
+    pre_in.save_extra = [&](const std::string& dir) { tok.save(dir); };  // the tokenizer in each checkpoint
+    const Json pretrained = train::Trainer(pre_in, pre).run();
     std::printf("pretrained: train loss %.3f\n", pretrained["train_loss"].get<double>());
 
     // The pretrained encoder under a new two-class head, finetuned 40 steps on TRAIN.tsv.
@@ -61,7 +64,9 @@ int main(int argc, char** argv) {
     fine.evaluator = [&](models::Model& m) { return eval::evaluate_classifier(m, dev_set, 32, loader.pad_id, device); };
     fine.best_metric = "accuracy", fine.higher_is_better = true;
     auto lock2 = train::open_run_directory(fine.output, false, true);
-    train::Trainer(classifier, fine, train_set, loader, dev_set, loader, device).run();
+    train::TrainerInputs fine_in;
+    fine_in.model = classifier, fine_in.train = train_set, fine_in.loader = loader, fine_in.device = device;
+    train::Trainer(fine_in, fine).run();
 
     const Json dev = eval::evaluate_classifier(*classifier, dev_set, 32, loader.pad_id, device);
     std::printf("finetuned: dev accuracy %.3f, macro F1 %.3f over %lld examples\n", dev["accuracy"].get<double>(),

@@ -64,6 +64,7 @@ void register_shuffle() {
   spec.name = "shuffle";
   spec.summary = "token-shuffle detection: 15% of each block's tokens swap places; label each token moved or not";
   spec.needs = {"cls", "sep"};
+  spec.num_classes = 2;  // 0 in place, 1 moved: BERT's token classifier with two labels; runs report accuracy
   spec.make_dataset = [](const data::ObjectiveInputs& in) -> std::shared_ptr<data::Dataset> {
     return std::make_shared<ShuffleDataset>(in.corpus, *in.tokenizer, in.seq_len, in.seed);
   };
@@ -78,7 +79,7 @@ void register_shuffle() {
     return b;
   };
   data::register_objective(spec);
-  // BERT pretrains with it as its token classifier (two labels: num_labels' default).
+  // BERT pretrains with it as its token classifier.
   models::add_family_objective("bert", {"shuffle", "BertForTokenClassification"});
 }
 

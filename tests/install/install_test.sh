@@ -82,7 +82,16 @@ cmp "$work/shuffle-full/final/model.safetensors" "$work/shuffle-cut/final/model.
   { echo "FAIL: the resumed shuffle run's weights differ from the uninterrupted run's"; exit 1; }
 grep -q 'BertForTokenClassification' "$work/shuffle-full/final/config.json" ||
   { echo "FAIL: the shuffle run did not train BertForTokenClassification"; exit 1; }
-echo "plugin: shuffle trained 8 steps; 4 + 4 resumed to byte-identical weights"
+# A token-classifying objective (num_classes 2) reports accuracy, not a perplexity, and inspect shows its classes.
+grep -qE "valid loss [0-9.]+, accuracy 0\.[0-9]+" "$work/shuffle-full.log" && ! grep -q "perplexity" "$work/shuffle-full.log" ||
+  { echo "FAIL: the shuffle run's summary does not report accuracy alone"; tail -3 "$work/shuffle-full.log"; exit 1; }
+python3 -c 'import json, sys; sys.exit(len(json.load(open(sys.argv[1]))["id2label"]) != 2)' "$work/shuffle-full/final/config.json" ||
+  { echo "FAIL: the shuffle head does not have 2 labels"; exit 1; }
+shown="$("$bin/lmkit-tokenize" inspect --plugin "$plugin" --tokenizer "$work/shuffle-full/tokenizer.model" \
+  --corpus "$work"/shuffle-full/cache/train-* --objective shuffle --seq-len 64 --batch-size 2 --batches 1)"
+grep -qE "[^ ]/1( |$)" <<<"$shown" && grep -qE "[^ ]/0( |$)" <<<"$shown" && ! grep -q "→" <<<"$shown" ||
+  { echo "FAIL: lmkit-tokenize inspect does not show the shuffle classes"; printf '%s\n' "$shown" | tail -3; exit 1; }
+echo "plugin: shuffle trained 8 steps; 4 + 4 resumed to byte-identical weights; accuracy and classes shown"
 # lmkit-bench (not installed: the build tree's) trains the plugin's objective from its synthetic_batch (it was a bad_function_call).
 OMP_NUM_THREADS=1 "$build/bin/lmkit-bench" --plugin "$plugin" train --objective shuffle --model "$prefix/share/lmkit/models/bert-tiny.json" \
   --batch-size 2 --seq-len 32 --vocab-size 1000 --steps 1 --warmup 0 --threads 1 >"$work/shuffle-bench.log" 2>&1 &&

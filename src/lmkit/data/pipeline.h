@@ -31,6 +31,11 @@ struct ObjectiveSpec {
   bool separate_targets = false;   ///< labels are a sequence of their own (a decoder's), not per input position
   /// Special tokens the tokenizer must have, as SpecialTokens names them: mask, cls, sep, eos, sentinels.
   std::vector<std::string> needs;
+  /// What the labels are. 0: token ids (a language model: the run's summary reports perplexity,
+  /// `lmkit-tokenize inspect` shows them as pieces); N: classes 0..N-1 per token for a token
+  /// classifier (lmkit-pretrain builds it with num_labels N, its summary reports the accuracy
+  /// of the labelled positions, inspect shows the classes as numbers).
+  int64_t num_classes = 0;
   std::function<std::shared_ptr<Dataset>(const ObjectiveInputs&)> make_dataset;
   /// Decoder positions a benchmark feeds for `seq_len` inputs (separate_targets only).
   std::function<int64_t(int64_t seq_len)> target_length;

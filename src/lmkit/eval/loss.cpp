@@ -52,14 +52,16 @@ struct Tally {
   Sums terms, metrics;
   double loss_sum = 0;
   int64_t targets = 0, tokens = 0;
+  bool accuracy;
 
   // Every name is registered before the first batch, so that ranks reduce the same
   // figures whatever their shares hold; names that saw no targets are dropped after.
-  explicit Tally(models::Model& model) {
+  Tally(models::Model& model, bool accuracy) : accuracy(accuracy) {
     for (const auto& [name, count] : model.loss_targets(Batch{})) {
       if (name != "loss") terms.add(name, 0, 0);
     }
     for (const auto& name : model.metric_names()) metrics.add(name, 0, 0);
+    if (accuracy) metrics.add("accuracy", 0, 0);
   }
   void add(models::Model& model, const Batch& b, const Output& out) {
     tokens += b.num_tokens();
@@ -73,6 +75,11 @@ struct Tally {
       terms.add(term.name, term.mean.item<double>() * static_cast<double>(t), static_cast<double>(t));
     }
     for (const auto& m : out.metrics) metrics.add(m.name, m.sum.item<double>(), m.count);
+    if (accuracy && out.logits.defined() && b.labels.defined() && out.logits.dim() == b.labels.dim() + 1) {
+      const at::Tensor labelled = b.labels.ne(-100);
+      const at::Tensor right = out.logits.argmax(-1).eq(b.labels).logical_and(labelled);
+      metrics.add("accuracy", right.sum().item<double>(), labelled.sum().item<double>());
+    }
   }
   void reduce(dist::Group& group, c10::Device device) {
     std::vector<double> all = {loss_sum, static_cast<double>(targets), static_cast<double>(tokens)};
@@ -112,14 +119,14 @@ struct Tally {
 }  // namespace
 
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
-                   c10::Device device, int64_t max_batches, dist::Group* group) {
+                   c10::Device device, int64_t max_batches, dist::Group* group, bool accuracy) {
   lo.shuffle = false, lo.drop_last = false;
   lo = data::sharded(lo, group);
   data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
   const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);
   nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
-  Tally tally(model);
+  Tally tally(model, accuracy);
   for (int64_t i = 0; i < n; ++i) {
     check_stop("evaluation");
     Batch b = loader.next().to(device);

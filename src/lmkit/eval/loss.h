@@ -17,8 +17,9 @@ namespace lmkit::eval {
 /// apart (BERT pre-training) mlm_loss, mlm_perplexity, nsp_loss and nsp_accuracy.
 /// The model is in eval mode meanwhile. With a `group`, each rank evaluates its
 /// share and the sums are reduced (every rank gets the figures); `max_batches`
-/// then counts batches of batch_size × ranks.
+/// then counts batches of batch_size × ranks. With `accuracy`, also the accuracy of the
+/// logits' argmax over the labelled positions (a token classifier's).
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions loader,
-                   c10::Device device, int64_t max_batches = 0, dist::Group* group = nullptr);
+                   c10::Device device, int64_t max_batches = 0, dist::Group* group = nullptr, bool accuracy = false);
 
 }  // namespace lmkit::eval

@@ -136,7 +136,13 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
     if (!p.label_map.is_null()) save_json_file(dir + "/label_map.json", p.label_map);
     save_info(dir, a.task, a.max_length, task.info());
   };
-  train::Trainer trainer(model, o, p.train_set, lo, nullptr, lo, c.device, save_extra);
+  train::TrainerInputs in;
+  in.model = model;
+  in.train = p.train_set;
+  in.loader = lo;
+  in.device = c.device;
+  in.save_extra = save_extra;
+  train::Trainer trainer(std::move(in), o);
   return trainer.run();
 }
 

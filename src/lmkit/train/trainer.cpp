@@ -177,14 +177,18 @@ int64_t checkpoint_step(const std::string& dir) {
   return state["step"].get<int64_t>();
 }
 
-Trainer::Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, std::shared_ptr<const data::Dataset> train,
-                 data::LoaderOptions train_loader, std::shared_ptr<const data::Dataset> valid,
-                 data::LoaderOptions valid_loader, c10::Device device, std::function<void(const std::string&)> save_extra)
-    : model_(std::move(model)), o_(std::move(options)), train_(std::move(train)), valid_(std::move(valid)),
-      train_loader_(train_loader), valid_loader_(valid_loader), device_(device), save_extra_(std::move(save_extra)) {
+Trainer::Trainer(TrainerInputs in, TrainerOptions options)
+    : model_(std::move(in.model)), o_(std::move(options)), train_(std::move(in.train)), valid_(std::move(in.valid)),
+      train_loader_(in.loader), valid_loader_(in.valid_loader.value_or(in.loader)), device_(in.device),
+      save_extra_(std::move(in.save_extra)) {
+  check_input(model_ != nullptr && train_ != nullptr, "the trainer needs a model and training examples");
   check_input(o_.steps >= 1, "--steps must be >= 1");
   check_input(o_.accumulation >= 1, "--accumulation must be >= 1");
   check_input(!o_.output.empty(), "--output is required");
+  std::error_code ec;  // rank 0 writes the run, and holds its lock
+  check_input(!writer() || std::filesystem::exists(o_.output + "/.lock", ec),
+              o_.output + " is not open for a run: open it with train::open_run_directory and hold its lock while the "
+                          "trainer runs");
   check_input(!(o_.bf16_weights && o_.group), "--dtype bf16-weights trains in one process only (data parallelism "
                                                "reduces float32 gradients): use --dtype bf16 with several processes");
   o_.schedule.total_steps = o_.steps;
@@ -295,7 +299,7 @@ Json Trainer::validate(int64_t step) {
   // rank takes the same early-stopping decision); the loss is evaluated in shares.
   const int64_t max_batches = o_.group ? (o_.eval_batches + o_.group->size() - 1) / o_.group->size() : o_.eval_batches;
   Json r = o_.evaluator ? o_.evaluator(*model_)
-                        : eval::evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get());
+                        : eval::evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get(), o_.eval_accuracy);
   r["step"] = step;
   r["split"] = "valid";
   return r;

@@ -36,6 +36,7 @@ struct TrainerOptions {
   int64_t log_every = 10;       ///< train lines in metrics.jsonl
   int64_t eval_every = 0;       ///< validation interval in steps (0: only at the end)
   int64_t eval_batches = 0;     ///< validation batches (0: the whole split)
+  bool eval_accuracy = false;   ///< validation also reports the accuracy over labelled positions (a token classifier's)
   int64_t save_every = 0;       ///< checkpoint interval in steps (0: only at the end)
   int64_t keep_last = 2;        ///< step checkpoints kept (the best is kept apart)
   int64_t max_bad_steps = 10;   ///< consecutive non-finite steps before giving up
@@ -78,12 +79,26 @@ class CheckpointDir {
   std::string dir_;
 };
 
+/// What a Trainer trains: the model, its data and the device (TrainerOptions says how).
+struct TrainerInputs {
+  std::shared_ptr<models::Model> model;
+  std::shared_ptr<const data::Dataset> train;  ///< examples (data::objective(name).dataset(...), a task's set)
+  data::LoaderOptions loader;                   ///< batch size, padding id, shuffling of `train`
+  /// Validation examples (nullptr: none; TrainerOptions::evaluator, when given, validates instead).
+  std::shared_ptr<const data::Dataset> valid;
+  std::optional<data::LoaderOptions> valid_loader;  ///< batches of `valid` (default: `loader`'s)
+  c10::Device device = c10::kCPU;                    ///< init_runtime's
+  /// Adds files to every checkpoint the run writes (step-N, best, final/) beside the weights
+  /// and config.json. Only through it does a checkpoint hold its tokenizer — pass
+  /// `[&](const std::string& dir) { tokenizer.save(dir); }` so that it loads on its own.
+  std::function<void(const std::string&)> save_extra;
+};
+
 class Trainer {
  public:
-  /// `save_extra(dir)` adds files to every checkpoint (the tokenizer).
-  Trainer(std::shared_ptr<models::Model> model, TrainerOptions options, std::shared_ptr<const data::Dataset> train,
-          data::LoaderOptions train_loader, std::shared_ptr<const data::Dataset> valid, data::LoaderOptions valid_loader,
-          c10::Device device, std::function<void(const std::string&)> save_extra = nullptr);
+  /// Moves the model to the device and makes its optimizer. `options.output` must be a
+  /// directory open_run_directory opened, and its lock held until run() returns.
+  Trainer(TrainerInputs inputs, TrainerOptions options);
 
   /// Trains to options.steps (from the latest checkpoint with resume), writes
   /// metrics.jsonl, checkpoints/step-N, checkpoints/latest, checkpoints/best and
