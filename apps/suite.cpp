@@ -229,16 +229,38 @@ std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::Su
   // A task run is started anew (--overwrite) when it did not finish, so it keeps only best/ (--keep best).
   append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--keep", "best", "--dtype", a.dtype});
   append(f, runtime_flags(a, seed));
-  if (t.test.empty()) return {f};
-  std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", spec.metric,
-                                "--output", p.dir + "/test.json", "--overwrite"};
-  append(e, {"--predictions", p.dir + "/test-" + spec.predictions});
-  append(e, t.evaluate_flags), append(e, runtime_flags(a, seed));
-  return {f, e};
+  std::vector<std::vector<std::string>> commands = {f};
+  if (!t.test.empty()) {
+    std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test, "--metric", spec.metric,
+                                  "--output", p.dir + "/test.json", "--overwrite"};
+    append(e, {"--predictions", p.dir + "/test-" + spec.predictions});
+    append(e, t.evaluate_flags), append(e, runtime_flags(a, seed));
+    commands.push_back(e);
+  }
+  // The suite task's other metrics ("evaluate"), on the split its figures are of.
+  for (const auto& m : t.also_evaluate) {
+    std::vector<std::string> e = {evaluate, "--checkpoint", p.dir + "/best", "--data", t.test.empty() ? t.dev : t.test,
+                                  "--metric", m, "--output", p.dir + "/" + m + ".json", "--overwrite"};
+    append(e, t.evaluate_flags), append(e, runtime_flags(a, seed));
+    commands.push_back(e);
+  }
+  return commands;
 }
 
 std::string result_file(const eval::SuiteTask& t, const RunPaths& p) {
   return p.dir + (t.finetuned() && !t.test.empty() ? "/test.json" : "/result.json");
+}
+
+// A run's figures: its task's result, and each "evaluate" metric's as METRIC.FIGURE.
+Json run_result(const eval::SuiteTask& t, const RunPaths& p) {
+  Json r = load_json_file(result_file(t, p));
+  for (const auto& m : t.also_evaluate) {
+    const Json more = load_json_file(p.dir + "/" + m + ".json");
+    for (auto it = more.begin(); it != more.end(); ++it) {
+      if (it.value().is_number()) r[m + "." + it.key()] = it.value();
+    }
+  }
+  return r;
 }
 
 // What a file holds, cheaply: its size, its modification time and a hash (FNV-1a) of its
@@ -275,6 +297,9 @@ Json stamp_of(const Args& a, const eval::SuiteTask& t, const Init& init, int64_t
 bool finished(const eval::SuiteTask& t, const RunPaths& p, const Json& stamp) {
   std::error_code ec;
   if (!fs::is_regular_file(p.stamp, ec) || !fs::is_regular_file(result_file(t, p), ec)) return false;
+  for (const auto& m : t.also_evaluate) {
+    if (!fs::is_regular_file(p.dir + "/" + m + ".json", ec)) return false;
+  }
   try {
     return Json::parse(read_file(p.stamp)) == stamp;
   } catch (const std::exception&) {
@@ -289,7 +314,7 @@ Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const s
   const std::string what = t.name + " seed " + std::to_string(seed);
   if (!a.dry_run && finished(t, p, stamp)) {
     std::fprintf(stderr, "%s: finished earlier (%s)\n", what.c_str(), result_file(t, p).c_str());
-    return load_json_file(result_file(t, p));
+    return run_result(t, p);
   }
   const auto commands = run_commands(a, t, init, p, seed);
   if (a.dry_run) {
@@ -304,7 +329,7 @@ Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const s
     std::fprintf(stderr, "%s: %s (log: %s)\n", what.c_str(), fs::path(c[0]).filename().c_str(), p.log.c_str());
     run_app_logged(c, p.log, what);
   }
-  const Json result = load_json_file(result_file(t, p));
+  const Json result = run_result(t, p);
   save_json_file(p.stamp, stamp);
   std::fprintf(stderr, "%s: done in %.0f s\n", what.c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -60,8 +60,9 @@ TEST_CASE("first hour: --max-dev-examples and --max-eval-examples take the first
   // A corpus metric has no examples to count: an error that says what to do instead.
   r = run(eval + "--metric mlm-perplexity --max-eval-examples 5 --output " + (dir / "mlm.json"));
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::StartsWith("error: --max-eval-examples applies to the in-context metrics, bleu and those of "
-                                      "the finetuning tasks, not --metric mlm-perplexity (give a shorter --data file)"));
+  CHECK_THAT(r.out, Catch::StartsWith("error: --max-eval-examples applies to --metric bleu, multiple-choice, completion, "
+                                      "in-context, classification, token-classification, generation, not mlm-perplexity "
+                                      "(give a shorter --data file)"));
 }
 
 TEST_CASE("first hour: best/ and final/ carry no optimizer state, and --keep best keeps best/ alone and resumes",

@@ -113,6 +113,47 @@ expect_error "^error: .*/toy-run/final/config.json: model_type 'toy' comes from 
 "$bin/lmkit-info" --plugin "$toy" "$work/toy-run/final" >/dev/null || { echo "FAIL: lmkit-info --plugin toy"; exit 1; }
 echo "plugin: a toy family's checkpoint names its plugin"
 
+# The metric example: lmkit-evaluate --plugin runs it on a finetuned classifier, its ECE equals one computed
+# from the classification metric's own predictions, another metric's flag is refused, and lmkit-suite runs it.
+calibration="$work/calibration"
+cmake -S "$src/examples/calibration_plugin" -B "$calibration" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$calibration.log" 2>&1 && cmake --build "$calibration" >>"$calibration.log" 2>&1 || { tail -40 "$calibration.log"; exit 1; }
+cal_plugin="$calibration/liblmkit_calibration.so"
+classifier=(--init random --model "$prefix/share/lmkit/models/bert-tiny.json" --tokenizer "$work/shuffle-full/tokenizer.model"
+            --train "$data/train.tsv" --dev "$data/dev.tsv" --epochs 1 --batch-size 16 --max-length 32 --threads 1)
+OMP_NUM_THREADS=1 "$bin/lmkit-finetune" "${classifier[@]}" --output "$work/sst" >"$work/sst.log" 2>&1 || { tail -20 "$work/sst.log"; exit 1; }
+"$bin/lmkit-evaluate" --checkpoint "$work/sst/best" --data "$data/dev.tsv" --metric classification --threads 1 \
+  --predictions "$work/sst-predictions.tsv" --output "$work/sst-classification.json" >/dev/null
+"$bin/lmkit-evaluate" --plugin "$cal_plugin" --checkpoint "$work/sst/best" --data "$data/dev.tsv" --metric calibration --bins 10 \
+  --threads 1 --output "$work/sst-calibration.json" >/dev/null
+python3 - "$work/sst-predictions.tsv" "$work/sst-calibration.json" <<'PY' || { echo "FAIL: the calibration plugin's ECE"; exit 1; }
+import json, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+bins = [[0, 0.0, 0] for _ in range(10)]
+for _, label, predicted, probs in rows:
+    c = max(float(p) for p in probs.split(","))
+    b = bins[min(9, int(c * 10))]
+    b[0] += 1; b[1] += c; b[2] += label == predicted
+ece = sum(n / len(rows) * abs(right / n - conf / n) for n, conf, right in bins if n)
+got = json.load(open(sys.argv[2]))
+assert got["examples"] == len(rows) == 272 and abs(got["ece"] - ece) < 1e-4, (got["ece"], ece)
+PY
+expect_error "^error: --bins applies to --metric calibration, not classification$" "$bin/lmkit-evaluate" --plugin "$cal_plugin" \
+  --checkpoint "$work/sst/best" --data "$data/dev.tsv" --metric classification --bins 3 --output "$work/x.json"
+help="$("$bin/lmkit-evaluate" --plugin "$cal_plugin" --help)"
+grep -q "calibration: expected" <<<"$help" || { echo "FAIL: --help lacks the plugin's metric"; exit 1; }
+cat >"$work/cal-suite.json" <<JSON
+{"name": "cal", "defaults": {"epochs": 1, "batch_size": 16, "max_length": 32, "seeds": [1]},
+ "tasks": [{"name": "sst", "type": "classification", "train": "$data/train.tsv", "dev": "$data/dev.tsv",
+            "evaluate": "calibration", "metrics": ["accuracy", "calibration.ece"]}]}
+JSON
+OMP_NUM_THREADS=1 "$bin/lmkit-suite" --plugin "$cal_plugin" --suite "$work/cal-suite.json" --init random \
+  --model "$prefix/share/lmkit/models/bert-tiny.json" --tokenizer "$work/shuffle-full/tokenizer.model" --threads 1 \
+  --output "$work/cal-suite" >"$work/cal-suite.log" 2>&1 || { tail -20 "$work/cal-suite.log"; exit 1; }
+grep -q "| sst acc/calibration.ece |" "$work/cal-suite/results.md" && [ -f "$work/cal-suite/sst/seed-1/calibration.json" ] ||
+  { echo "FAIL: lmkit-suite did not run the plugin's metric"; cat "$work/cal-suite/results.md"; exit 1; }
+echo "plugin: the calibration metric's ECE equals the predictions', and lmkit-suite runs it"
+
 # add_subdirectory: lmkit's targets name no CMAKE_SOURCE_DIR, so it configures inside another project.
 parent="$work/parent" && mkdir -p "$parent"
 cat >"$parent/CMakeLists.txt" <<CMAKE

@@ -9,6 +9,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
 
 namespace lmkit::eval {
@@ -68,7 +69,7 @@ bool known_key(const std::string& key) {
 
 const std::set<std::string>& plain_keys() {
   static const std::set<std::string> keys = {"name", "label", "type", "train", "dev", "test", "data", "metrics", "seeds",
-                                             "description"};
+                                             "description", "evaluate"};
   return keys;
 }
 
@@ -125,7 +126,29 @@ void check_name(const std::string& name, const std::string& where) {
   check_input(ok, where + ".name '" + name + "' must be letters, digits, '_', '-' or '.' (it names the task's folder)");
 }
 
-std::vector<std::string> read_metrics(const Json& task, const tasks::SuiteType& info, const std::string& where) {
+// "evaluate": a registered metric's name or a list of them, other than the task's own.
+std::vector<std::string> read_also_evaluate(const Json& task, const std::string& own, const std::string& where) {
+  if (!task.contains("evaluate")) return {};
+  const Json& e = task["evaluate"];
+  std::vector<std::string> names;
+  if (e.is_string()) names.push_back(e.get<std::string>());
+  for (const auto& x : e.is_array() ? e : Json::array()) {
+    check_input(x.is_string(), where + ".evaluate must be a metric name or a list of them");
+    names.push_back(x.get<std::string>());
+  }
+  check_input(!names.empty(), where + ".evaluate must be a metric name or a non-empty list of them");
+  std::vector<std::string> known;
+  for (const auto& m : tasks::metrics()) known.push_back(m.name);
+  for (const auto& n : names) {
+    check_input(std::find(known.begin(), known.end(), n) != known.end(),
+                where + ".evaluate: '" + n + "' is not a metric (" + join_names(known, " or ") + "; a plugin's needs --plugin)");
+    check_input(n != own, where + ".evaluate: '" + n + "' is the task's own metric (its figures are in metrics)");
+  }
+  return names;
+}
+
+std::vector<std::string> read_metrics(const Json& task, const tasks::SuiteType& info, const std::string& where,
+                                      const std::vector<std::string>& also_evaluate) {
   if (!task.contains("metrics")) return info.default_metrics;
   const Json& m = task["metrics"];
   std::vector<std::string> metrics;
@@ -139,6 +162,11 @@ std::vector<std::string> read_metrics(const Json& task, const tasks::SuiteType& 
     throw InputError(where + ".metrics must be a metric name or a non-empty list of them");
   }
   for (const auto& x : metrics) {
+    const std::string metric = x.substr(0, x.find('.'));  // METRIC.FIGURE: a figure of an "evaluate" metric
+    if (x.find('.') != std::string::npos &&
+        std::find(also_evaluate.begin(), also_evaluate.end(), metric) != also_evaluate.end()) {
+      continue;
+    }
     check_input(std::find(info.metrics.begin(), info.metrics.end(), x) != info.metrics.end(),
                 where + ".metrics: '" + x + "' is not a figure of this task type (" + join_names(info.metrics, " or ") + ")");
   }
@@ -198,7 +226,9 @@ SuiteTask read_task(const Json& task, const Json& defaults, const std::string& w
   const tasks::SuiteType& info = type->second.type;
   t.task = type->second.task;
   t.percentages = info.percentages;
-  t.metrics = read_metrics(task, info, where);
+  t.also_evaluate = read_also_evaluate(task, t.finetuned() ? tasks::task(t.task).metric : "in-context", where);
+  check_input(t.also_evaluate.empty() || t.finetuned(), where + ".evaluate is for finetuned tasks (their checkpoint is measured)");
+  t.metrics = read_metrics(task, info, where, t.also_evaluate);
   t.seeds = task.contains("seeds") ? read_seeds(task["seeds"], where + ".seeds")
             : defaults.contains("seeds") ? read_seeds(defaults["seeds"], where.substr(0, where.rfind(": tasks[")) + ": defaults.seeds")
                                          : std::vector<int64_t>{1};
@@ -218,6 +248,7 @@ SuiteTask read_task(const Json& task, const Json& defaults, const std::string& w
   t.finetune_flags.insert(t.finetune_flags.end(), info.flags.begin(), info.flags.end());
   t.definition = {{"type", t.type}, {"metrics", t.metrics}, {"train", t.train}, {"dev", t.dev}, {"test", t.test},
                   {"data", t.data}, {"finetune_flags", t.finetune_flags}, {"evaluate_flags", t.evaluate_flags}};
+  if (!t.also_evaluate.empty()) t.definition["evaluate"] = t.also_evaluate;
   return t;
 }
 
@@ -311,6 +342,13 @@ Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const
   const double scale = task.percentages ? 1.0 : 100.0;
   Json metrics = Json::object();
   std::vector<double> scores(results.size(), 0.0);
+  // The score averages the task's own figures; an "evaluate" metric's (METRIC.FIGURE: a calibration
+  // error, lower is better) is shown beside them, unless it is all there is.
+  std::vector<std::string> scored;
+  for (const auto& m : task.metrics) {
+    if (m.find('.') == std::string::npos) scored.push_back(m);
+  }
+  if (scored.empty()) scored = task.metrics;
   for (const auto& m : task.metrics) {
     std::vector<double> values;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -320,7 +358,7 @@ Json task_figures(const SuiteTask& task, const std::vector<Json>& results, const
                   where + "'" + m + "' is undefined (null: a correlation over constant gold scores) and cannot be averaged");
       check_input(r.contains(m) && r[m].is_number(), where + "the result has no '" + m + "' figure");
       values.push_back(r[m].get<double>() * scale);
-      scores[i] += values.back() / static_cast<double>(task.metrics.size());
+      if (std::find(scored.begin(), scored.end(), m) != scored.end()) scores[i] += values.back() / static_cast<double>(scored.size());
     }
     metrics[m] = stats(values);
   }
@@ -398,7 +436,10 @@ const std::map<std::string, std::string>& short_names() {
 
 std::string heading(const SuiteTask& t) {
   std::string m;
-  for (const auto& x : t.metrics) m += (m.empty() ? "" : "/") + short_names().at(x);
+  for (const auto& x : t.metrics) {
+    const auto name = short_names().find(x);  // an "evaluate" metric's figure as it is named (calibration.ece)
+    m += (m.empty() ? "" : "/") + (name == short_names().end() ? x : name->second);
+  }
   return t.label + " " + m + (t.split() == "dev" ? "" : " (" + t.split() + ")");  // test, or K-shot
 }
 
@@ -467,8 +508,10 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
   }
   md += "\nFigures in %, mean ± sample sd over " + seed_list(seeds) + (fewer.empty() ? "" : " (" + fewer + ")") +
         " (a zero-shot in-context task runs once); the average is the mean of the task scores (a task's score is the mean "
-        "of its figures, as GLUE averages MRPC's F1 and accuracy); dev sets unless a test split is named; –: the task does "
-        "not apply to the model." +
+        "of its figures, as GLUE averages MRPC's F1 and accuracy" +
+        (std::any_of(suite.tasks.begin(), suite.tasks.end(), [](const SuiteTask& t) { return !t.also_evaluate.empty(); })
+             ? "; an \"evaluate\" metric's figure, METRIC.FIGURE, is shown, not averaged" : "") +
+        "); dev sets unless a test split is named; –: the task does not apply to the model." +
         (!difference.is_null() && !difference["same_tasks"].get<bool>()
              ? " *: the rows average different tasks; the difference is over the " +
                    std::to_string(difference["average_tasks"].size()) +

@@ -22,6 +22,9 @@ struct SuiteTask {
   std::string task;
   bool percentages = false;  ///< its figures are 0–100 already (BLEU), not fractions
   std::vector<std::string> metrics;  ///< reported figures; the task's score is their mean
+  /// Metrics of the registry run on the finetuned checkpoint besides the task's own ("evaluate":
+  /// a plugin's calibration), on the test set (or dev); their figures are METRIC.FIGURE.
+  std::vector<std::string> also_evaluate;
   std::vector<int64_t> seeds;
   std::string train, dev, test;      ///< resolved paths (test: optional; the figures are then the test set's)
   std::vector<std::string> data;     ///< in-context task files

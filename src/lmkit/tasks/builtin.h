@@ -1,6 +1,7 @@
-// lmkit's own finetuning tasks, registered first (task.cpp).
+// lmkit's own finetuning tasks (task.cpp) and metrics (metric.cpp), registered first.
 #pragma once
 
+#include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
 
 namespace lmkit::tasks {
@@ -11,5 +12,11 @@ TaskSpec classification_task();
 TaskSpec token_classification_task();
 /// Text-to-text generation (translation, summarisation, QA as text).
 TaskSpec text_to_text_task();
+
+/// lmkit-evaluate's own metrics (builtin_metrics.cpp): the corpus metrics (perplexity,
+/// mlm-perplexity, pseudo-perplexity, span, objective), bleu and the in-context three.
+std::vector<MetricSpec> builtin_metrics();
+/// The metric of finetuning task `task`: its evaluate, on the data as finetune.json records.
+Json run_task_metric(const MetricInputs& inputs, const std::string& task);
 
 }  // namespace lmkit::tasks

@@ -9,6 +9,7 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/models/family.h"
 #include "lmkit/tasks/builtin.h"
+#include "lmkit/tasks/metric.h"
 
 namespace lmkit::tasks {
 
@@ -39,6 +40,12 @@ void register_task(TaskSpec spec) {
               registering_source() + ": a task needs a name, a head, a metric and create");
   if (const TaskSpec* known = find(spec.name)) {
     throw InputError("task '" + spec.name + "' is registered twice: by " + known->source + " and by " + registering_source());
+  }
+  for (const auto& m : metrics()) {  // lmkit-evaluate's own and those registered
+    if (m.task.empty() && m.name == spec.metric) {
+      throw InputError("metric '" + spec.metric + "' is registered twice: by " + m.source + " and by " + registering_source() +
+                       " (task " + spec.name + ")");
+    }
   }
   if (const TaskSpec* known = task_with_metric(spec.metric)) {
     throw InputError("metric '" + spec.metric + "' is registered twice: by " + known->source + " (task " + known->name +
