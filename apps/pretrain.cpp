@@ -72,7 +72,9 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
       check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
       check_readable_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
     }
-    t.vocab_size = a.vocab_size, t.family = kind, t.output = tok_path;
+    t.vocab_size = a.vocab_size;
+    t.family = kind;
+    t.output = tok_path;
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
                  family.tokenizer_family.c_str(), a.train.c_str());
     tokenizer::Tokenizer::train(t);
@@ -118,12 +120,17 @@ std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretra
     dist::Group* group) {
   data::check_objective_tokenizer(objective, tok);
   data::ObjectiveInputs in;
-  in.tokenizer = &tok, in.seq_len = a.seq_len, in.masking.whole_word = a.whole_word;
-  in.masking.spans = a.span_masking, in.masking.span_p = a.span_p, in.masking.max_span = a.max_span;
+  in.tokenizer = &tok;
+  in.seq_len = a.seq_len;
+  in.masking.whole_word = a.whole_word;
+  in.masking.spans = a.span_masking;
+  in.masking.span_p = a.span_p;
+  in.masking.max_span = a.max_span;
   // A fixed seed for validation: the same masks at every evaluation and in every run.
   auto make = [&](const std::string& path, std::shared_ptr<const data::Corpus> corpus, uint64_t seed) {
     data::ObjectiveInputs i = in;
-    i.corpus = std::move(corpus), i.seed = seed;
+    i.corpus = std::move(corpus);
+    i.seed = seed;
     if (objective.parallel_text) i.source_file = side(path, a.source_lang), i.target_file = side(path, a.target_lang);
     return path.empty() ? nullptr : objective.dataset(i);
   };
@@ -146,12 +153,22 @@ std::string own_tokenizer(const Args& a, const std::string& tok_path) {
 train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group> group, bool accuracy) {
   train::TrainerOptions o;
   o.eval_accuracy = accuracy;
-  o.steps = a.steps, o.accumulation = a.accumulation, o.clip = a.clip, o.weight_decay = a.weight_decay, o.eps = a.adam_eps;
+  o.steps = a.steps;
+  o.accumulation = a.accumulation;
+  o.clip = a.clip;
+  o.weight_decay = a.weight_decay;
+  o.eps = a.adam_eps;
   o.schedule.schedule = train::parse_schedule(a.schedule);
   o.schedule.lr = a.lr;
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
-  o.eval_every = a.eval_every, o.eval_batches = a.eval_batches, o.save_every = a.save_every, o.keep_last = a.keep_last;
-  o.log_every = a.log_every, o.resume = a.resume, o.output = a.output, o.stop_at = a.stop_at;
+  o.eval_every = a.eval_every;
+  o.eval_batches = a.eval_batches;
+  o.save_every = a.save_every;
+  o.keep_last = a.keep_last;
+  o.log_every = a.log_every;
+  o.resume = a.resume;
+  o.output = a.output;
+  o.stop_at = a.stop_at;
   o.tensorboard = a.tensorboard.resolve(a.output);
   o.bf16 = a.dtype != "fp32";
   o.bf16_weights = a.dtype == "bf16-weights";
@@ -218,7 +235,10 @@ void run(const Args& a, const Json& resolved) {
   auto model = pretraining_model(a, config, config_name, family, objective, tok);
   const auto [train_set, valid_set] = pretraining_data(a, spec, tok, model->architecture(), group);
   data::LoaderOptions lo;
-  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = data::pad_id(tok), lo.prefetch = static_cast<int>(a.prefetch);
+  lo.batch_size = a.batch_size;
+  lo.seed = a.runtime.seed;
+  lo.pad_id = data::pad_id(tok);
+  lo.prefetch = static_cast<int>(a.prefetch);
   lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
   const train::TrainerOptions o = trainer_options(a, run.started.group, spec.num_classes > 0);
 

@@ -4,17 +4,9 @@
 // table of the results (Markdown and JSON), beside a baseline when one is given.
 // Finished runs are kept: a second call (after a kill, or with more tasks) runs only
 // what is missing.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <filesystem>
 #include <fstream>
@@ -22,12 +14,11 @@
 #include "lmkit/core/app.h"
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/file.h"
-#include "lmkit/eval/suite.h"
+#include "lmkit/tasks/suite.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/tasks/suite_process.h"
 #include "lmkit/tasks/task.h"
-
-extern char** environ;
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -66,13 +57,16 @@ Init make_init(const Args& a) {
     check_input(!a.checkpoint.empty(), "give --checkpoint DIR, or --init random with --model and --tokenizer");
     check_input(a.model.empty() && a.tokenizer.empty(), "--model and --tokenizer go with --init random");
     check_input(fs::is_regular_file(a.checkpoint + "/config.json"), a.checkpoint + ": not a checkpoint directory (no config.json)");
-    i.checkpoint = a.checkpoint, i.label = a.checkpoint;
+    i.checkpoint = a.checkpoint;
+    i.label = a.checkpoint;
     i.model_type = model_type_of(a.checkpoint + "/config.json");
   } else {
     check_input(a.init == "random", "--init takes 'random' (or give --checkpoint DIR)");
     check_input(a.checkpoint.empty(), "give --checkpoint or --init random, not both");
     check_input(!a.model.empty() && !a.tokenizer.empty(), "--init random needs --model PRESET.json and --tokenizer");
-    i.model = a.model, i.tokenizer = a.tokenizer, i.label = "random init";
+    i.model = a.model;
+    i.tokenizer = a.tokenizer;
+    i.label = "random init";
     i.model_type = model_type_of(a.model);
   }
   if (!a.name.empty()) i.label = a.name;
@@ -82,112 +76,18 @@ Init make_init(const Args& a) {
 // The random-init twin of a checkpoint: its config and tokenizer, no weights.
 Init random_twin(const Init& pretrained) {
   Init i;
-  i.model = pretrained.checkpoint + "/config.json", i.tokenizer = pretrained.checkpoint;
-  i.label = "random init (" + pretrained.model_type + ")", i.model_type = pretrained.model_type;
+  i.model = pretrained.checkpoint + "/config.json";
+  i.tokenizer = pretrained.checkpoint;
+  i.label = "random init (" + pretrained.model_type + ")";
+  i.model_type = pretrained.model_type;
   return i;
 }
 
 // Whether a task applies to a family: its head exists (in-context scoring needs a causal LM).
-bool applies(const eval::SuiteTask& t, const std::string& model_type) {
+bool applies(const tasks::SuiteTask& t, const std::string& model_type) {
   const models::Family& f = models::family(model_type);
   if (t.finetuned()) return !f.head(tasks::task(t.task).head).empty();
   return !f.head(models::kTextToTextHead).empty() && !f.encoder_decoder;
-}
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:+,") == std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string line;
-  for (const auto& x : argv) line += (line.empty() ? "" : " ") + shell_quote(x);
-  return line;
-}
-
-// The last "error: ..." line a failed app wrote to its log.
-std::string error_line(const std::string& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (line.rfind("error: ", 0) == 0) last = line.substr(7);
-  }
-  return last;
-}
-
-// SIGTERM/SIGINT to the suite: passed on to the running app (which checkpoints and exits),
-// then the suite stops with exit 3; a later call goes on where it stopped.
-std::atomic<int> stop_signal{0};
-std::atomic<pid_t> running_child{0};
-
-extern "C" void on_suite_stop(int sig) {
-  stop_signal = sig;
-  const pid_t child = running_child.load();
-  if (child > 0) ::kill(child, sig);
-}
-
-void catch_stop_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_suite_stop;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-}
-
-void stop_if_signalled(const std::string& what) {
-  if (const int sig = stop_signal.load()) {
-    throw Error(ExitCode::kInterrupted, std::string("lmkit-suite: stopped by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                                            " during " + what + "; call it again to go on (finished runs are kept)");
-  }
-}
-
-// Runs one app with stdout and stderr appended to `log`; an app's failure is the suite's, with its error line.
-void run_app_logged(std::vector<std::string> argv, const std::string& log, const std::string& what) {
-  // The suite's plugins go to every run it starts: a plugin's task or family is theirs too.
-  for (auto it = loaded_plugins().rbegin(); it != loaded_plugins().rend(); ++it) argv.insert(argv.begin() + 1, {"--plugin", *it});
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw RuntimeError(log + ": cannot write the log (" + std::strerror(errno) + ")");
-  const std::string header = "$ " + command_line(argv) + "\n";
-  if (::write(fd, header.data(), header.size()) < 0) std::perror(log.c_str());
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
-  std::vector<char*> args;
-  for (const auto& x : argv) args.push_back(const_cast<char*>(x.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  stop_if_signalled(what);
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fd);
-  if (rc != 0) throw RuntimeError(argv[0] + ": cannot start (" + std::strerror(rc) + ")");
-  running_child = pid;
-  if (stop_signal.load()) ::kill(pid, stop_signal.load());  // a signal between the spawn and the line above
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  running_child = 0;
-  stop_if_signalled(what);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  const std::string app = fs::path(argv[0]).filename().string();
-  if (WIFSIGNALED(status)) throw RuntimeError(what + ": " + app + " ended by signal " + std::to_string(WTERMSIG(status)) + " (log: " + log + ")");
-  const std::string why = error_line(log);
-  const std::string message = what + ": " + app + " failed" + (why.empty() ? "" : ": " + why) + " (log: " + log + ")";
-  throw WEXITSTATUS(status) == 2 ? InputError(message) : RuntimeError(message);
-}
-
-// The apps beside this one (build/bin/lmkit-finetune, lmkit-evaluate).
-std::string sibling(const std::string& name) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path app = (ec ? fs::path(".") : self.parent_path()) / name;
-  if (!fs::exists(app)) throw RuntimeError(app.string() + ": not found (lmkit-suite runs the apps built beside it)");
-  return app.string();
 }
 
 }  // namespace
@@ -214,9 +114,9 @@ std::vector<std::string> runtime_flags(const Args& a, int64_t seed) {
 void append(std::vector<std::string>& to, const std::vector<std::string>& more) { to.insert(to.end(), more.begin(), more.end()); }
 
 // The commands of one run: finetune (then evaluate on the test set), or the in-context evaluation.
-std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::SuiteTask& t, const Init& init, const RunPaths& p,
+std::vector<std::vector<std::string>> run_commands(const Args& a, const tasks::SuiteTask& t, const Init& init, const RunPaths& p,
                                                    int64_t seed) {
-  const std::string evaluate = sibling("lmkit-evaluate");
+  const std::string evaluate = tasks::sibling_app("lmkit-evaluate");
   if (!t.finetuned()) {
     std::vector<std::string> c = {evaluate, "--checkpoint", init.checkpoint, "--metric", "in-context", "--data", t.data[0],
                                   "--output", p.dir + "/result.json", "--predictions", p.dir + "/predictions.jsonl", "--overwrite"};
@@ -224,7 +124,7 @@ std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::Su
     return {c};
   }
   const tasks::TaskSpec& spec = tasks::task(t.task);
-  std::vector<std::string> f = {sibling("lmkit-finetune"), "--task", spec.name};
+  std::vector<std::string> f = {tasks::sibling_app("lmkit-finetune"), "--task", spec.name};
   append(f, init.flags()), append(f, t.finetune_flags);
   // A task run is started anew (--overwrite) when it did not finish, so it keeps only best/ (--keep best).
   append(f, {"--train", t.train, "--dev", t.dev, "--output", p.dir, "--overwrite", "--keep", "best", "--dtype", a.dtype});
@@ -247,12 +147,12 @@ std::vector<std::vector<std::string>> run_commands(const Args& a, const eval::Su
   return commands;
 }
 
-std::string result_file(const eval::SuiteTask& t, const RunPaths& p) {
+std::string result_file(const tasks::SuiteTask& t, const RunPaths& p) {
   return p.dir + (t.finetuned() && !t.test.empty() ? "/test.json" : "/result.json");
 }
 
 // A run's figures: its task's result, and each "evaluate" metric's as METRIC.FIGURE.
-Json run_result(const eval::SuiteTask& t, const RunPaths& p) {
+Json run_result(const tasks::SuiteTask& t, const RunPaths& p) {
   Json r = load_json_file(result_file(t, p));
   for (const auto& m : t.also_evaluate) {
     const Json more = load_json_file(p.dir + "/" + m + ".json");
@@ -283,7 +183,7 @@ std::string fingerprint(const std::string& path) {
 
 // What a finished run records: the task's definition, the start, the seed and dtype, and
 // the fingerprints of the weights and data it read. Another stamp: run it again.
-Json stamp_of(const Args& a, const eval::SuiteTask& t, const Init& init, int64_t seed) {
+Json stamp_of(const Args& a, const tasks::SuiteTask& t, const Init& init, int64_t seed) {
   Json inputs = Json::object();
   std::vector<std::string> files = {t.train, t.dev, t.test};
   files.insert(files.end(), t.data.begin(), t.data.end());
@@ -294,7 +194,7 @@ Json stamp_of(const Args& a, const eval::SuiteTask& t, const Init& init, int64_t
   return {{"task", t.definition}, {"init", init.json()}, {"seed", seed}, {"dtype", a.dtype}, {"inputs", inputs}};
 }
 
-bool finished(const eval::SuiteTask& t, const RunPaths& p, const Json& stamp) {
+bool finished(const tasks::SuiteTask& t, const RunPaths& p, const Json& stamp) {
   std::error_code ec;
   if (!fs::is_regular_file(p.stamp, ec) || !fs::is_regular_file(result_file(t, p), ec)) return false;
   for (const auto& m : t.also_evaluate) {
@@ -308,7 +208,7 @@ bool finished(const eval::SuiteTask& t, const RunPaths& p, const Json& stamp) {
 }
 
 // One seed of one task: its figures, from the finished run or a new one.
-Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const std::string& out, int64_t seed) {
+Json run_seed(const Args& a, const tasks::SuiteTask& t, const Init& init, const std::string& out, int64_t seed) {
   const RunPaths p = run_paths(out, t.name, seed);
   const Json stamp = stamp_of(a, t, init, seed);
   const std::string what = t.name + " seed " + std::to_string(seed);
@@ -318,7 +218,7 @@ Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const s
   }
   const auto commands = run_commands(a, t, init, p, seed);
   if (a.dry_run) {
-    for (const auto& c : commands) std::printf("%s\n", command_line(c).c_str());
+    for (const auto& c : commands) std::printf("%s\n", tasks::command_line(c).c_str());
     return Json();
   }
   std::error_code ec;
@@ -327,7 +227,7 @@ Json run_seed(const Args& a, const eval::SuiteTask& t, const Init& init, const s
   const auto start = std::chrono::steady_clock::now();
   for (const auto& c : commands) {
     std::fprintf(stderr, "%s: %s (log: %s)\n", what.c_str(), fs::path(c[0]).filename().c_str(), p.log.c_str());
-    run_app_logged(c, p.log, what);
+    tasks::run_app_logged(c, p.log, what);
   }
   const Json result = run_result(t, p);
   save_json_file(p.stamp, stamp);
@@ -354,14 +254,14 @@ void prepare_output(const std::string& out, const Init& init) {
   save_json_file(marker, {{"init", init.json()}});
 }
 
-void write_results(const std::string& out, const eval::Suite& suite, const std::vector<Json>& rows, const Json& difference) {
+void write_results(const std::string& out, const tasks::Suite& suite, const std::vector<Json>& rows, const Json& difference) {
   const Json j = {{"suite", suite.name}, {"suite_file", suite.path}, {"rows", rows}, {"difference", difference}};
   save_json_file(out + "/results.json", j);
-  write_file_atomic(out + "/results.md", "# " + suite.name + "\n\n" + eval::suite_markdown(suite, rows, difference));
+  write_file_atomic(out + "/results.md", "# " + suite.name + "\n\n" + tasks::suite_markdown(suite, rows, difference));
 }
 
 // Every task of the suite from one start; its row of the table (null on --dry-run).
-Json run_suite(const Args& a, const eval::Suite& suite, const Init& init, const std::string& out) {
+Json run_suite(const Args& a, const tasks::Suite& suite, const Init& init, const std::string& out) {
   std::unique_ptr<RunLock> lock;
   if (!a.dry_run) prepare_output(out, init), lock = std::make_unique<RunLock>(out);
   Json tasks = Json::object();
@@ -376,10 +276,10 @@ Json run_suite(const Args& a, const eval::Suite& suite, const Init& init, const 
     }
     std::vector<Json> results;
     for (int64_t seed : t.run_seeds()) results.push_back(run_seed(a, t, init, out, seed));
-    if (!a.dry_run) tasks[t.name] = eval::task_figures(t, results, t.run_seeds());
+    if (!a.dry_run) tasks[t.name] = tasks::task_figures(t, results, t.run_seeds());
   }
   if (a.dry_run) return Json();
-  Json row = eval::suite_row(suite, init.label, init.json(), tasks);
+  Json row = tasks::suite_row(suite, init.label, init.json(), tasks);
   write_results(out, suite, {row}, Json());
   return row;
 }
@@ -389,7 +289,7 @@ Json run_suite(const Args& a, const eval::Suite& suite, const Init& init, const 
 namespace {
 
 // Every data file exists before hours of runs begin (parallel text-to-text files are PREFIX.LANG).
-void check_task_files(const eval::Suite& suite) {
+void check_task_files(const tasks::Suite& suite) {
   for (const auto& t : suite.tasks) {
     const bool parallel = std::find(t.finetune_flags.begin(), t.finetune_flags.end(), "--source-lang") != t.finetune_flags.end();
     for (const auto& f : {t.train, t.dev, t.test}) {
@@ -403,7 +303,7 @@ void check_task_files(const eval::Suite& suite) {
 }
 
 // A finished suite run's row: --baseline DIR.
-Json read_baseline(const std::string& dir, const eval::Suite& suite) {
+Json read_baseline(const std::string& dir, const tasks::Suite& suite) {
   const std::string file = dir + "/results.json";
   check_input(fs::is_regular_file(file), "--baseline " + dir + ": no results.json (give a finished lmkit-suite --output, or 'random')");
   const Json j = load_json_file(file);
@@ -413,7 +313,7 @@ Json read_baseline(const std::string& dir, const eval::Suite& suite) {
 }
 
 // --collect: the rows of finished suite runs in one table (a row in two of them, e.g. a shared baseline, once).
-void collect(const Args& a, const eval::Suite& suite) {
+void collect(const Args& a, const tasks::Suite& suite) {
   std::vector<Json> rows;
   std::vector<std::string> from;  // the directory each row came from
   for (const auto& dir : a.collect) {
@@ -437,7 +337,7 @@ void collect(const Args& a, const eval::Suite& suite) {
                                                      "' with other figures: collect one of them, or run its seeds into one --output");
     }
   }
-  std::printf("%s", eval::suite_markdown(suite, rows, Json()).c_str());
+  std::printf("%s", tasks::suite_markdown(suite, rows, Json()).c_str());
 }
 
 // The suite file: --suite, or for --collect the one the first run directory's results.json names.
@@ -455,8 +355,8 @@ std::string suite_file(const Args& a) {
 
 void run(const Args& a) {
   const std::string file = suite_file(a);
-  eval::Suite suite = eval::read_suite(file, a.data_root.empty() ? fs::path(file).parent_path().string() : a.data_root);
-  eval::select_tasks(suite, a.tasks);
+  tasks::Suite suite = tasks::read_suite(file, a.data_root.empty() ? fs::path(file).parent_path().string() : a.data_root);
+  tasks::select_tasks(suite, a.tasks);
   if (!a.collect.empty()) {
     check_input(a.checkpoint.empty() && a.init.empty() && a.output.empty() && a.baseline.empty(),
                 "--collect makes a table of finished runs: no --checkpoint, --init, --output or --baseline");
@@ -480,9 +380,9 @@ void run(const Args& a) {
   if (random_baseline) rows.push_back(run_suite(a, suite, random_twin(init), a.output + "/random"));
   if (a.dry_run) return;
   if (!baseline_row.is_null()) rows.push_back(baseline_row);
-  const Json difference = rows.size() > 1 ? eval::row_difference(rows[0], rows[1]) : Json();
+  const Json difference = rows.size() > 1 ? tasks::row_difference(rows[0], rows[1]) : Json();
   write_results(a.output, suite, rows, difference);
-  std::printf("%s", eval::suite_markdown(suite, rows, difference).c_str());
+  std::printf("%s", tasks::suite_markdown(suite, rows, difference).c_str());
   std::printf("\nresults: %s/results.md, %s/results.json\n", a.output.c_str(), a.output.c_str());
 }
 
@@ -517,7 +417,7 @@ int main(int argc, char** argv) {
   app.add_option("--collect", a.collect, "print one table of these finished suite runs (comma-separated --output "
                  "directories), run nothing")->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   return run_app(app, argc, argv, [&] {
-    catch_stop_signals();
+    tasks::catch_stop_signals();
     run(a);
   });
 }

@@ -274,14 +274,23 @@ struct InspectCommand {
     auto corpus = std::make_shared<const data::Corpus>(corpus_path);
     corpus->check_tokenizer(tok);
     data::MaskingOptions masking;
-    masking.whole_word = whole_word, masking.spans = span_masking;
+    masking.whole_word = whole_word;
+    masking.spans = span_masking;
     const data::ObjectiveSpec& obj = data::objective(objective);
     check_input(!obj.parallel_text, "objective " + objective + " reads parallel text, not a corpus");
     data::check_objective_tokenizer(obj, tok);
     data::ObjectiveInputs in;
-    in.corpus = corpus, in.tokenizer = &tok, in.seq_len = seq_len, in.seed = seed, in.masking = masking;
+    in.corpus = corpus;
+    in.tokenizer = &tok;
+    in.seq_len = seq_len;
+    in.seed = seed;
+    in.masking = masking;
     data::LoaderOptions lo;
-    lo.batch_size = batch_size, lo.seed = seed, lo.pad_id = data::pad_id(tok), lo.pad_to = seq_len, lo.prefetch = 0;
+    lo.batch_size = batch_size;
+    lo.seed = seed;
+    lo.pad_id = data::pad_id(tok);
+    lo.pad_to = seq_len;
+    lo.prefetch = 0;
     data::Loader loader(obj.dataset(in), lo);
     std::vector<Batch> all;
     for (int64_t k = 0; k < batches; ++k) {

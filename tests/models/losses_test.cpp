@@ -2,6 +2,8 @@
 // cross_entropy: loss and every gradient, across chunk boundaries.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -48,7 +50,9 @@ TEST_CASE("losses: the chunked LM-head cross-entropy equals full logits + cross_
         INFO("bias " << with_bias << " smoothing " << smoothing << " chunk " << chunk);
         CHECK(chunked.item<double>() == Approx(full.item<double>()).epsilon(1e-12));
         auto a = grads(full * 3.0, c), b = grads(chunked * 3.0, c);  // backward scales by the incoming gradient
-        for (size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i], b[i]) < 1e-12);
+        // float64; 1e-12 held alone, but under ctest -j2's load the GEMMs' reduction order changes
+        // with the threads they get, and 2e-10 was seen (of gradients near 0.1): 1e-9 of scale.
+        for (size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i], b[i]) < 1e-9 * std::max(1.0, a[i].abs().max().item<double>()));
       }
     }
   }

@@ -3,7 +3,9 @@
 
 1. no function in src/ or apps/ is longer than 60 lines (its braces included);
 2. no file outside src/lmkit/models/ names a model family in a string literal
-   (logic or help text): what a family is, is the family's to say (models::Family).
+   (logic or help text): what a family is, is the family's to say (models::Family);
+3. the layers hold: a folder of src/lmkit/ includes only the folders below it (LAYERS);
+4. a struct is filled one field a line: no `a.x = 1, a.y = 2;` (comma-chained assignments).
 
 Usage: check_structure.py SOURCE_DIR. Prints each violation as FILE:LINE: what, and
 exits 1 when there is one.
@@ -18,6 +20,21 @@ FAMILY = re.compile(r"\b(bert|roberta|spanbert|electra|gpt|gpt2|gpt-2|t5|llama|b
 # default kind); hf_json.cpp reads HF tokenizer.json type names ("BertProcessing").
 FAMILY_EXEMPT = ("src/lmkit/models/", "src/lmkit/tokenizer/families.cpp", "src/lmkit/tokenizer/tokenizer.h",
                  "src/lmkit/tokenizer/hf_json.cpp")
+# Each folder of src/lmkit/ and the folders it may include (docs/architecture.md, "Layers").
+LAYERS = {
+    "core": set(),
+    "nn": {"core"},
+    "io": {"core"},
+    "dist": {"core"},
+    "tokenizer": {"core"},
+    "models": {"core", "nn", "io"},
+    "data": {"core", "tokenizer", "io", "dist"},
+    "eval": {"core", "nn", "io", "dist", "tokenizer", "models", "data"},
+    "train": {"core", "nn", "io", "dist", "tokenizer", "models", "data", "eval"},
+    "tasks": {"core", "nn", "io", "dist", "tokenizer", "models", "data", "eval", "train"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"lmkit/(\w+)/', re.M)
+CHAINED = re.compile(r"^\s+\w+(\.\w+)+ = [^;\n]*, \w+(\.\w+)+ = ", re.M)
 SCOPE = re.compile(r'\b(namespace|class|struct|union|enum)\b|extern\s*"C"')
 FUNCTION_END = re.compile(r"\)\s*(const|override|final|noexcept|mutable|->\s*[\w:<>,\s*&]+|\s)*$")
 
@@ -88,6 +105,11 @@ def long_functions(code):
     return found
 
 
+def code_with_includes(path):
+    """The file with comments removed but string literals kept (the include paths)."""
+    return re.sub(r"//[^\n]*", "", open(path, encoding="utf-8").read())
+
+
 def main(root):
     problems = []
     for top in ("src", "apps"):
@@ -98,6 +120,15 @@ def main(root):
                 path = os.path.join(folder, name)
                 rel = os.path.relpath(path, root)
                 code, literals = strip(open(path, encoding="utf-8").read())
+                parts = rel.split(os.sep)
+                if len(parts) > 3 and parts[:2] == ["src", "lmkit"] and parts[2] in LAYERS:
+                    for m in INCLUDE.finditer(code_with_includes(path)):
+                        if m.group(1) != parts[2] and m.group(1) in LAYERS and m.group(1) not in LAYERS[parts[2]]:
+                            line = code_with_includes(path)[:m.start()].count("\n") + 1
+                            problems.append(f"{rel}:{line}: {parts[2]}/ includes {m.group(1)}/, a layer above it")
+                for m in CHAINED.finditer(code):
+                    line = code[:m.start()].count("\n") + 1
+                    problems.append(f"{rel}:{line}: fields set in one line, comma-chained (one a line)")
                 for first, lines, signature in long_functions(code):
                     problems.append(f"{rel}:{first}: a function of {lines} lines (at most {MAX_LINES}): {signature[:80]}")
                 if rel.startswith(FAMILY_EXEMPT):

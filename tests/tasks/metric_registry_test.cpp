@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "lmkit/core/error.h"
-#include "lmkit/eval/suite.h"
+#include "lmkit/tasks/suite.h"
 #include "lmkit/models/family.h"
 #include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
@@ -35,7 +35,7 @@ std::vector<std::string> metric_registry_names() {
 
 }  // namespace
 
-TEST_CASE("metrics: lmkit's own, each task's, then one of user code; a name taken twice is refused", "[tasks][metrics]") {
+TEST_CASE("metrics: lmkit's own, each task's, then one of user code, and a name taken twice refused", "[tasks][metrics]") {
   const std::vector<std::string> builtin = {"perplexity", "mlm-perplexity", "pseudo-perplexity", "span", "objective", "bleu",
                                             "multiple-choice", "completion", "in-context", "classification",
                                             "token-classification", "generation"};
@@ -88,15 +88,15 @@ TEST_CASE("metrics: a suite task also runs a registered metric, and names its fi
   test::TempDir dir;
   auto suite = [&](const std::string& task) {
     std::ofstream(dir / "s.json") << R"({"name": "x", "tasks": [)" + task + "]}";
-    return eval::read_suite(dir / "s.json", "/data");
+    return tasks::read_suite(dir / "s.json", "/data");
   };
-  const eval::Suite s = suite(R"({"name": "sst", "type": "classification", "train": "t", "dev": "d", "evaluate": "cal",
+  const tasks::Suite s = suite(R"({"name": "sst", "type": "classification", "train": "t", "dev": "d", "evaluate": "cal",
                                   "metrics": ["accuracy", "cal.files"]})");
   CHECK(s.tasks[0].also_evaluate == std::vector<std::string>{"cal"});
   CHECK(s.tasks[0].metrics == std::vector<std::string>{"accuracy", "cal.files"});
   CHECK(s.tasks[0].definition["evaluate"] == Json::array({"cal"}));
   // Its figures are shown, not averaged into the task's score.
-  const Json figures = eval::task_figures(s.tasks[0], {Json{{"accuracy", 0.5}, {"cal.files", 0.25}}}, {1});
+  const Json figures = tasks::task_figures(s.tasks[0], {Json{{"accuracy", 0.5}, {"cal.files", 0.25}}}, {1});
   CHECK(figures["score"]["mean"].get<double>() == Approx(50.0));
   CHECK(figures["metrics"]["cal.files"]["mean"].get<double>() == Approx(25.0));
   CHECK_THROWS_WITH(suite(R"({"name": "a", "type": "classification", "train": "t", "dev": "d", "evaluate": "ece"})"),

@@ -21,8 +21,9 @@ struct Batch {
   at::Tensor decoder_input_ids;       ///< (B, S) decoder inputs (seq2seq)
   at::Tensor decoder_attention_mask;  ///< (B, S)
   /// Inputs beyond the fields above, by name: an objective's own kind of label, which
-  /// the objective makes and the model that reads it declares (models/inputs.h: NSP's
-  /// "next_sentence_label", (B) int64). A model refuses a name it does not read.
+  /// the objective makes and the model that reads it checks for (kNextSentenceLabel
+  /// below; a plugin's objective and family agree on their own). A model refuses a name
+  /// it does not read.
   std::map<std::string, at::Tensor> extra;
 
   /// The extra input `name`; undefined when absent.
@@ -32,6 +33,11 @@ struct Batch {
   /// Number of real (non-padding) input tokens, for tokens/s.
   int64_t num_tokens() const;
 };
+
+/// Next-sentence prediction's labels in Batch::extra: (B) int64, 0 = segment B follows A,
+/// 1 = B is random (HF's name). Named here, where data/ (the objective that makes them)
+/// and models/ (BERT, which reads them) meet without knowing each other.
+inline constexpr const char* kNextSentenceLabel = "next_sentence_label";
 
 /// One term of a model's loss (BERT's "mlm" and "nsp", SpanBERT's "sbo"): its mean
 /// over its targets and their number. The trainer weights each term by its share of

@@ -195,14 +195,16 @@ MappedFile::~MappedFile() {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
-  other.data_ = nullptr, other.size_ = 0;
+  other.data_ = nullptr;
+  other.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     if (data_) ::munmap(data_, size_);
     data_ = other.data_, size_ = other.size_;
-    other.data_ = nullptr, other.size_ = 0;
+    other.data_ = nullptr;
+    other.size_ = 0;
   }
   return *this;
 }

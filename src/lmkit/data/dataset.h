@@ -19,7 +19,7 @@ struct Example {
   std::vector<int32_t> labels;             ///< token targets, -100 = ignored (same length as the targets)
   std::vector<int32_t> decoder_input_ids;  ///< when not derived from labels by the model
   /// An objective's own per-example labels by name, collated into Batch::extra as (B)
-  /// int64 (NSP's models::kNextSentenceLabel). Every example of a batch has the same names.
+  /// int64 (NSP's kNextSentenceLabel, core/batch.h). Every example of a batch has the same names.
   std::vector<std::pair<std::string, int64_t>> row_labels;
   int64_t class_label = -1;                ///< classification
   double target = std::numeric_limits<double>::quiet_NaN();  ///< regression

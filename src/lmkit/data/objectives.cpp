@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "lmkit/core/error.h"
-#include "lmkit/models/inputs.h"
 
 namespace lmkit::data {
 
@@ -174,7 +173,7 @@ Example NextSentenceDataset::get(int64_t index, int64_t epoch) const {
   e.input_ids.insert(e.input_ids.end(), b.begin() + static_cast<std::ptrdiff_t>(b_lo), b.begin() + static_cast<std::ptrdiff_t>(b_hi));
   e.input_ids.push_back(s.sep);
   e.token_type_ids.resize(e.input_ids.size(), 1);
-  e.row_labels = {{models::kNextSentenceLabel, p.random_next ? 1 : 0}};
+  e.row_labels = {{kNextSentenceLabel, p.random_next ? 1 : 0}};
   e.labels = apply_mlm(e.input_ids, tok_, masking_, rng);
   return e;
 }

@@ -6,7 +6,6 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/tasks.h"
-#include "lmkit/models/inputs.h"
 
 namespace lmkit::data {
 
@@ -46,7 +45,8 @@ const tokenizer::Tokenizer& tokenizer_of(const ObjectiveInputs& in) {
 
 ObjectiveSpec spec(const std::string& name, const std::string& summary) {
   ObjectiveSpec o;
-  o.name = name, o.summary = summary;
+  o.name = name;
+  o.summary = summary;
   return o;
 }
 
@@ -74,7 +74,7 @@ ObjectiveSpec nsp_objective() {
     Batch batch = random_inputs(b, t, vocab);
     batch.labels = random_mlm_labels(b, t, vocab);
     batch.token_type_ids = at::cat({at::zeros({b, t / 2}, at::kLong), at::ones({b, t - t / 2}, at::kLong)}, 1);
-    batch.extra[models::kNextSentenceLabel] = at::randint(0, 2, {b}, at::kLong);
+    batch.extra[kNextSentenceLabel] = at::randint(0, 2, {b}, at::kLong);
     return batch;
   };
   return nsp;
@@ -124,7 +124,8 @@ ObjectiveSpec clm_objective() {
 
 ObjectiveSpec seq2seq_objective() {
   ObjectiveSpec seq2seq = spec("seq2seq", "translation on line-aligned parallel text (Vaswani et al. 2017)");
-  seq2seq.parallel_text = true, seq2seq.separate_targets = true;
+  seq2seq.parallel_text = true;
+  seq2seq.separate_targets = true;
   seq2seq.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     return std::make_shared<Seq2SeqDataset>(in.source_file, in.target_file, tokenizer_of(in), in.seq_len, in.seq_len);
   };

@@ -99,7 +99,9 @@ std::vector<TextPair> read_parallel_files(const std::string& source_file, const 
 Seq2SeqDataset::Seq2SeqDataset(const std::string& source_file, const std::string& target_file,
                                const tokenizer::Tokenizer& tok, int64_t max_source_length, int64_t max_target_length) {
   Seq2SeqOptions o;
-  o.max_source_length = max_source_length, o.max_target_length = max_target_length, o.require_targets = false;
+  o.max_source_length = max_source_length;
+  o.max_target_length = max_target_length;
+  o.require_targets = false;
   const int32_t eos = tok.specials().eos >= 0 ? tok.specials().eos : tok.specials().sep;
   for (const auto& pair : read_parallel_files(source_file, target_file)) add(pair, tok, o, eos, {});
 }
@@ -253,7 +255,9 @@ std::vector<TextPair> read_text_pairs(const std::string& path, const PairSpec& s
     return read_parallel_files(path + "." + spec.source_lang, path + "." + spec.target_lang);
   }
   ColumnSpec columns;
-  columns.text = spec.source, columns.label = spec.target, columns.format = spec.format;
+  columns.text = spec.source;
+  columns.label = spec.target;
+  columns.format = spec.format;
   std::vector<TextPair> pairs;
   for (auto& row : read_labelled_rows(path, columns)) pairs.push_back({std::move(row.text), std::move(row.label), row.line});
   return pairs;

@@ -79,7 +79,8 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
     const std::string where = path + ":" + std::to_string(i + 1);
     const Json j = parse_json(lines[i], where, /*with_line=*/false);
     TaggedSentence s;
-    s.words = string_list(j, f.tokens_field, where), s.tags = string_list(j, f.tags_field, where, &f.label_names);
+    s.words = string_list(j, f.tokens_field, where);
+    s.tags = string_list(j, f.tags_field, where, &f.label_names);
     s.line = static_cast<int64_t>(i + 1);
     if (s.words.size() != s.tags.size()) {
       throw InputError(where + ": " + std::to_string(s.words.size()) + " " + f.tokens_field + " but " +
@@ -185,7 +186,8 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
     // Windows of whole words, each as long as the budget allows.
     for (size_t first = 0; first < pieces.size();) {
       WordWindow window;
-      window.sentence = static_cast<int64_t>(si), window.first_word = static_cast<int64_t>(first);
+      window.sentence = static_cast<int64_t>(si);
+      window.first_word = static_cast<int64_t>(first);
       std::vector<int32_t> ids;
       std::vector<int32_t> labels;
       size_t w = first;

@@ -12,10 +12,46 @@
 
 namespace lmkit::eval {
 
+namespace {
+
+// Regression: MSE, Pearson and Spearman (null for constant gold scores); classification:
+// accuracy, macro-F1, MCC, and a two-label task's F1 as GLUE reports it.
+Json figures(const Predictions& p, int64_t num_labels) {
+  Json r = Json::object();
+  if (!p.values.empty()) {
+    double mse = 0;
+    for (size_t i = 0; i < p.values.size(); ++i) mse += (p.values[i] - p.targets[i]) * (p.values[i] - p.targets[i]);
+    r["mse"] = mse / static_cast<double>(p.values.size());
+    // Constant gold scores have no correlation to report (scipy gives NaN): null, said on stderr.
+    const bool constant = std::all_of(p.targets.begin(), p.targets.end(), [&](double t) { return t == p.targets.front(); });
+    if (constant) {
+      std::fprintf(stderr, "warning: every gold score is %g: Pearson and Spearman are undefined (null)\n", p.targets.front());
+      r["pearson"] = nullptr, r["spearman"] = nullptr;
+    } else {
+      r["pearson"] = pearson(p.values, p.targets);
+      r["spearman"] = spearman(p.values, p.targets);
+    }
+  } else {
+    const auto s = classification_scores(p.labels, p.predicted);
+    r["accuracy"] = s.accuracy;
+    r["macro_f1"] = s.macro_f1;
+    r["mcc"] = s.mcc;
+    // A two-label task's F1 as GLUE reports it (MRPC): of label id 1, the second label in sorted order.
+    if (num_labels == 2) r["f1"] = s.positive_f1;
+  }
+  return r;
+}
+
+}  // namespace
+
 Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Dataset> dataset, int64_t batch_size,
                          int32_t pad_id, c10::Device device, Predictions* out) {
   data::LoaderOptions lo;
-  lo.batch_size = batch_size, lo.shuffle = false, lo.drop_last = false, lo.pad_id = pad_id, lo.prefetch = 1;
+  lo.batch_size = batch_size;
+  lo.shuffle = false;
+  lo.drop_last = false;
+  lo.pad_id = pad_id;
+  lo.prefetch = 1;
   data::Loader loader(std::move(dataset), lo);
   const int64_t n = loader.batches_per_epoch(0);
   nn::EvalMode eval_mode(model);
@@ -48,28 +84,9 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
       }
     }
   }
-  Json r = {{"loss", loss_sum / static_cast<double>(std::max<int64_t>(examples, 1))}, {"examples", examples}};
-  if (!p.values.empty()) {
-    double mse = 0;
-    for (size_t i = 0; i < p.values.size(); ++i) mse += (p.values[i] - p.targets[i]) * (p.values[i] - p.targets[i]);
-    r["mse"] = mse / static_cast<double>(p.values.size());
-    // Constant gold scores have no correlation to report (scipy gives NaN): null, said on stderr.
-    const bool constant = std::all_of(p.targets.begin(), p.targets.end(), [&](double t) { return t == p.targets.front(); });
-    if (constant) {
-      std::fprintf(stderr, "warning: every gold score is %g: Pearson and Spearman are undefined (null)\n", p.targets.front());
-      r["pearson"] = nullptr, r["spearman"] = nullptr;
-    } else {
-      r["pearson"] = pearson(p.values, p.targets);
-      r["spearman"] = spearman(p.values, p.targets);
-    }
-  } else {
-    const auto s = classification_scores(p.labels, p.predicted);
-    r["accuracy"] = s.accuracy;
-    r["macro_f1"] = s.macro_f1;
-    r["mcc"] = s.mcc;
-    // A two-label task's F1 as GLUE reports it (MRPC): of label id 1, the second label in sorted order.
-    if (num_labels == 2) r["f1"] = s.positive_f1;
-  }
+  Json r = figures(p, num_labels);
+  r["loss"] = loss_sum / static_cast<double>(std::max<int64_t>(examples, 1));
+  r["examples"] = examples;
   if (out) *out = std::move(p);
   return r;
 }

@@ -379,7 +379,8 @@ std::vector<Request> build_requests(const tokenizer::Tokenizer& tok, const IclTa
       const std::string& context = e.contexts[e.contexts.size() > 1 ? p : 0];
       const std::string& continuation = e.continuations[e.continuations.size() > 1 ? p : 0];
       Request r = encode_pair(tok, prefix + context, o.delimiter + continuation, prefix_id);
-      r.example = i, r.pair = p;
+      r.example = i;
+      r.pair = p;
       requests.push_back(std::move(r));
     }
   }

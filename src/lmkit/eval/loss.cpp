@@ -120,7 +120,8 @@ struct Tally {
 
 Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> dataset, data::LoaderOptions lo,
                    c10::Device device, int64_t max_batches, dist::Group* group, bool accuracy) {
-  lo.shuffle = false, lo.drop_last = false;
+  lo.shuffle = false;
+  lo.drop_last = false;
   lo = data::sharded(lo, group);
   data::Loader loader(std::move(dataset), lo);  // epoch 0 every time: the same masks at every evaluation
   const int64_t n = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch(0)) : loader.batches_per_epoch(0);

@@ -311,7 +311,8 @@ RougeScore rouge_n(const std::vector<std::string>& target, const std::vector<std
   const Counts t = ngrams(target, nt), p = ngrams(prediction, np);
   const double overlap = clipped_overlap(t, p);
   RougeScore s;
-  s.precision = overlap / std::max(np, 1.0), s.recall = overlap / std::max(nt, 1.0);
+  s.precision = overlap / std::max(np, 1.0);
+  s.recall = overlap / std::max(nt, 1.0);
   s.fmeasure = f_measure(s.precision, s.recall);
   return s;
 }
@@ -327,7 +328,8 @@ RougeScore rouge_l(const std::vector<std::string>& target, const std::vector<std
     std::swap(row, prev);
   }
   const auto lcs = static_cast<double>(prev[prediction.size()]);
-  s.precision = lcs / static_cast<double>(prediction.size()), s.recall = lcs / static_cast<double>(target.size());
+  s.precision = lcs / static_cast<double>(prediction.size());
+  s.recall = lcs / static_cast<double>(target.size());
   s.fmeasure = f_measure(s.precision, s.recall);
   return s;
 }

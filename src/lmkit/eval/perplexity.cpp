@@ -118,7 +118,9 @@ Json masked_lm_perplexity(models::Model& model, std::shared_ptr<const data::Corp
                           const tokenizer::Tokenizer& tok, int64_t seq_len, int64_t batch_size, c10::Device device) {
   auto ds = std::make_shared<data::MaskedLmDataset>(corpus, tok, seq_len, data::MaskingOptions{}, 0);
   data::LoaderOptions lo;
-  lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
+  lo.batch_size = batch_size;
+  lo.pad_id = tok.specials().pad;
+  lo.prefetch = 1;
   Json r = evaluate_loss(model, ds, lo, device);
   // The first loss term's (the masked LM's; a pre-training head's other terms are left out).
   const double perplexity = r["perplexity"].get<double>();
@@ -182,7 +184,9 @@ Json span_perplexity(models::Model& model, std::shared_ptr<const data::Corpus> c
                      int64_t input_length, int64_t batch_size, c10::Device device) {
   auto ds = std::make_shared<data::SpanCorruptionDataset>(corpus, tok, input_length, 0);
   data::LoaderOptions lo;
-  lo.batch_size = batch_size, lo.pad_id = tok.specials().pad, lo.prefetch = 1;
+  lo.batch_size = batch_size;
+  lo.pad_id = tok.specials().pad;
+  lo.prefetch = 1;
   Json r = evaluate_loss(model, ds, lo, device);
   return {{"loss", r["loss"]}, {"perplexity", r["perplexity"]}, {"tokens", r["targets"]}};
 }

@@ -101,7 +101,11 @@ Json evaluate_token_classifier(models::Model& model, const data::TokenClassifica
   std::vector<std::vector<std::string>> gold, pred;
   for (const auto& s : sentences) gold.push_back(s.tags), pred.emplace_back(s.words.size());
   data::LoaderOptions lo;
-  lo.batch_size = batch_size, lo.shuffle = false, lo.drop_last = false, lo.pad_id = pad_id, lo.prefetch = 1;
+  lo.batch_size = batch_size;
+  lo.shuffle = false;
+  lo.drop_last = false;
+  lo.pad_id = pad_id;
+  lo.prefetch = 1;
   // The loader reads the dataset through a shared pointer; this one outlives it.
   data::Loader loader(std::shared_ptr<const data::Dataset>(&dataset, [](const data::Dataset*) {}), lo);
   const int64_t n = loader.batches_per_epoch(0);

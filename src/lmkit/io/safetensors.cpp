@@ -100,7 +100,8 @@ Entry parse_entry(const std::string& key, const nlohmann::json& entry, uint64_t 
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
     throw bad(where + ": data_offsets must be two non-negative integers");
   }
-  e.begin = offsets[0].get<uint64_t>(), e.end = offsets[1].get<uint64_t>();
+  e.begin = offsets[0].get<uint64_t>();
+  e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end) throw bad(where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ") is reversed");
   const uint64_t bytes = numel * c10::elementSize(info->type);
   if (bytes != e.end - e.begin) {

@@ -6,7 +6,6 @@
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
-#include "lmkit/models/inputs.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/dropout.h"
@@ -296,9 +295,12 @@ double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t
 
 SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
   SpanBoundaryOptions o;
-  o.hidden_size = c.hidden_size, o.vocab_size = c.vocab_size;
-  o.max_targets = c.span_boundary_max_targets, o.position_size = c.span_boundary_position_size;
-  o.activation = nn::parse_activation(c.hidden_act), o.norm_eps = c.layer_norm_eps;
+  o.hidden_size = c.hidden_size;
+  o.vocab_size = c.vocab_size;
+  o.max_targets = c.span_boundary_max_targets;
+  o.position_size = c.span_boundary_position_size;
+  o.activation = nn::parse_activation(c.hidden_act);
+  o.norm_eps = c.layer_norm_eps;
   return o;
 }
 

@@ -83,7 +83,9 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const
   c.model_type = model_type;
   const bool mistral = model_type == "mistral";
   if (mistral) {  // MistralConfig's defaults (Mistral-7B-v0.1)
-    c.intermediate_size = 14336, c.num_key_value_heads = 8, c.max_position_embeddings = 4096 * 32;
+    c.intermediate_size = 14336;
+    c.num_key_value_heads = 8;
+    c.max_position_embeddings = 4096 * 32;
     c.sliding_window = 4096;
   }
   ConfigReader r(j, file);
@@ -288,7 +290,8 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   DecoderMask mask;
   const int64_t window = config.sliding_window;
   if (window > 0 && held == 0 && t > window) {
-    mask.banded = true, mask.padding = attention_mask;  // O(T·window)
+    mask.banded = true;
+    mask.padding = attention_mask;  // O(T·window)
   } else {
     const at::Tensor keys = attention_mask.defined() && attention_mask.size(1) > held + t
                                 ? attention_mask.slice(1, attention_mask.size(1) - held - t)  // the keys held

@@ -66,7 +66,8 @@ kernels::Dropout draw_dropout(double p, c10::Device device) {
                                                                   at::cuda::detail::getDefaultCUDAGenerator(device.index()));
   std::lock_guard<std::mutex> lock(gen->mutex_);
   const auto [seed, offset] = gen->philox_engine_inputs(4);
-  d.seed = seed, d.offset = offset;
+  d.seed = seed;
+  d.offset = offset;
   d.threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   d.scale = static_cast<float>(4294967296.0 / (4294967296.0 - static_cast<double>(d.threshold)));  // 1 / (1 − p drawn)
   return d;

@@ -37,7 +37,10 @@ std::function<std::string(const models::Family&, const Json&)> listed_by_family(
 
 MetricSpec corpus_metric(const std::string& name, const std::string& summary) {
   MetricSpec m;
-  m.name = name, m.summary = summary, m.corpus_data = true, m.refuses = listed_by_family(name);
+  m.name = name;
+  m.summary = summary;
+  m.corpus_data = true;
+  m.refuses = listed_by_family(name);
   return m;
 }
 
@@ -220,8 +223,12 @@ Json in_context(const MetricInputs& in, const std::string& metric) {
 
 MetricSpec in_context_metric(const std::string& name, const std::string& summary) {
   MetricSpec m;
-  m.name = name, m.summary = summary;
-  m.many_data = true, m.predictions = true, m.max_examples = true, m.prints_itself = true;
+  m.name = name;
+  m.summary = summary;
+  m.many_data = true;
+  m.predictions = true;
+  m.max_examples = true;
+  m.prints_itself = true;
   m.also_reads = icl_flags();
   m.run = [name](const MetricInputs& in) { return in_context(in, name); };
   return m;
@@ -266,8 +273,10 @@ std::vector<MetricSpec> builtin_metrics() {
   };
   obj.run = objective;
   MetricSpec b;
-  b.name = "bleu", b.summary = "BLEU of beam-search translations of source lines (--references)";
-  b.corpus_data = true, b.max_examples = true;
+  b.name = "bleu";
+  b.summary = "BLEU of beam-search translations of source lines (--references)";
+  b.corpus_data = true;
+  b.max_examples = true;
   b.add_flags = [](CLI::App& app) { app.add_option("--references", "bleu: reference translations, one per line")->type_name("FILE"); };
   b.also_reads = {"--beams", "--max-new-tokens"};  // the generation task's, with defaults of its own
   b.run = bleu;

@@ -26,7 +26,8 @@ class Classification : public Task {
 
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     columns_ = c.columns;
-    columns_.text_pair = text_pair_, columns_.regression = regression_;
+    columns_.text_pair = text_pair_;
+    columns_.regression = regression_;
     std::map<std::string, int64_t> label_map;
     if (!regression_) label_map = data::make_label_map(data::read_labelled_rows(train, columns_), train);
     Prepared p;

@@ -68,10 +68,15 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.schedule.schedule = train::Schedule::kLinear;
   o.schedule.lr = a.lr;
   o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
-  o.weight_decay = a.weight_decay, o.clip = a.clip, o.eps = 1e-8;
+  o.weight_decay = a.weight_decay;
+  o.clip = a.clip;
+  o.eps = 1e-8;
   o.bf16 = a.dtype == "bf16";
-  o.eval_every = per_epoch, o.save_every = 0, o.log_every = std::max<int64_t>(1, per_epoch / 20);
-  o.output = a.output, o.resume = a.resume;
+  o.eval_every = per_epoch;
+  o.save_every = 0;
+  o.log_every = std::max<int64_t>(1, per_epoch / 20);
+  o.output = a.output;
+  o.resume = a.resume;
   o.tensorboard = a.tensorboard.resolve(a.output);
   o.patience = a.patience;
   o.best_metric = task.best_metric();
@@ -114,7 +119,10 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
   auto model = make_model(a, c, head_of(tasks::task(a.task), c.family), p.num_labels);
   limit_examples(a, p, run.leader);
   data::LoaderOptions lo;
-  lo.batch_size = a.batch_size, lo.seed = a.runtime.seed, lo.pad_id = c.pad_id, lo.drop_last = false;
+  lo.batch_size = a.batch_size;
+  lo.seed = a.runtime.seed;
+  lo.pad_id = c.pad_id;
+  lo.drop_last = false;
   // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
   per_epoch = data::batches_per_epoch(*p.train_set, data::sharded(lo, run.group()), 0);
   check_input(per_epoch > 0, a.train + ": no examples to train on");

@@ -37,7 +37,8 @@ MetricSpec task_metric(const TaskSpec& t) {
   MetricSpec m;
   m.name = t.metric;
   m.summary = "a checkpoint finetuned with --task " + t.name;
-  m.predictions = true, m.max_examples = true;
+  m.predictions = true;
+  m.max_examples = true;
   m.task = t.name;
   m.source = t.source;
   m.run = [name = t.name](const MetricInputs& in) { return run_task_metric(in, name); };

@@ -91,7 +91,8 @@ class TokenClassification : public Task {
     data::TaggedFormat f;
     f.label_names = names_file_.empty() ? info.value("label_names", f.label_names) : read_names(names_file_);
     f.tag_column = info.value("tag_column", f.tag_column);
-    f.tokens_field = info.value("tokens_field", f.tokens_field), f.tags_field = info.value("tags_field", f.tags_field);
+    f.tokens_field = info.value("tokens_field", f.tokens_field);
+    f.tags_field = info.value("tags_field", f.tags_field);
     f.format = c.columns.format;
     if (c.given("--text-column")) f.tokens_field = c.columns.text;
     if (c.given("--label-column")) data::set_tag_source(f, c.columns.label);

@@ -101,7 +101,9 @@ std::vector<AddedToken> parse_added_tokens(const Json& list, const std::string& 
     AddedToken t;
     t.content = need(a, "content", what).get<std::string>();
     t.id = need(a, "id", what).get<int32_t>();
-    t.special = flag(a, "special", false, what), t.lstrip = flag(a, "lstrip", false, what), t.rstrip = flag(a, "rstrip", false, what);
+    t.special = flag(a, "special", false, what);
+    t.lstrip = flag(a, "lstrip", false, what);
+    t.rstrip = flag(a, "rstrip", false, what);
     t.single_word = flag(a, "single_word", false, what);
     if (t.content.empty() || t.id < 0) throw InputError(what + ": an added token has no content or a negative id");
     out.push_back(t);
@@ -121,7 +123,9 @@ std::string replace_pattern(const Json& n, const char* kind) {
 // SpmModel's flags: T5's (Precompiled normalizer, WhitespaceSplit + Metaspace), Llama's
 // (a Metaspace pre-tokenizer, or the older Prepend + Replace normalizer) and lmkit's own.
 void read_spm_text_steps(const Json& j, SpmModel& m, const std::string& kind, const std::string& what) {
-  m.add_dummy_prefix = false, m.remove_extra_whitespaces = false, m.escape_whitespaces = true;
+  m.add_dummy_prefix = false;
+  m.remove_extra_whitespaces = false;
+  m.escape_whitespaces = true;
   m.normalizer_name = "identity";
   for (const auto& n : steps(j.value("normalizer", Json()), "normalizers")) {
     const std::string type = type_of(n);
@@ -242,7 +246,8 @@ std::shared_ptr<const Backend> wordpiece_backend(const Json& j, const std::strin
   WordPieceOptions o;
   if (normalizer == "BertNormalizer") {
     const Json& n = j["normalizer"];
-    o.clean_text = flag(n, "clean_text", true, what), o.handle_chinese_chars = flag(n, "handle_chinese_chars", true, what);
+    o.clean_text = flag(n, "clean_text", true, what);
+    o.handle_chinese_chars = flag(n, "handle_chinese_chars", true, what);
     o.lowercase = flag(n, "lowercase", true, what);
     o.strip_accents = n.contains("strip_accents") && n["strip_accents"].is_boolean() ? n["strip_accents"].get<bool>() : o.lowercase;
   } else if (normalizer == "null") {

@@ -300,7 +300,10 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   }
   if (reducer) {
     const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(r.tokens), stop ? 1.0 : 0.0});
-    r.loss = summed[0], finite = summed[1] == 0, r.tokens = static_cast<int64_t>(summed[2]), r.stop = summed[3] > 0;
+    r.loss = summed[0];
+    finite = summed[1] == 0;
+    r.tokens = static_cast<int64_t>(summed[2]);
+    r.stop = summed[3] > 0;
     r.reduce_ms = c.lap();
   }
   if (!finite) {

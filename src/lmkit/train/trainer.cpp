@@ -479,7 +479,8 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
   // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
   if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
   loop.log(line);
-  loop.window_start = now, loop.window_tokens = 0;
+  loop.window_start = now;
+  loop.window_tokens = 0;
 }
 
 bool Trainer::validate_and_keep_best(Loop& loop) {

@@ -11,7 +11,7 @@
 
 #include "lmkit/core/config.h"
 
-namespace lmkit::eval {
+namespace lmkit::tasks {
 
 struct SuiteTask {
   std::string name;   ///< [A-Za-z0-9_.-]+: its folder in the output directory
@@ -71,4 +71,4 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
 /// Mean and sample standard deviation (n - 1; 0 for one value).
 std::pair<double, double> mean_sd(const std::vector<double>& values);
 
-}  // namespace lmkit::eval
+}  // namespace lmkit::tasks

@@ -1,14 +1,14 @@
-// The suite file reader and the table's arithmetic (eval/suite.h).
+// The suite file reader and the table's arithmetic (tasks/suite.h).
 #include <catch2/catch.hpp>
 
 #include <fstream>
 
 #include "lmkit/core/error.h"
-#include "lmkit/eval/suite.h"
+#include "lmkit/tasks/suite.h"
 #include "test_util.h"
 
 using namespace lmkit;
-using namespace lmkit::eval;
+using namespace lmkit::tasks;
 
 namespace {
 

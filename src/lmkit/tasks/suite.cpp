@@ -1,4 +1,4 @@
-#include "lmkit/eval/suite.h"
+#include "lmkit/tasks/suite.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
 
-namespace lmkit::eval {
+namespace lmkit::tasks {
 namespace fs = std::filesystem;
 
 namespace {
@@ -521,4 +521,4 @@ std::string suite_markdown(const Suite& suite, const std::vector<Json>& rows, co
   return md;
 }
 
-}  // namespace lmkit::eval
+}  // namespace lmkit::tasks
