@@ -38,6 +38,7 @@ struct Args {
   double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6, span_p = 0.2;
   int64_t max_span = 10;
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
+  bool recompute = false;
 };
 
 std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
@@ -172,6 +173,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.tensorboard = a.tensorboard.resolve(a.output);
   o.bf16 = a.dtype != "fp32";
   o.bf16_weights = a.dtype == "bf16-weights";
+  o.recompute = a.recompute;
   o.group = std::move(group);
   return o;
 }
@@ -309,6 +311,9 @@ int main(int argc, char** argv) {
                  "fp32; bf16 (autocast, float32 weights); or bf16-weights (bf16 weights in the step, float32 masters; "
                  "one process)")
       ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
+  app.add_flag("--recompute", a.recompute,
+               "recompute each layer's activations in backward instead of keeping them (less memory, about a third "
+               "more compute; the same gradients, dropout masks replayed; one process)");
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, metrics and results)");
   app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "bench.h"
+#include "lmkit/nn/recompute.h"
 #include "lmkit/core/allocator.h"
 #include "lmkit/core/app.h"
 #include "lmkit/core/file.h"
@@ -39,6 +40,7 @@ struct TrainArgs {
   bool tf32 = false, overwrite = false;
   std::string profile;  // a Chrome trace of two steps after the timed ones (kernels with their GPU times)
   double peak_tflops = 0;  // 0: an H100 SXM's dense peak for the dtype on CUDA, none on CPU
+  bool recompute = false;  // --recompute: each layer's activations recomputed in backward
 };
 
 void run_train(const TrainArgs& a) {
@@ -73,6 +75,7 @@ void run_train(const TrainArgs& a) {
   // The timed steps run as lmkit-pretrain runs them (the device waited for once per step);
   // then a few more wait after each part, for a true forward / backward / update split.
   const int split_steps = device.is_cuda() ? std::min(a.steps, 5) : 0;
+  const nn::RecomputeScope recompute(a.recompute);
   for (int i = 0; i < a.warmup + a.steps + split_steps; ++i) {
     Batch b = random_batch();
     const bool split = i >= a.warmup + a.steps;
@@ -119,10 +122,10 @@ void run_train(const TrainArgs& a) {
   std::printf("model                  %s (%s, %lld parameters, vocab %lld) objective %s dtype %s\n", a.model.c_str(),
               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
               static_cast<long long>(vocab), objective.c_str(), a.dtype.c_str());
-  std::printf("shape                  batch %lld x %lld tokens%s, threads %d, device %s\n", static_cast<long long>(a.batch),
+  std::printf("shape                  batch %lld x %lld tokens%s, threads %d, device %s%s\n", static_cast<long long>(a.batch),
               static_cast<long long>(a.seq),
               encoder_decoder ? (" -> " + std::to_string(target_len) + " target").c_str() : "",
-              at::get_num_threads(), device.str().c_str());
+              at::get_num_threads(), device.str().c_str(), a.recompute ? ", layers recomputed in backward" : "");
   std::printf("step (median of %d)    %.1f ms  (forward + backward + clip + AdamW; loss %.3f)\n", a.steps, step_ms, loss);
   std::printf("parts (medians%s) forward %.1f ms, backward %.1f ms, clip + AdamW %.1f ms\n",
               device.is_cuda() ? (" of " + std::to_string(split_steps) + " synced steps").c_str() : "",
@@ -172,6 +175,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "fp32, bf16 (autocast over fp32 weights) or bf16-weights (bf16 weights, fp32 masters)")
       ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
+  cmd->add_flag("--recompute", a->recompute, "recompute each layer's activations in backward (lmkit-pretrain --recompute)");
   cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(in_range(128, double(int64_t{1} << 31)));
   cmd->add_flag("--tf32", a->tf32, "fp32 matmuls on TensorFloat-32 tensor cores (CUDA)");
   cmd->add_option("--profile", a->profile, "write a Chrome trace of two more steps (bench/trace_summary.py sums it)");

@@ -13,6 +13,7 @@
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/linear.h"
+#include "lmkit/nn/recompute.h"
 
 namespace lmkit::models {
 
@@ -299,7 +300,17 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
     mask.bias = nn::attention_bias(keys, true, t, held + t, x.scalar_type(), x.device(), true, window);
   }
   for (size_t i = 0; i < layers->size(); ++i) {
-    x = layers->ptr<LlamaLayerImpl>(i)->forward(x, cos, sin, mask, caches ? &(*caches)[i].self_attn : nullptr);
+    auto layer = layers->ptr<LlamaLayerImpl>(i);
+    if (nn::recompute_layers() && caches == nullptr) {
+      const bool banded = mask.banded;  // the mask's tensors are inputs of the recomputed block
+      x = nn::recompute(
+          [layer, banded](const std::vector<at::Tensor>& in) {
+            return layer->forward(in[0], in[1], in[2], DecoderMask{in[3], banded, in[4]}, nullptr);
+          },
+          {x, cos, sin, mask.bias, mask.padding});
+    } else {
+      x = layer->forward(x, cos, sin, mask, caches ? &(*caches)[i].self_attn : nullptr);
+    }
     if (hidden_states) hidden_states->push_back(x);
   }
   x = norm(x).to(x.scalar_type());

@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/family.h"
+#include "lmkit/nn/recompute.h"
 
 namespace lmkit::models {
 
@@ -106,9 +107,15 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Ten
                       const at::Tensor& cross_bias, std::vector<nn::LayerCache>* caches,
                       std::vector<at::Tensor>* hidden_states) {
   if (caches && caches->size() < layers->size()) caches->resize(layers->size());
+  const bool recompute = nn::recompute_layers() && caches == nullptr;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
-    x = layer->forward(x, self_bias, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
+    if (recompute) {
+      x = nn::recompute([layer](const std::vector<at::Tensor>& in) { return layer->forward(in[0], in[1], in[2], in[3], nullptr); },
+                        {x, self_bias, memory, cross_bias});
+    } else {
+      x = layer->forward(x, self_bias, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
+    }
     if (hidden_states) hidden_states->push_back(x);
   }
   return x;

@@ -22,6 +22,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/nn/recompute.h"
 #include "lmkit/core/stop.h"
 #include "lmkit/core/tensorboard.h"
 #include "lmkit/eval/loss.h"
@@ -191,6 +192,8 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
                           "trainer runs");
   check_input(!(o_.bf16_weights && o_.group), "--dtype bf16-weights trains in one process only (data parallelism "
                                                "reduces float32 gradients): use --dtype bf16 with several processes");
+  check_input(!(o_.recompute && o_.group), "--recompute trains in one process only (its gradients are not yet checked "
+                                           "against the data-parallel reducer)");
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
   optimizer_ = make_adamw(*model_, {o_.schedule.lr, o_.weight_decay, o_.beta1, o_.beta2, o_.eps});
@@ -353,6 +356,7 @@ Json Trainer::run() {
   if (writer() && !o_.tensorboard.empty()) loop.open_events(o_.tensorboard, o_.output);
   model_->to(device_);
   model_->train();
+  const nn::RecomputeScope recompute(o_.recompute);
   loop.bar.update(start_step_);
   const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
   StopSignals signals;

@@ -32,6 +32,8 @@ struct TrainerOptions {
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
   bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
+  /// Each layer's activations recomputed in backward instead of kept (nn::recompute; one process).
+  bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
   int64_t log_every = 10;       ///< train lines in metrics.jsonl
   int64_t eval_every = 0;       ///< validation interval in steps (0: only at the end)

@@ -1,0 +1,127 @@
+// Activation recomputation (nn/recompute.h): with dropout on, a step whose layers are
+// recomputed in backward gives the stored path's loss and gradients — bit for bit where no
+// parameter is shared across layers — and leaves the generator where the stored path does.
+#include <catch2/catch.hpp>
+
+#include <ATen/ATen.h>
+
+#include "lmkit/models/registry.h"
+#include "lmkit/nn/recompute.h"
+
+using namespace lmkit;
+
+namespace {
+
+struct StepGrads {
+  double loss = 0;
+  std::vector<at::Tensor> grads;
+  double next_draw = 0;  // the generator after the step
+};
+
+StepGrads recompute_step(const Json& config, const std::string& architecture, const Batch& batch, bool recompute) {
+  at::manual_seed(5);
+  auto model = models::create_model(config, "tiny.json", architecture);
+  model->train();
+  at::manual_seed(9);  // the dropout draws
+  const nn::RecomputeScope scope(recompute);
+  const at::Tensor loss = model->forward(batch).loss;
+  loss.backward();
+  StepGrads s;
+  s.loss = loss.item<double>();
+  for (const auto& p : model->parameters()) s.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+  s.next_draw = at::rand({1}).item<double>();
+  return s;
+}
+
+Batch recompute_batch(bool encoder_decoder) {
+  at::manual_seed(1);
+  Batch b;
+  b.input_ids = at::randint(5, 97, {2, 12}, at::kLong);
+  b.attention_mask = at::ones({2, 12}, at::kLong);
+  b.attention_mask[1].slice(0, 9).fill_(0);  // a padded row
+  b.labels = encoder_decoder ? at::randint(5, 97, {2, 7}, at::kLong) : b.input_ids.clone();
+  return b;
+}
+
+void check_same(const Json& config, const std::string& architecture, bool encoder_decoder, double tolerance) {
+  const Batch batch = recompute_batch(encoder_decoder);
+  const StepGrads stored = recompute_step(config, architecture, batch, false);
+  const StepGrads recomputed = recompute_step(config, architecture, batch, true);
+  INFO(architecture);
+  CHECK(recomputed.loss == stored.loss);
+  CHECK(recomputed.next_draw == stored.next_draw);
+  REQUIRE(recomputed.grads.size() == stored.grads.size());
+  double worst = 0;
+  for (size_t i = 0; i < stored.grads.size(); ++i) {
+    const double scale = std::max(1e-12, stored.grads[i].abs().max().item<double>());
+    worst = std::max(worst, (recomputed.grads[i] - stored.grads[i]).abs().max().item<double>() / scale);
+  }
+  CHECK(worst <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("recompute: dropout replayed, the stored path's loss and gradients bit for bit (GPT, BERT, Llama)", "[nn][recompute]") {
+  check_same({{"model_type", "gpt2"}, {"vocab_size", 97}, {"n_embd", 32}, {"n_layer", 3}, {"n_head", 4}, {"n_positions", 32},
+              {"resid_pdrop", 0.2}, {"embd_pdrop", 0.1}, {"attn_pdrop", 0.2}},
+             "GPT2LMHeadModel", false, 0.0);
+  check_same({{"model_type", "bert"}, {"vocab_size", 97}, {"hidden_size", 32}, {"num_hidden_layers", 3},
+              {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 32},
+              {"hidden_dropout_prob", 0.2}, {"attention_probs_dropout_prob", 0.2}},
+             "BertForMaskedLM", false, 0.0);
+  check_same({{"model_type", "llama"}, {"vocab_size", 97}, {"hidden_size", 32}, {"num_hidden_layers", 3},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 64},
+              {"max_position_embeddings", 32}, {"attention_dropout", 0.2}},
+             "LlamaForCausalLM", false, 0.0);
+}
+
+TEST_CASE("recompute: T5's relative bias, shared by every layer, gets the stored path's gradient", "[nn][recompute]") {
+  // Its gradient sums over the layers in another order: equal to rounding.
+  check_same({{"model_type", "t5"}, {"vocab_size", 97}, {"d_model", 32}, {"d_kv", 8}, {"d_ff", 64}, {"num_layers", 2},
+              {"num_decoder_layers", 2}, {"num_heads", 4}, {"dropout_rate", 0.2}, {"decoder_start_token_id", 0}},
+             "T5ForConditionalGeneration", true, 1e-5);
+}
+
+TEST_CASE("recompute: backward runs the function again, its dropout mask replayed, and reaches inputs and parameters",
+          "[nn][recompute]") {
+  at::manual_seed(2);
+  const at::Tensor w = at::randn({64}).requires_grad_(true);
+  const at::Tensor x = at::randn({64}).requires_grad_(true);
+  int calls = 0;
+  auto fn = [&](const std::vector<at::Tensor>& in) {
+    ++calls;
+    return (at::dropout(in[0], 0.5, true) * w).sum() + (in[1].defined() ? 1.0 : 0.0);
+  };
+  at::manual_seed(3);
+  const at::Tensor stored = fn({x, at::Tensor()});
+  stored.backward();
+  const at::Tensor gx = x.grad().clone(), gw = w.grad().clone();
+  const double after_stored = at::rand({1}).item<double>();
+  x.mutable_grad().reset(), w.mutable_grad().reset();
+  at::manual_seed(3);
+  calls = 0;
+  const at::Tensor y = nn::recompute(fn, {x, at::Tensor()});  // an undefined input is passed on as it is
+  CHECK(calls == 1);
+  CHECK(y.item<double>() == stored.item<double>());
+  y.backward();
+  CHECK(calls == 2);
+  CHECK(x.grad().equal(gx));
+  CHECK(w.grad().equal(gw));
+  CHECK(gx.eq(0).sum().item<int64_t>() > 10);  // the mask dropped some, and the same ones
+  CHECK(at::rand({1}).item<double>() == after_stored);
+}
+
+TEST_CASE("recompute: without gradients it is the function itself", "[nn][recompute]") {
+  at::NoGradGuard no_grad;
+  int calls = 0;
+  const at::Tensor x = at::ones({2});
+  const at::Tensor y = nn::recompute([&](const std::vector<at::Tensor>& in) { ++calls; return in[0] * 3; }, {x});
+  CHECK(calls == 1);
+  CHECK(y.equal(x * 3));
+  CHECK_FALSE(nn::recompute_layers());
+  {
+    const nn::RecomputeScope on(true);
+    CHECK(nn::recompute_layers());
+  }
+  CHECK_FALSE(nn::recompute_layers());
+}
