@@ -229,4 +229,14 @@ Batch Loader::next() {
   return b;
 }
 
+LoaderOptions in_order(int64_t batch_size, int32_t pad_id) {
+  LoaderOptions o;
+  o.batch_size = batch_size;
+  o.shuffle = false;
+  o.drop_last = false;
+  o.pad_id = pad_id;
+  o.prefetch = 1;
+  return o;
+}
+
 }  // namespace lmkit::data

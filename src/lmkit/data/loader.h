@@ -37,6 +37,10 @@ struct LoaderOptions {
 /// ranks are applied to a loader).
 LoaderOptions sharded(LoaderOptions options, const dist::Group* group);
 
+/// An evaluation's batches: every example once, in order (no shuffling, the last batch
+/// kept), one batch prepared ahead.
+LoaderOptions in_order(int64_t batch_size, int32_t pad_id);
+
 /// Batches per epoch of `dataset` under `options`, without a Loader (no prefetch thread).
 int64_t batches_per_epoch(const Dataset& dataset, const LoaderOptions& options, int64_t epoch);
 

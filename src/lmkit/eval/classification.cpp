@@ -46,12 +46,7 @@ Json figures(const Predictions& p, int64_t num_labels) {
 
 Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Dataset> dataset, int64_t batch_size,
                          int32_t pad_id, c10::Device device, Predictions* out) {
-  data::LoaderOptions lo;
-  lo.batch_size = batch_size;
-  lo.shuffle = false;
-  lo.drop_last = false;
-  lo.pad_id = pad_id;
-  lo.prefetch = 1;
+  const data::LoaderOptions lo = data::in_order(batch_size, pad_id);
   data::Loader loader(std::move(dataset), lo);
   const int64_t n = loader.batches_per_epoch(0);
   nn::EvalMode eval_mode(model);

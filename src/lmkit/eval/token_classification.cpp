@@ -100,12 +100,7 @@ Json evaluate_token_classifier(models::Model& model, const data::TokenClassifica
   const auto& sentences = dataset.sentences();
   std::vector<std::vector<std::string>> gold, pred;
   for (const auto& s : sentences) gold.push_back(s.tags), pred.emplace_back(s.words.size());
-  data::LoaderOptions lo;
-  lo.batch_size = batch_size;
-  lo.shuffle = false;
-  lo.drop_last = false;
-  lo.pad_id = pad_id;
-  lo.prefetch = 1;
+  const data::LoaderOptions lo = data::in_order(batch_size, pad_id);
   // The loader reads the dataset through a shared pointer; this one outlives it.
   data::Loader loader(std::shared_ptr<const data::Dataset>(&dataset, [](const data::Dataset*) {}), lo);
   const int64_t n = loader.batches_per_epoch(0);
