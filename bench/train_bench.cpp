@@ -174,7 +174,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "untimed steps first")->check(non_negative());
   cmd->add_option("--dtype", a->dtype, "fp32, bf16 (autocast over fp32 weights) or bf16-weights (bf16 weights, fp32 masters)")
       ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
-  cmd->add_option("--objective", a->objective, "mlm, mlm+nsp, clm, span (default by model type)");
+  cmd->add_option("--objective", a->objective, data::objective_names() + " (default by model type)");
   cmd->add_flag("--recompute", a->recompute, "recompute each layer's activations in backward (lmkit-pretrain --recompute)");
   cmd->add_option("--vocab-size", a->vocab, "override the preset's vocabulary")->check(in_range(128, double(int64_t{1} << 31)));
   cmd->add_flag("--tf32", a->tf32, "fp32 matmuls on TensorFloat-32 tensor cores (CUDA)");
