@@ -8,7 +8,8 @@
 #      with its fused kernels (LMKIT_ENABLE=fused) and without them (the "lmkit-unfused" column),
 #      for gpt2-small B16x1024, bert-base B32x512 and t5-base B32x512;
 #   3. a kernel-time profile of one gpt2-small step with and without the fused kernels, and
-#      with them under --dtype bf16-weights (bench/trace_summary.py: the top kernels by GPU time).
+#      with them under --dtype bf16-weights (bench/trace_summary.py: the top kernels by GPU time),
+#      and the unfused step again with --recompute (its peak GPU memory beside the unfused one's).
 # It writes at most 8 small files into OUT (summaries and logs; checkpoints and traces stay in
 # WORK) and prints their table. Each phase has a time limit; what it reached is written.
 #
@@ -97,6 +98,12 @@ for mode in fused unfused bf16-weights; do
   { echo "== $mode: $(grep -E '^tokens_per_sec' "$WORK/profile-$mode.log")"
     $PY bench/trace_summary.py "$trace" 15 2>&1 || tail -5 "$WORK/profile-$mode.log"; } >>"$OUT/profile.txt"
 done
+# --recompute on the GPU (its CUDA generator replay): the unfused run's shape again, peak memory beside it.
+timeout "${RECOMPUTE_S:-30}" "$BIN/lmkit-bench" train "${profile_shape[@]}" --steps 3 --dtype "$dtype" --device "$DEVICE" \
+  --threads 8 --recompute >"$WORK/recompute.log" 2>&1
+{ echo "== recompute (unfused, --recompute) against unfused:"
+  grep -E '^(step \(|peak GPU memory|tokens_per_sec)' "$WORK/recompute.log" || tail -5 "$WORK/recompute.log"
+  grep -E '^(step \(|peak GPU memory|tokens_per_sec)' "$WORK/profile-unfused.log"; } >>"$OUT/profile.txt"
 say "3. profile: $((SECONDS - phase)) s ($OUT/profile.txt)"
 say "gpu_call: $((SECONDS - start)) s in all"
 

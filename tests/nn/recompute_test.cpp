@@ -8,11 +8,16 @@
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/recompute.h"
 
+#include <torch/csrc/autograd/function.h>
+
+#include <set>
+
 using namespace lmkit;
 
 namespace {
 
 struct StepGrads {
+  bool recomputed = false;  // the graph holds recomputed blocks
   double loss = 0;
   std::vector<at::Tensor> grads;
   double next_draw = 0;  // the generator after the step
@@ -25,8 +30,16 @@ StepGrads recompute_step(const Json& config, const std::string& architecture, co
   at::manual_seed(9);  // the dropout draws
   const nn::RecomputeScope scope(recompute);
   const at::Tensor loss = model->forward(batch).loss;
-  loss.backward();
   StepGrads s;
+  std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
+  for (size_t i = 0; i < todo.size(); ++i) {  // the graph's nodes, each once
+    s.recomputed = s.recomputed || todo[i]->name().find("Recompute") != std::string::npos;
+    for (const auto& edge : todo[i]->next_edges()) {
+      if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
+    }
+  }
+  loss.backward();
   s.loss = loss.item<double>();
   for (const auto& p : model->parameters()) s.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
   s.next_draw = at::rand({1}).item<double>();
@@ -48,6 +61,8 @@ void check_same(const Json& config, const std::string& architecture, bool encode
   const StepGrads stored = recompute_step(config, architecture, batch, false);
   const StepGrads recomputed = recompute_step(config, architecture, batch, true);
   INFO(architecture);
+  CHECK_FALSE(stored.recomputed);
+  CHECK(recomputed.recomputed);  // the layers did go through nn::recompute
   CHECK(recomputed.loss == stored.loss);
   CHECK(recomputed.next_draw == stored.next_draw);
   REQUIRE(recomputed.grads.size() == stored.grads.size());
