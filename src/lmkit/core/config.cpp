@@ -166,6 +166,10 @@ void ConfigReader::ignore(std::initializer_list<const char*> keys) {
   for (const char* k : keys) consumed_.insert(k), known_.insert(k);
 }
 
+void ConfigReader::ignore(const std::vector<std::string>& keys) {
+  for (const auto& k : keys) consumed_.insert(k), known_.insert(k);
+}
+
 ConfigReader ConfigReader::child(const std::string& key) {
   known_.insert(key);
   const Json& v = at(key);

@@ -66,6 +66,7 @@ class ConfigReader {
   bool get_choice(const std::string& key, std::string& out, const std::set<std::string>& allowed);
   /// Marks keys as known without reading them (e.g. HF keys lmkit has no use for).
   void ignore(std::initializer_list<const char*> keys);
+  void ignore(const std::vector<std::string>& keys);
   /// A reader for the nested object under `key` (which must be an object).
   ConfigReader child(const std::string& key);
 

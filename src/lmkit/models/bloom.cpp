@@ -18,51 +18,47 @@ namespace lmkit::models {
 
 namespace {
 
-// The one table of the classes this family builds.
-const ArchitectureTable<BloomHead>& bloom_architectures() {
-  static const ArchitectureTable<BloomHead> table(
-      {{"BloomForCausalLM", BloomHead::kLmHead, kTextToTextHead},
-       {"BloomModel", BloomHead::kNone, ""},
-       {"BloomForSequenceClassification", BloomHead::kSequenceClassification, kClassificationHead},
-       {"BloomForTokenClassification", BloomHead::kTokenClassification, kTokenClassificationHead}});
+const ArchitectureTable<DecoderHead>& bloom_architectures() {
+  static const auto table = decoder_architectures("Bloom", "ForCausalLM");
   return table;
 }
 
 }  // namespace
 
+const ConfigTable<BloomConfig>& BloomConfig::table() {
+  using C = BloomConfig;
+  static const ConfigTable<C> table = [] {
+    ConfigField<C> hidden = fields::number("hidden_size", &C::hidden_size, int64_t{1});
+    hidden.read = [](ConfigReader& r, C& c) {  // HF reads n_embed as hidden_size
+      if (!r.get("n_embed", c.hidden_size, int64_t{1})) r.get("hidden_size", c.hidden_size, int64_t{1});
+    };
+    std::vector<ConfigField<C>> f = {
+        fields::number("vocab_size", &C::vocab_size, int64_t{1}),
+        hidden,
+        fields::number("n_layer", &C::n_layer, int64_t{0}),
+        fields::number("n_head", &C::n_head, int64_t{1}),
+        fields::number("layer_norm_epsilon", &C::layer_norm_epsilon, 0.0),
+        fields::number("initializer_range", &C::initializer_range, 0.0),
+        fields::number("hidden_dropout", &C::hidden_dropout, 0.0, 1.0),
+        fields::number("attention_dropout", &C::attention_dropout, 0.0, 1.0),
+        fields::fixed<C>("apply_residual_connection_post_layernorm", false)};
+    for (auto& field : decoder_head_fields<C>(-1.0)) f.push_back(field);
+    // Megatron-DeepSpeed's bookkeeping in BigScience's configs, and pretraining_tp /
+    // slow_but_exact, which split the same products into slices.
+    return ConfigTable<C>(f, {"use_cache", "pretraining_tp", "slow_but_exact", "seq_length", "masked_softmax_fusion",
+                              "attention_softmax_in_fp32", "bias_dropout_fusion", "skip_bias_add", "skip_bias_add_qkv",
+                              "offset_alibi", "unk_token_id", "n_inner"});
+  }();
+  return table;
+}
+
 BloomConfig BloomConfig::from_json(const Json& j, const std::string& file) {
   BloomConfig c;
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
-  // Megatron-DeepSpeed's bookkeeping in BigScience's configs, and pretraining_tp /
-  // slow_but_exact, which split the same products into slices.
-  r.ignore({"id2label", "use_cache", "pretraining_tp", "slow_but_exact", "seq_length", "masked_softmax_fusion",
-            "attention_softmax_in_fp32", "bias_dropout_fusion", "skip_bias_add", "skip_bias_add_qkv", "offset_alibi",
-            "unk_token_id", "n_inner"});
-  r.get("vocab_size", c.vocab_size, int64_t{1});
-  if (j.contains("n_embed")) r.get("n_embed", c.hidden_size, int64_t{1});
-  else r.get("hidden_size", c.hidden_size, int64_t{1});
-  r.get("n_layer", c.n_layer, int64_t{0});
-  r.get("n_head", c.n_head, int64_t{1});
-  r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
-  r.get("initializer_range", c.initializer_range, 0.0);
-  r.get("hidden_dropout", c.hidden_dropout, 0.0, 1.0);
-  r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
-  r.get_nullable("classifier_dropout", c.classifier_dropout, -1.0, 0.0, 1.0);
-  r.get("tie_word_embeddings", c.tie_word_embeddings);
-  r.get_nullable("bos_token_id", c.bos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
-  bool post_layernorm = false;  // a variant lmkit does not implement must be off, not ignored
-  r.get("apply_residual_connection_post_layernorm", post_layernorm);
-  if (post_layernorm) throw InputError(file + ": key 'apply_residual_connection_post_layernorm' = true is not supported");
-  c.num_labels = read_num_labels(r, c.num_labels);
+  table().read(r, c);
   r.finish();
-  // HF's defaults (1 and 2, BLOOM's <s> and </s>) are no ids of a one- or two-id vocabulary.
-  if (!j.contains("bos_token_id") && c.bos_token_id >= c.vocab_size) c.bos_token_id = -1;
-  if (!j.contains("eos_token_id") && c.eos_token_id >= c.vocab_size) c.eos_token_id = -1;
-  check_config_token_ids(j, file, c.vocab_size,
-                         {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id}, {"pad_token_id", c.pad_token_id}});
+  settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.hidden_size % c.n_head != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by n_head " +
                      std::to_string(c.n_head));
@@ -71,23 +67,8 @@ BloomConfig BloomConfig::from_json(const Json& j, const std::string& file) {
 }
 
 Json BloomConfig::to_json() const {
-  auto id = [](int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
-  Json j = {{"model_type", "bloom"},
-            {"vocab_size", vocab_size},
-            {"hidden_size", hidden_size},
-            {"n_layer", n_layer},
-            {"n_head", n_head},
-            {"layer_norm_epsilon", layer_norm_epsilon},
-            {"initializer_range", initializer_range},
-            {"hidden_dropout", hidden_dropout},
-            {"attention_dropout", attention_dropout},
-            {"apply_residual_connection_post_layernorm", false},
-            {"tie_word_embeddings", tie_word_embeddings},
-            {"bos_token_id", id(bos_token_id)},
-            {"eos_token_id", id(eos_token_id)},
-            {"pad_token_id", id(pad_token_id)}};
-  if (head == BloomHead::kSequenceClassification || head == BloomHead::kTokenClassification) write_num_labels(j, num_labels);
-  if (head == BloomHead::kTokenClassification && classifier_dropout >= 0) j["classifier_dropout"] = classifier_dropout;
+  Json j = {{"model_type", "bloom"}};
+  table().write(j, *this);
   return j;
 }
 
@@ -120,7 +101,9 @@ at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_ma
   return (s * positions.unsqueeze(1).unsqueeze(1).to(at::kFloat)).to(dtype);  // (B|1, H, 1, Tk)
 }
 
-BloomImpl::BloomImpl(BloomConfig config_) : config(std::move(config_)) {
+BloomImpl::BloomImpl(BloomConfig config_)  // ALiBi: no position limit
+    : DecoderModel(bloom_architectures(), config_.head, {false, config_.bos_token_id, config_.eos_token_id, config_.vocab_size, 0}),
+      config(std::move(config_)) {
   const auto& c = config;
   const int64_t d = c.hidden_size;
   const auto layer_norm = nn::NormOptions(d).eps(c.layer_norm_epsilon);
@@ -138,16 +121,8 @@ BloomImpl::BloomImpl(BloomConfig config_) : config(std::move(config_)) {
                                                .qkv_per_head(true)));
   }
   ln_f = register_module("ln_f", nn::Norm(layer_norm));
-  if (c.head == BloomHead::kLmHead && !c.tie_word_embeddings) {
-    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, c.vocab_size).bias(false)));
-  }
-  if (c.head == BloomHead::kSequenceClassification) {
-    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, c.num_labels).bias(false)));
-  }
-  if (c.head == BloomHead::kTokenClassification) {
-    const double p = c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout;
-    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, p));
-  }
+  const double p = c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout;  // HF's fallback
+  build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, p});
   reset_parameters();
 }
 
@@ -160,8 +135,6 @@ void BloomImpl::reset_parameters() {
     if (norm && p.key().find(".bias") != std::string::npos) p.value().zero_();
   }
 }
-
-std::string BloomImpl::architecture() const { return bloom_architectures().name(config.head); }
 
 at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                              std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
@@ -178,40 +151,13 @@ at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   return x;
 }
 
-at::Tensor BloomImpl::lm_logits(const at::Tensor& hidden) {
-  return nn::linear(hidden, lm_head ? lm_head->weight : word_embeddings->weight);  // (..., V)
-}
-
-Output BloomImpl::forward(const Batch& batch) {
-  Output out;
-  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  const bool lm = config.head == BloomHead::kLmHead;
-  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : word_embeddings->weight) : at::Tensor(), full_logits, score, token_classifier);
-  return out;
-}
-
 double BloomImpl::flops_per_token(int64_t seq_len, int64_t) const {
   return layer_flops_per_token(layers, seq_len) + 2.0 * static_cast<double>(config.hidden_size * config.vocab_size);
 }
 
-GenerationSpec BloomImpl::generation_spec() const {
-  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size, 0};  // ALiBi: no position limit
-}
-
-std::unique_ptr<DecodingSession> BloomImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
-  if (config.head != BloomHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  return decoder_only_session(*this, use_cache);
-}
-
-void BloomImpl::check_batch(const Batch& b) const {
-  check_decoder_batch(b, architecture(), config.vocab_size, static_cast<bool>(token_classifier),
-                      config.head == BloomHead::kSequenceClassification, config.num_labels);
-}
-
 std::vector<HfTensor> BloomImpl::hf_tensors() {
   std::vector<HfTensor> t;
-  const std::string b = config.head == BloomHead::kNone ? "" : "transformer.";  // HF's BloomModel has no prefix
+  const std::string b = body_prefix("transformer.");
   t.push_back({b + "word_embeddings.weight", word_embeddings->weight});
   add_norm(t, b + "word_embeddings_layernorm", word_embeddings_layernorm);
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -225,14 +171,8 @@ std::vector<HfTensor> BloomImpl::hf_tensors() {
     add_linear(t, p + "mlp.dense_4h_to_h", layer->ffn->out);
   }
   add_norm(t, b + "ln_f", ln_f);
-  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
-  if (score) t.push_back({"score.weight", score->weight});
-  if (token_classifier) token_classifier->add_hf_tensors(t);
+  add_head_tensors(t);
   return t;
-}
-
-bool BloomImpl::hf_ignorable(const std::string& name) const {
-  return name == "lm_head.weight" && !lm_head;  // tied to word_embeddings
 }
 
 Family bloom_family() {
@@ -244,11 +184,7 @@ Family bloom_family() {
   f.tokenizer_family = "bloom";  // <unk>=0 <s>=1 </s>=2 <pad>=3, nothing added around a text
   f.positions_key = "";          // ALiBi has no end, and BloomConfig names no length: give --context
   f.metrics = {"perplexity"};
-  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    BloomConfig c = BloomConfig::from_json(config, file);
-    c.head = bloom_architectures().head(arch);
-    return std::make_shared<BloomImpl>(c);
-  };
+  f.create = decoder_creator<BloomImpl, BloomConfig>(bloom_architectures(), BloomConfig::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["eos_token_id"] = eos;

@@ -7,18 +7,10 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
-#include "lmkit/models/model.h"
-#include "lmkit/models/token_classifier.h"
+#include "lmkit/models/decoder_heads.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::models {
-
-enum class BloomHead {
-  kNone,                    ///< BloomModel: last_hidden_state
-  kLmHead,                  ///< BloomForCausalLM
-  kSequenceClassification,  ///< BloomForSequenceClassification: last real token -> score (no bias)
-  kTokenClassification,     ///< BloomForTokenClassification: every token -> dropout -> classifier
-};
 
 /// HF's BloomConfig keys (n_embed is read as hidden_size, as HF does).
 struct BloomConfig {
@@ -34,8 +26,9 @@ struct BloomConfig {
   int64_t bos_token_id = 1, eos_token_id = 2;
   int64_t pad_token_id = -1;  ///< -1: none (HF: null)
   int64_t num_labels = 2;
-  BloomHead head = BloomHead::kLmHead;
+  DecoderHead head = DecoderHead::kLmHead;
 
+  static const ConfigTable<BloomConfig>& table();
   static BloomConfig from_json(const Json& j, const std::string& file);
   Json to_json() const;
 };
@@ -52,31 +45,19 @@ at::Tensor alibi_slopes(int64_t heads);
 at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
                       at::Device device);
 
-class BloomImpl : public Model {
+class BloomImpl : public DecoderModel {
  public:
   explicit BloomImpl(BloomConfig config);
 
-  Output forward(const Batch& batch) override;
   std::string model_type() const override { return "bloom"; }
-  std::string architecture() const override;
-  bool shifted_labels() const override { return config.head == BloomHead::kLmHead; }
   Json config_json() const override { return config.to_json(); }
+  Json config_fields() const override { return BloomConfig::table().describe(config, {}); }
   std::vector<HfTensor> hf_tensors() override;
-  void check_batch(const Batch& batch) const override;
-  int64_t vocab_size() const override { return config.vocab_size; }
   double flops_per_token(int64_t seq_len, int64_t) const override;
-  bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
-  GenerationSpec generation_spec() const override;
-  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                                                  bool use_cache) override;
-
-  /// Final hidden states (B, T, D), ln_f applied. With `caches`, input_ids holds only
-  /// new tokens; key positions continue after the cached ones.
   at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
-  /// Vocabulary logits for hidden rows (..., D) -> (..., V).
-  at::Tensor lm_logits(const at::Tensor& hidden);
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr) override;
+  const at::Tensor& token_embedding() const override { return word_embeddings->weight; }
   void reset_parameters();
 
   BloomConfig config;
@@ -84,9 +65,6 @@ class BloomImpl : public Model {
   nn::Norm word_embeddings_layernorm{nullptr};
   torch::nn::ModuleList layers{nullptr};          ///< n_layer x TransformerLayer (pre-norm, qkv grouped by head)
   nn::Norm ln_f{nullptr};
-  torch::nn::Linear lm_head{nullptr};             ///< (V, D), unless tied to word_embeddings
-  torch::nn::Linear score{nullptr};               ///< (num_labels, D), no bias
-  TokenClassifier token_classifier{nullptr};      ///< kTokenClassification (HF's "classifier")
 };
 TORCH_MODULE(Bloom);
 

@@ -42,6 +42,70 @@ void apply_decoder_head(Output& out, const Batch& batch, const at::Tensor& lm_we
   }
 }
 
+ArchitectureTable<DecoderHead> decoder_architectures(const std::string& prefix, const std::string& lm_class) {
+  return ArchitectureTable<DecoderHead>(
+      {{prefix + lm_class, DecoderHead::kLmHead, kTextToTextHead},
+       {prefix + "Model", DecoderHead::kNone, ""},
+       {prefix + "ForSequenceClassification", DecoderHead::kSequenceClassification, kClassificationHead},
+       {prefix + "ForTokenClassification", DecoderHead::kTokenClassification, kTokenClassificationHead}});
+}
+
+void DecoderModel::build_head(const DecoderHeadOptions& o) {
+  const int64_t d = o.hidden_size;
+  num_labels_ = o.num_labels;
+  classifier_name_ = o.classifier_name;
+  if (head_ == DecoderHead::kLmHead && !o.tie_word_embeddings) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, o.vocab_size).bias(false)));
+  }
+  if (head_ == DecoderHead::kSequenceClassification) {
+    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, o.num_labels).bias(false)));
+  }
+  if (head_ == DecoderHead::kTokenClassification) {
+    token_classifier = register_module("token_classifier", TokenClassifier(d, o.num_labels, o.classifier_dropout));
+  }
+}
+
+void DecoderModel::add_head_tensors(std::vector<HfTensor>& t) {
+  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
+  if (score) t.push_back({"score.weight", score->weight});
+  if (token_classifier) token_classifier->add_hf_tensors(t, classifier_name_);
+}
+
+at::Tensor DecoderModel::lm_logits(const at::Tensor& hidden) {
+  return nn::linear(hidden, lm_head ? lm_head->weight : token_embedding());  // (..., V)
+}
+
+Output DecoderModel::forward(const Batch& batch) {
+  Output out;
+  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
+  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
+  const at::Tensor lm = head_ != DecoderHead::kLmHead ? at::Tensor() : lm_head ? lm_head->weight : token_embedding();
+  apply_decoder_head(out, batch, lm, full_logits, score, token_classifier);
+  return out;
+}
+
+std::unique_ptr<DecodingSession> DecoderModel::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
+  if (head_ != DecoderHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
+  // The prompt is the first step's input.
+  return make_decoding_session(
+      [this](const at::Tensor& ids, std::vector<nn::LayerCache>* caches, const at::Tensor&, const at::Tensor&) {
+        return decode(ids, at::Tensor(), caches);
+      },
+      [this](const at::Tensor& h) { return lm_logits(h); }, {}, {}, use_cache);
+}
+
+void DecoderModel::check_batch(const Batch& b) const {
+  check_decoder_batch(b, architecture(), generation_.vocab_size, head_ == DecoderHead::kTokenClassification,
+                      head_ == DecoderHead::kSequenceClassification, num_labels_);
+}
+
+void settle_decoder_token_ids(const Json& j, const std::string& file, int64_t vocab_size, int64_t& bos, int64_t& eos,
+                              int64_t pad) {
+  if (!j.contains("bos_token_id") && bos >= vocab_size) bos = -1;
+  if (!j.contains("eos_token_id") && eos >= vocab_size) eos = -1;
+  check_config_token_ids(j, file, vocab_size, {{"bos_token_id", bos}, {"eos_token_id", eos}, {"pad_token_id", pad}});
+}
+
 void check_decoder_batch(const Batch& b, const std::string& architecture, int64_t vocab_size, bool token_tags,
                          bool per_row, int64_t num_labels) {
   check_unused(b.token_type_ids, "token_type_ids", architecture);

@@ -18,59 +18,47 @@ namespace lmkit::models {
 
 namespace {
 
-// The one table of the classes this family builds.
-const ArchitectureTable<GptHead>& gpt_architectures() {
-  static const ArchitectureTable<GptHead> table(
-      {{"GPT2LMHeadModel", GptHead::kLmHead, kTextToTextHead},
-       {"GPT2Model", GptHead::kNone, ""},
-       {"GPT2ForSequenceClassification", GptHead::kSequenceClassification, kClassificationHead},
-       {"GPT2ForTokenClassification", GptHead::kTokenClassification, kTokenClassificationHead}});
+const ArchitectureTable<DecoderHead>& gpt_architectures() {
+  static const auto table = decoder_architectures("GPT2", "LMHeadModel");
   return table;
 }
 
 }  // namespace
 
+const ConfigTable<GptConfig>& GptConfig::table() {
+  using C = GptConfig;
+  static const ConfigTable<C> table = [] {
+    std::vector<ConfigField<C>> f = {
+        fields::number("vocab_size", &C::vocab_size, int64_t{1}),
+        fields::number("n_positions", &C::n_positions, int64_t{1}),
+        fields::number("n_embd", &C::n_embd, int64_t{1}),
+        fields::number("n_layer", &C::n_layer, int64_t{0}),
+        fields::number("n_head", &C::n_head, int64_t{1}),
+        fields::nullable("n_inner", &C::n_inner, int64_t{0}, int64_t{1}),
+        fields::choice("activation_function", &C::activation_function, {"gelu_new", "gelu", "relu", "gelu_pytorch_tanh"}),
+        fields::number("resid_pdrop", &C::resid_pdrop, 0.0, 1.0),
+        fields::number("embd_pdrop", &C::embd_pdrop, 0.0, 1.0),
+        fields::number("attn_pdrop", &C::attn_pdrop, 0.0, 1.0),
+        fields::number("layer_norm_epsilon", &C::layer_norm_epsilon, 0.0),
+        fields::number("initializer_range", &C::initializer_range, 0.0),
+        // Variants lmkit does not implement must be off, not silently ignored.
+        fields::fixed<C>("scale_attn_weights", true),
+        fields::fixed<C>("scale_attn_by_inverse_layer_idx", false, /*write=*/false),
+        fields::fixed<C>("reorder_and_upcast_attn", false, false)};
+    for (auto& field : decoder_head_fields<C>(0.1)) f.push_back(field);
+    return ConfigTable<C>(f, {"decoder_start_token_id", "summary_activation", "summary_first_dropout",
+                              "summary_proj_to_labels", "summary_type", "summary_use_proj", "n_ctx"});
+  }();
+  return table;
+}
+
 GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   GptConfig c;
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
-  r.ignore({"decoder_start_token_id", "id2label", "summary_activation", "summary_first_dropout",
-            "summary_proj_to_labels", "summary_type", "summary_use_proj", "n_ctx"});
-  r.get("vocab_size", c.vocab_size, int64_t{1});
-  r.get("n_positions", c.n_positions, int64_t{1});
-  r.get("n_embd", c.n_embd, int64_t{1});
-  r.get("n_layer", c.n_layer, int64_t{0});
-  r.get("n_head", c.n_head, int64_t{1});
-  r.get_nullable("n_inner", c.n_inner, c.n_inner, int64_t{1});
-  r.get_choice("activation_function", c.activation_function, {"gelu_new", "gelu", "relu", "gelu_pytorch_tanh"});
-  r.get("resid_pdrop", c.resid_pdrop, 0.0, 1.0);
-  r.get("embd_pdrop", c.embd_pdrop, 0.0, 1.0);
-  r.get("attn_pdrop", c.attn_pdrop, 0.0, 1.0);
-  r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
-  r.get("initializer_range", c.initializer_range, 0.0);
-  r.get_nullable("bos_token_id", c.bos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
-  r.get("tie_word_embeddings", c.tie_word_embeddings);
-  r.get_nullable("classifier_dropout", c.classifier_dropout, 0.1, 0.0, 1.0);
-  // Variants lmkit does not implement must be off, not silently ignored.
-  bool flag = true;
-  r.get("scale_attn_weights", flag);
-  if (!flag) throw InputError(file + ": key 'scale_attn_weights' = false is not supported");
-  flag = false;
-  r.get("scale_attn_by_inverse_layer_idx", flag);
-  if (flag) throw InputError(file + ": key 'scale_attn_by_inverse_layer_idx' = true is not supported");
-  flag = false;
-  r.get("reorder_and_upcast_attn", flag);
-  if (flag) throw InputError(file + ": key 'reorder_and_upcast_attn' = true is not supported");
-  c.num_labels = read_num_labels(r, c.num_labels);
+  table().read(r, c);
   r.finish();
-  // HF's defaults (50256, GPT-2's <|endoftext|>) are no id of a smaller vocabulary: a
-  // config that does not name its own has none, as null would say.
-  if (!j.contains("bos_token_id") && c.bos_token_id >= c.vocab_size) c.bos_token_id = -1;
-  if (!j.contains("eos_token_id") && c.eos_token_id >= c.vocab_size) c.eos_token_id = -1;
-  check_config_token_ids(j, file, c.vocab_size,
-                         {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id}, {"pad_token_id", c.pad_token_id}});
+  settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.n_embd % c.n_head != 0) {
     throw InputError(file + ": n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " + std::to_string(c.n_head));
   }
@@ -78,31 +66,15 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
 }
 
 Json GptConfig::to_json() const {
-  auto id = [](int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
-  Json j = {{"model_type", "gpt2"},
-            {"vocab_size", vocab_size},
-            {"n_positions", n_positions},
-            {"n_embd", n_embd},
-            {"n_layer", n_layer},
-            {"n_head", n_head},
-            {"activation_function", activation_function},
-            {"resid_pdrop", resid_pdrop},
-            {"embd_pdrop", embd_pdrop},
-            {"attn_pdrop", attn_pdrop},
-            {"layer_norm_epsilon", layer_norm_epsilon},
-            {"initializer_range", initializer_range},
-            {"bos_token_id", id(bos_token_id)},
-            {"eos_token_id", id(eos_token_id)},
-            {"pad_token_id", id(pad_token_id)},
-            {"tie_word_embeddings", tie_word_embeddings},
-            {"scale_attn_weights", true}};
-  j["n_inner"] = n_inner > 0 ? Json(n_inner) : Json(nullptr);
-  if (head == GptHead::kSequenceClassification || head == GptHead::kTokenClassification) write_num_labels(j, num_labels);
-  if (head == GptHead::kTokenClassification) j["classifier_dropout"] = classifier_dropout;
+  Json j = {{"model_type", "gpt2"}};
+  table().write(j, *this);
   return j;
 }
 
-GptImpl::GptImpl(GptConfig config_) : config(std::move(config_)) {
+GptImpl::GptImpl(GptConfig config_)
+    : DecoderModel(gpt_architectures(), config_.head,
+                   {false, config_.bos_token_id, config_.eos_token_id, config_.vocab_size, config_.n_positions}),
+      config(std::move(config_)) {
   const auto& c = config;
   const int64_t d = c.n_embd;
   wte = register_module("wte", torch::nn::Embedding(c.vocab_size, d));
@@ -118,15 +90,7 @@ GptImpl::GptImpl(GptConfig config_) : config(std::move(config_)) {
                                                .causal(true)));
   }
   ln_f = register_module("ln_f", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_epsilon)));
-  if (c.head == GptHead::kLmHead && !c.tie_word_embeddings) {
-    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, c.vocab_size).bias(false)));
-  }
-  if (c.head == GptHead::kSequenceClassification) {
-    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, c.num_labels).bias(false)));
-  }
-  if (c.head == GptHead::kTokenClassification) {
-    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, c.classifier_dropout));
-  }
+  build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, c.classifier_dropout});
   reset_parameters();
 }
 
@@ -147,8 +111,6 @@ void GptImpl::reset_parameters() {
   }
 }
 
-std::string GptImpl::architecture() const { return gpt_architectures().name(config.head); }
-
 at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                            std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
   const int64_t t = input_ids.size(1);
@@ -166,36 +128,9 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   return x;
 }
 
-at::Tensor GptImpl::lm_logits(const at::Tensor& hidden) {
-  return nn::linear(hidden, lm_head ? lm_head->weight : wte->weight);  // (..., V)
-}
-
-Output GptImpl::forward(const Batch& batch) {
-  Output out;
-  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  const bool lm = config.head == GptHead::kLmHead;
-  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : wte->weight) : at::Tensor(), full_logits, score, token_classifier);
-  return out;
-}
-
-GenerationSpec GptImpl::generation_spec() const {
-  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size, config.n_positions};
-}
-
-std::unique_ptr<DecodingSession> GptImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
-  if (config.head != GptHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  return decoder_only_session(*this, use_cache);
-}
-
-void GptImpl::check_batch(const Batch& b) const {
-  check_decoder_batch(b, architecture(), config.vocab_size, static_cast<bool>(token_classifier),
-                      config.head == GptHead::kSequenceClassification, config.num_labels);
-}
-
 std::vector<HfTensor> GptImpl::hf_tensors() {
   std::vector<HfTensor> t;
-  const std::string b = config.head == GptHead::kNone ? "" : "transformer.";  // HF's GPT2Model has no prefix
+  const std::string b = body_prefix("transformer.");
   t.push_back({b + "wte.weight", wte->weight});
   t.push_back({b + "wpe.weight", wpe->weight});
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -210,9 +145,7 @@ std::vector<HfTensor> GptImpl::hf_tensors() {
     add_norm(t, p + "ln_2", layer->ffn_norm);
   }
   add_norm(t, b + "ln_f", ln_f);
-  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
-  if (score) t.push_back({"score.weight", score->weight});
-  if (token_classifier) token_classifier->add_hf_tensors(t);
+  add_head_tensors(t);
   return t;
 }
 
@@ -221,7 +154,7 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
   auto ends_with = [&](const std::string& s) {
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
-  return (name == "lm_head.weight" && !lm_head) || ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+  return DecoderModel::hf_ignorable(name) || ends_with(".attn.bias") || ends_with(".attn.masked_bias");
 }
 
 Family gpt_family() {
@@ -233,11 +166,7 @@ Family gpt_family() {
   f.tokenizer_family = "gpt2";
   f.positions_key = "n_positions";
   f.metrics = {"perplexity"};
-  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    GptConfig c = GptConfig::from_json(config, file);
-    c.head = gpt_architectures().head(arch);
-    return std::make_shared<GptImpl>(c);
-  };
+  f.create = decoder_creator<GptImpl, GptConfig>(gpt_architectures(), GptConfig::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["bos_token_id"] = config["eos_token_id"] = eos;  // GPT-2's <|endoftext|> is both

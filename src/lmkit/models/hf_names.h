@@ -8,6 +8,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/core/config.h"
+#include "lmkit/core/config_table.h"
 #include "lmkit/models/model.h"
 #include "lmkit/nn/norm.h"
 
@@ -26,5 +27,13 @@ void ignore_generic_hf_keys(ConfigReader& reader);
 int64_t read_num_labels(ConfigReader& reader, int64_t fallback);
 /// Writes id2label/label2id for `num_labels` classes as HF does.
 void write_num_labels(Json& j, int64_t num_labels);
+
+/// The classes of a classifier head: read by read_num_labels, written by write_num_labels.
+template <class C>
+ConfigField<C> labels_field(int64_t C::*member) {
+  return {"num_labels", "integer >= 1 (or id2label, one name a class)",
+          [=](ConfigReader& r, C& c) { c.*member = read_num_labels(r, c.*member); },
+          [=](const C& c) { return Json(c.*member); }, {}, [=](Json& j, const C& c) { write_num_labels(j, c.*member); }};
+}
 
 }  // namespace lmkit::models

@@ -19,27 +19,10 @@ namespace lmkit::models {
 
 namespace {
 
-// The one table of the classes this family builds.
-const ArchitectureTable<LlamaHead>& llama_architectures() {
-  static const ArchitectureTable<LlamaHead> table(
-      {{"LlamaForCausalLM", LlamaHead::kLmHead, kTextToTextHead},
-       {"LlamaModel", LlamaHead::kNone, ""},
-       {"LlamaForSequenceClassification", LlamaHead::kSequenceClassification, kClassificationHead},
-       {"LlamaForTokenClassification", LlamaHead::kTokenClassification, kTokenClassificationHead}});
-  return table;
-}
-
-const ArchitectureTable<LlamaHead>& mistral_architectures() {
-  static const ArchitectureTable<LlamaHead> table(
-      {{"MistralForCausalLM", LlamaHead::kLmHead, kTextToTextHead},
-       {"MistralModel", LlamaHead::kNone, ""},
-       {"MistralForSequenceClassification", LlamaHead::kSequenceClassification, kClassificationHead},
-       {"MistralForTokenClassification", LlamaHead::kTokenClassification, kTokenClassificationHead}});
-  return table;
-}
-
-const ArchitectureTable<LlamaHead>& architectures_of(const std::string& model_type) {
-  return model_type == "mistral" ? mistral_architectures() : llama_architectures();
+const ArchitectureTable<DecoderHead>& architectures_of(const std::string& model_type) {
+  static const auto llama = decoder_architectures("Llama", "ForCausalLM");
+  static const auto mistral = decoder_architectures("Mistral", "ForCausalLM");
+  return model_type == "mistral" ? mistral : llama;
 }
 
 // rope_theta from transformers 5's rope_parameters {rope_type, rope_theta}, or the older
@@ -79,51 +62,58 @@ double read_rope_theta(const Json& j, const std::string& file, double theta) {
 
 }  // namespace
 
-LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const std::string& model_type) {
+LlamaConfig LlamaConfig::defaults(const std::string& model_type) {
   LlamaConfig c;
   c.model_type = model_type;
-  const bool mistral = model_type == "mistral";
-  if (mistral) {  // MistralConfig's defaults (Mistral-7B-v0.1)
+  if (model_type == "mistral") {  // MistralConfig's defaults (Mistral-7B-v0.1)
     c.intermediate_size = 14336;
     c.num_key_value_heads = 8;
     c.max_position_embeddings = 4096 * 32;
     c.sliding_window = 4096;
   }
+  return c;
+}
+
+const ConfigTable<LlamaConfig>& LlamaConfig::table(const std::string& model_type) {
+  using C = LlamaConfig;
+  auto make = [](bool mistral) {
+    // rope_theta is read from the JSON after the table (read_rope_theta); written as rope_parameters.
+    ConfigField<C> rope{"rope_theta", "number > 0 (rope_parameters.rope_theta)", [](ConfigReader&, C&) {},
+                        [](const C& c) { return Json(c.rope_theta); }, {}, [](Json& j, const C& c) {
+                          j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}};
+                        }};
+    std::vector<ConfigField<C>> f = {
+        fields::number("vocab_size", &C::vocab_size, int64_t{1}),
+        fields::number("hidden_size", &C::hidden_size, int64_t{1}),
+        fields::number("intermediate_size", &C::intermediate_size, int64_t{1}),
+        fields::number("num_hidden_layers", &C::num_hidden_layers, int64_t{0}),
+        fields::number("num_attention_heads", &C::num_attention_heads, int64_t{1}),
+        fields::nullable("num_key_value_heads", &C::num_key_value_heads, int64_t{0}, int64_t{1}),
+        fields::nullable("head_dim", &C::head_dim, int64_t{0}, int64_t{1}),
+        fields::number("max_position_embeddings", &C::max_position_embeddings, int64_t{1}),
+        fields::number("rms_norm_eps", &C::rms_norm_eps, 0.0),
+        fields::number("initializer_range", &C::initializer_range, 0.0),
+        fields::number("attention_dropout", &C::attention_dropout, 0.0, 1.0),
+        fields::fixed<C>("hidden_act", "silu"),
+        rope};
+    if (mistral) f.push_back(fields::nullable("sliding_window", &C::sliding_window, int64_t{0}, int64_t{1}));
+    if (!mistral) f.push_back(fields::flag("attention_bias", &C::attention_bias));
+    if (!mistral) f.push_back(fields::flag("mlp_bias", &C::mlp_bias));
+    for (auto& field : decoder_head_fields<C>(0.1)) f.push_back(field);
+    return ConfigTable<C>(f, {"use_cache", "pretraining_tp", "rope_parameters", "rope_scaling", "rope_theta"});
+  };
+  static const ConfigTable<C> llama = make(false), mistral = make(true);
+  return model_type == "mistral" ? mistral : llama;
+}
+
+LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const std::string& model_type) {
+  LlamaConfig c = defaults(model_type);
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
-  r.ignore({"id2label", "use_cache", "pretraining_tp", "rope_parameters", "rope_scaling", "rope_theta"});
-  r.get("vocab_size", c.vocab_size, int64_t{1});
-  r.get("hidden_size", c.hidden_size, int64_t{1});
-  r.get("intermediate_size", c.intermediate_size, int64_t{1});
-  r.get("num_hidden_layers", c.num_hidden_layers, int64_t{0});
-  r.get("num_attention_heads", c.num_attention_heads, int64_t{1});
-  r.get_nullable("num_key_value_heads", c.num_key_value_heads, int64_t{0}, int64_t{1});
-  r.get_nullable("head_dim", c.head_dim, int64_t{0}, int64_t{1});
-  r.get("max_position_embeddings", c.max_position_embeddings, int64_t{1});
-  r.get("rms_norm_eps", c.rms_norm_eps, 0.0);
-  r.get("initializer_range", c.initializer_range, 0.0);
-  r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
-  if (mistral) {
-    r.get_nullable("sliding_window", c.sliding_window, int64_t{0}, int64_t{1});
-  } else {
-    r.get("attention_bias", c.attention_bias);
-    r.get("mlp_bias", c.mlp_bias);
-  }
-  r.get("tie_word_embeddings", c.tie_word_embeddings);
-  std::string act = "silu";
-  r.get_choice("hidden_act", act, {"silu"});
-  r.get_nullable("bos_token_id", c.bos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("eos_token_id", c.eos_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("pad_token_id", c.pad_token_id, int64_t{-1}, int64_t{0});
-  r.get_nullable("classifier_dropout", c.classifier_dropout, 0.1, 0.0, 1.0);
-  c.num_labels = read_num_labels(r, c.num_labels);
+  table(model_type).read(r, c);
   r.finish();
   c.rope_theta = read_rope_theta(j, file, c.rope_theta);
-  // HF's defaults (1 and 2, Llama's <s> and </s>) are no ids of a one- or two-id vocabulary.
-  if (!j.contains("bos_token_id") && c.bos_token_id >= c.vocab_size) c.bos_token_id = -1;
-  if (!j.contains("eos_token_id") && c.eos_token_id >= c.vocab_size) c.eos_token_id = -1;
-  check_config_token_ids(j, file, c.vocab_size,
-                         {{"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id}, {"pad_token_id", c.pad_token_id}});
+  settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.head_dim == 0 && c.hidden_size % c.num_attention_heads != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads) + " (give head_dim)");
@@ -137,32 +127,10 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const
 }
 
 Json LlamaConfig::to_json() const {
-  auto id = [](int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
-  Json j = {{"model_type", model_type},
-            {"vocab_size", vocab_size},
-            {"hidden_size", hidden_size},
-            {"intermediate_size", intermediate_size},
-            {"num_hidden_layers", num_hidden_layers},
-            {"num_attention_heads", num_attention_heads},
-            {"num_key_value_heads", kv_heads()},
-            {"head_dim", head_size()},
-            {"max_position_embeddings", max_position_embeddings},
-            {"hidden_act", "silu"},
-            {"rms_norm_eps", rms_norm_eps},
-            {"initializer_range", initializer_range},
-            {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", rope_theta}}},
-            {"attention_dropout", attention_dropout},
-            {"tie_word_embeddings", tie_word_embeddings},
-            {"bos_token_id", id(bos_token_id)},
-            {"eos_token_id", id(eos_token_id)},
-            {"pad_token_id", id(pad_token_id)}};
-  if (model_type == "mistral") {
-    j["sliding_window"] = sliding_window > 0 ? Json(sliding_window) : Json(nullptr);
-  } else {
-    j["attention_bias"] = attention_bias, j["mlp_bias"] = mlp_bias;
-  }
-  if (head == LlamaHead::kSequenceClassification || head == LlamaHead::kTokenClassification) write_num_labels(j, num_labels);
-  if (head == LlamaHead::kTokenClassification) j["classifier_dropout"] = classifier_dropout;
+  Json j = {{"model_type", model_type}};
+  table(model_type).write(j, *this);
+  j["num_key_value_heads"] = kv_heads();  // resolved, as HF writes them
+  j["head_dim"] = head_size();
   return j;
 }
 
@@ -248,22 +216,17 @@ at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, c
   return h + mlp(post_attention_layernorm(h).to(h.scalar_type()));
 }
 
-LlamaImpl::LlamaImpl(LlamaConfig config_) : config(std::move(config_)) {
+LlamaImpl::LlamaImpl(LlamaConfig config_)  // rotary: no position limit
+    : DecoderModel(architectures_of(config_.model_type), config_.head,
+                   {false, config_.bos_token_id, config_.eos_token_id, config_.vocab_size, 0}),
+      config(std::move(config_)) {
   const auto& c = config;
   const int64_t d = c.hidden_size;
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, d));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(LlamaLayer(c));
   norm = register_module("norm", nn::Norm(nn::NormOptions(d).type(nn::NormType::kRmsNorm).eps(c.rms_norm_eps)));
-  if (c.head == LlamaHead::kLmHead && !c.tie_word_embeddings) {
-    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(d, c.vocab_size).bias(false)));
-  }
-  if (c.head == LlamaHead::kSequenceClassification) {
-    score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(d, c.num_labels).bias(false)));
-  }
-  if (c.head == LlamaHead::kTokenClassification) {
-    token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, c.classifier_dropout));
-  }
+  build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, c.classifier_dropout, "score"});
   reset_parameters();
 }
 
@@ -274,8 +237,6 @@ void LlamaImpl::reset_parameters() {
     if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
   }
 }
-
-std::string LlamaImpl::architecture() const { return architectures_of(config.model_type).name(config.head); }
 
 at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                              std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
@@ -318,19 +279,6 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   return x;
 }
 
-at::Tensor LlamaImpl::lm_logits(const at::Tensor& hidden) {
-  return nn::linear(hidden, lm_head ? lm_head->weight : embed_tokens->weight);  // (..., V)
-}
-
-Output LlamaImpl::forward(const Batch& batch) {
-  Output out;
-  std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
-  const bool lm = config.head == LlamaHead::kLmHead;
-  apply_decoder_head(out, batch, lm ? (lm_head ? lm_head->weight : embed_tokens->weight) : at::Tensor(), full_logits, score, token_classifier);
-  return out;
-}
-
 double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
   double flops = 2.0 * static_cast<double>(config.hidden_size * config.vocab_size);  // the LM head
   for (const auto& p : layers->named_parameters()) {
@@ -341,23 +289,9 @@ double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
   return flops + 4.0 * static_cast<double>(seen) * inner * static_cast<double>(config.num_hidden_layers);
 }
 
-GenerationSpec LlamaImpl::generation_spec() const {
-  return {false, config.bos_token_id, config.eos_token_id, config.vocab_size, 0};  // rotary: no position limit
-}
-
-std::unique_ptr<DecodingSession> LlamaImpl::start_decoding(const at::Tensor&, const at::Tensor&, bool use_cache) {
-  if (config.head != LlamaHead::kLmHead) return Model::start_decoding({}, {}, use_cache);
-  return decoder_only_session(*this, use_cache);
-}
-
-void LlamaImpl::check_batch(const Batch& b) const {
-  check_decoder_batch(b, architecture(), config.vocab_size, static_cast<bool>(token_classifier),
-                      config.head == LlamaHead::kSequenceClassification, config.num_labels);
-}
-
 std::vector<HfTensor> LlamaImpl::hf_tensors() {
   std::vector<HfTensor> t;
-  const std::string b = config.head == LlamaHead::kNone ? "" : "model.";  // HF's LlamaModel/MistralModel have no prefix
+  const std::string b = body_prefix("model.");
   t.push_back({b + "embed_tokens.weight", embed_tokens->weight});
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
@@ -373,31 +307,23 @@ std::vector<HfTensor> LlamaImpl::hf_tensors() {
     add_norm(t, p + "post_attention_layernorm", layer->post_attention_layernorm);
   }
   add_norm(t, b + "norm", norm);
-  if (lm_head) t.push_back({"lm_head.weight", lm_head->weight});
-  if (score) t.push_back({"score.weight", score->weight});
-  if (token_classifier) token_classifier->add_hf_tensors(t, "score");
+  add_head_tensors(t);
   return t;
-}
-
-bool LlamaImpl::hf_ignorable(const std::string& name) const {
-  return name == "lm_head.weight" && !lm_head;  // tied to embed_tokens
 }
 
 Family llama_family() {
   Family f;
   f.model_type = "llama";
-  f.architectures = llama_architectures().names();
-  f.heads = llama_architectures().heads();
+  f.architectures = architectures_of("llama").names();
+  f.heads = architectures_of("llama").heads();
   f.objectives = {{"clm", "LlamaForCausalLM"}};
   f.tokenizer_family = "llama";  // SentencePiece BPE with byte fallback: <unk>=0 <s>=1 </s>=2
   f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
   f.metrics = {"perplexity"};
-  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    LlamaConfig c = LlamaConfig::from_json(config, file, "llama");
-    c.head = llama_architectures().head(arch);
-    return std::make_shared<LlamaImpl>(c);
-  };
+  f.create = decoder_creator<LlamaImpl, LlamaConfig>(architectures_of("llama"), [](const Json& j, const std::string& file) {
+    return LlamaConfig::from_json(j, file, "llama");
+  });
   // bos_token_id stays the config's (HF's default 1): the llama tokenizer puts <s> there.
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
     config["vocab_size"] = vocab_size;
@@ -410,14 +336,12 @@ Family llama_family() {
 Family mistral_family() {
   Family f = llama_family();  // the same decoder, tokenizer and objectives
   f.model_type = "mistral";
-  f.architectures = mistral_architectures().names();
-  f.heads = mistral_architectures().heads();
+  f.architectures = architectures_of("mistral").names();
+  f.heads = architectures_of("mistral").heads();
   f.objectives = {{"clm", "MistralForCausalLM"}};
-  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    LlamaConfig c = LlamaConfig::from_json(config, file, "mistral");
-    c.head = mistral_architectures().head(arch);
-    return std::make_shared<LlamaImpl>(c);
-  };
+  f.create = decoder_creator<LlamaImpl, LlamaConfig>(architectures_of("mistral"), [](const Json& j, const std::string& file) {
+    return LlamaConfig::from_json(j, file, "mistral");
+  });
   return f;
 }
 

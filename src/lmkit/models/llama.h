@@ -9,18 +9,10 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
-#include "lmkit/models/model.h"
-#include "lmkit/models/token_classifier.h"
+#include "lmkit/models/decoder_heads.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::models {
-
-enum class LlamaHead {
-  kNone,                    ///< LlamaModel: last_hidden_state
-  kLmHead,                  ///< LlamaForCausalLM
-  kSequenceClassification,  ///< LlamaForSequenceClassification: last real token -> score (no bias)
-  kTokenClassification,     ///< LlamaForTokenClassification: every token -> dropout -> score
-};
 
 /// HF's LlamaConfig keys (transformers 5: rope_parameters; the older top-level
 /// rope_theta is read too), or MistralConfig's: Llama's less the biases, plus sliding_window.
@@ -45,10 +37,14 @@ struct LlamaConfig {
   int64_t sliding_window = 0;  ///< Mistral: each position sees the last sliding_window positions; 0: all (HF: null)
   double classifier_dropout = 0.1;  ///< LlamaForTokenClassification's (classifier_dropout, else 0.1)
   int64_t num_labels = 2;
-  LlamaHead head = LlamaHead::kLmHead;
+  DecoderHead head = DecoderHead::kLmHead;
 
   int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+  /// The fields of `model_type`'s config: llama, or mistral (sliding_window, no biases).
+  static const ConfigTable<LlamaConfig>& table(const std::string& model_type);
+  /// The defaults of `model_type`'s config (Mistral's: Mistral-7B-v0.1's sizes and window).
+  static LlamaConfig defaults(const std::string& model_type);
   /// `model_type` "mistral" reads MistralConfig (its defaults, sliding_window, no biases).
   static LlamaConfig from_json(const Json& j, const std::string& file, const std::string& model_type = "llama");
   Json to_json() const;
@@ -104,40 +100,27 @@ class LlamaLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaLayer);
 
-class LlamaImpl : public Model {
+class LlamaImpl : public DecoderModel {
  public:
   explicit LlamaImpl(LlamaConfig config);
 
-  Output forward(const Batch& batch) override;
   std::string model_type() const override { return config.model_type; }
-  std::string architecture() const override;
-  bool shifted_labels() const override { return config.head == LlamaHead::kLmHead; }
   Json config_json() const override { return config.to_json(); }
+  Json config_fields() const override {
+    return LlamaConfig::table(config.model_type).describe(config, LlamaConfig::defaults(config.model_type));
+  }
   std::vector<HfTensor> hf_tensors() override;
-  void check_batch(const Batch& batch) const override;
-  int64_t vocab_size() const override { return config.vocab_size; }
   double flops_per_token(int64_t seq_len, int64_t) const override;
-  bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "model."; }
-  GenerationSpec generation_spec() const override;
-  std::unique_ptr<DecodingSession> start_decoding(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                                                  bool use_cache) override;
-
-  /// Final hidden states (B, T, D), norm applied. With `caches`, input_ids holds only
-  /// new tokens; positions continue after the cached ones.
   at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
-  /// Vocabulary logits for hidden rows (..., D) -> (..., V).
-  at::Tensor lm_logits(const at::Tensor& hidden);
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr) override;
+  const at::Tensor& token_embedding() const override { return embed_tokens->weight; }
   void reset_parameters();
 
   LlamaConfig config;
   torch::nn::Embedding embed_tokens{nullptr};  ///< (V, D)
   torch::nn::ModuleList layers{nullptr};       ///< num_hidden_layers x LlamaLayer
   nn::Norm norm{nullptr};                      ///< the final RMSNorm
-  torch::nn::Linear lm_head{nullptr};          ///< (V, D), unless tied to embed_tokens
-  torch::nn::Linear score{nullptr};            ///< (num_labels, D), no bias
-  TokenClassifier token_classifier{nullptr};   ///< kTokenClassification (HF's "score", with a bias)
 };
 TORCH_MODULE(Llama);
 

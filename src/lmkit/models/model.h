@@ -56,6 +56,9 @@ class Model : public torch::nn::Module {
   virtual std::string architecture() const = 0;
   /// config.json with HF key names; round-trips through the registry.
   virtual Json config_json() const = 0;
+  /// The config's fields, one row each: {key, value, default, check} (lmkit-info --fields);
+  /// empty where a family declares none.
+  virtual Json config_fields() const { return Json::array(); }
   /// Every tensor HF writes for this model (tied duplicates excluded), in lmkit's order.
   virtual std::vector<HfTensor> hf_tensors() = 0;
   /// Names a checkpoint may hold that this model does not need (tied duplicates,
