@@ -1,5 +1,7 @@
 #include "electra_model.h"
 
+#include "lmkit/models/encoder_heads.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>

@@ -3,10 +3,14 @@
 // Family::heads, the family's create() and its model's architecture() all read it.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "lmkit/core/config.h"
 
 namespace lmkit::models {
 
@@ -55,5 +59,19 @@ class ArchitectureTable {
  private:
   std::vector<Architecture<Head>> rows_;
 };
+
+class Model;
+
+/// A family's create() (Family::create): reads config C with `read`, sets C::head from the
+/// architecture's row of `table` and builds M from it.
+template <class M, class C, class Head>
+std::function<std::shared_ptr<Model>(const Json&, const std::string&, const std::string&)> family_creator(
+    ArchitectureTable<Head> table, std::function<C(const Json&, const std::string&)> read) {
+  return [table, read](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
+    C c = read(config, file);
+    c.head = table.head(arch);
+    return std::make_shared<M>(c);
+  };
+}
 
 }  // namespace lmkit::models

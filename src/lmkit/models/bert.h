@@ -1,5 +1,8 @@
 // BERT (Devlin et al. 2018) as HF's BertModel and its heads: post-norm encoder,
 // word + learned position + token-type embeddings, exact GELU, LayerNorm eps 1e-12.
+// RoBERTa (Liu et al. 2019) is the same model with config.model_type "roberta"
+// (roberta.h): positions counted from padding_idx + 1 over the non-padding tokens, an
+// LM head named lm_head, and a two-layer classification head on <s> instead of the pooler.
 #pragma once
 
 #include <functional>
@@ -7,6 +10,8 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include "lmkit/core/config_table.h"
+#include "lmkit/models/architectures.h"
 #include "lmkit/models/model.h"
 #include "lmkit/models/span_boundary.h"
 #include "lmkit/models/token_classifier.h"
@@ -24,8 +29,9 @@ enum class BertHead {
   kTokenClassification,     ///< BertForTokenClassification: every token -> dropout -> linear, no pooler
 };
 
-/// HF's BertConfig keys.
+/// HF's BertConfig keys (RobertaConfig's too, with RoBERTa's defaults).
 struct BertConfig {
+  std::string model_type = "bert";  ///< bert or roberta
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -45,6 +51,7 @@ struct BertConfig {
   int64_t span_boundary_position_size = 200;  ///< and the width of their embedding
   BertHead head = BertHead::kPreTraining;
 
+  static const ConfigTable<BertConfig>& table();
   /// The keys `j` holds over `defaults` (RoBERTa reads BERT's keys over its own defaults).
   static BertConfig from_json(const Json& j, const std::string& file, BertConfig defaults);
   static BertConfig from_json(const Json& j, const std::string& file);
@@ -56,13 +63,14 @@ class BertImpl : public Model {
   explicit BertImpl(BertConfig config);
 
   Output forward(const Batch& batch) override;
-  std::string model_type() const override { return "bert"; }
+  std::string model_type() const override { return config.model_type; }
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
+  Json config_fields() const override;
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   bool hf_ignorable(const std::string& name) const override;
-  std::string hf_base_prefix() const override { return "bert."; }
+  std::string hf_base_prefix() const override { return config.model_type + "."; }
   std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
   std::vector<std::string> metric_names() const override {
     return config.head == BertHead::kPreTraining ? std::vector<std::string>{"nsp_accuracy"} : std::vector<std::string>{};
@@ -73,54 +81,49 @@ class BertImpl : public Model {
   /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
                     std::vector<at::Tensor>* hidden_states = nullptr);
+  /// Position ids (B, T): arange(T) for BERT; RoBERTa's (HF's create_position_ids_from_input_ids):
+  /// padding_idx + the running count of non-padding tokens, padding at padding_idx.
+  at::Tensor position_ids(const at::Tensor& input_ids) const;
+  /// Longest input: max_position_embeddings (RoBERTa: less padding_idx + 1, 512 for roberta-base's 514).
+  int64_t max_length() const;
   /// MLM logits for hidden rows (..., D) -> (..., V): transform, then the tied decoder.
   at::Tensor mlm_logits(const at::Tensor& hidden);
   /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
   at::Tensor mlm_transform(const at::Tensor& hidden);
-  /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases, unit norms).
+  /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases and padding rows, unit norms).
   void reset_parameters();
 
   BertConfig config;
-  /// The MLM term ("mlm") and logits; NSP's term ("nsp"), logits and, in eval mode, accuracy.
-  void masked_lm(const Batch& batch, Output& out);
+  /// NSP's term ("nsp"), logits and, in eval mode, accuracy.
   void next_sentence(const Batch& batch, Output& out);
+  /// The sequence classifier: BERT's pooled [CLS] -> dropout -> linear; RoBERTa's <s> ->
+  /// dropout -> dense -> tanh -> dropout -> out_proj.
+  void classify(const Batch& batch, Output& out);
 
   torch::nn::Embedding word_embeddings{nullptr};        ///< (V, D), tied to the MLM decoder
-  nn::LearnedPositions position_embeddings{nullptr};    ///< (max_position_embeddings, D)
+  nn::LearnedPositions absolute_positions{nullptr};     ///< BERT's (max_position_embeddings, D)
+  torch::nn::Embedding position_embeddings{nullptr};    ///< RoBERTa's, padding_idx = pad
   torch::nn::Embedding token_type_embeddings{nullptr};  ///< (type_vocab_size, D)
   nn::Norm embeddings_norm{nullptr};
   torch::nn::ModuleList layers{nullptr};                ///< num_hidden_layers x TransformerLayer (post-norm)
-  torch::nn::Linear pooler{nullptr};                    ///< (D, D), tanh; absent for kMaskedLm
+  torch::nn::Linear pooler{nullptr};                    ///< (D, D), tanh; BERT's kNone, kPreTraining, classifier; RoBERTa's kNone
   torch::nn::Linear mlm_dense{nullptr};                 ///< (D, D) transform before the decoder
   nn::Norm mlm_norm{nullptr};
   at::Tensor mlm_bias;                                  ///< (V) decoder bias
   torch::nn::Linear nsp{nullptr};                       ///< (2, D) on the pooled output
-  torch::nn::Linear classifier{nullptr};                ///< (num_labels, D)
+  torch::nn::Linear classifier{nullptr};                ///< BERT's (num_labels, D)
+  torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};  ///< RoBERTa's
   SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
   TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
+
+ private:
+  bool roberta() const { return config.model_type == "roberta"; }
+  void build_heads();
 };
 TORCH_MODULE(Bert);
 
-/// What BERT and RoBERTa share (RoBERTa is BERT's encoder with other embeddings and heads):
-/// the post-norm layer stack a config describes,
-torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
-/// its HF tensors (`prefix` + "encoder.layer.N....", HF's BertLayer names),
-void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
-/// the masked-LM term "mlm" (full `logits` when defined, else projected only at the labelled
-/// positions through `transform` and the tied `weight`, `bias`), set as out.terms/out.loss,
-void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
-                        const at::Tensor& weight, const at::Tensor& bias);
-/// SpanBERT's span boundary head over this encoder (span_boundary.h),
-SpanBoundaryOptions span_boundary_options(const BertConfig& config);
-/// the config keys of span pretraining (written only by span heads),
-void write_span_boundary_keys(Json& j, const BertConfig& config);
-/// HF's initialisation of the norms (LayerNorm weights one, biases zero, by parameter name),
-void reset_norms(torch::nn::Module& module);
-/// the token-classification head's dropout (classifier_dropout, else hidden_dropout_prob),
-double head_dropout(const BertConfig& config);
-/// and forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
-double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
-                                    bool mlm_head, const SpanBoundaryHead& span_boundary = nullptr);
+/// The classes of `model_type` (bert or roberta) and the head each builds.
+const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_type);
 
 struct Family;
 /// The bert family (family.h): its architectures, objectives and how to build it.

@@ -184,7 +184,7 @@ Family bloom_family() {
   f.tokenizer_family = "bloom";  // <unk>=0 <s>=1 </s>=2 <pad>=3, nothing added around a text
   f.positions_key = "";          // ALiBi has no end, and BloomConfig names no length: give --context
   f.metrics = {"perplexity"};
-  f.create = decoder_creator<BloomImpl, BloomConfig>(bloom_architectures(), BloomConfig::from_json);
+  f.create = family_creator<BloomImpl, BloomConfig>(bloom_architectures(), BloomConfig::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["eos_token_id"] = eos;

@@ -110,18 +110,6 @@ class DecoderModel : public Model {
   std::string classifier_name_ = "classifier";
 };
 
-/// A decoder family's create(): reads config C (C::from_json(json, file)), sets its head
-/// from the architecture and builds M.
-template <class M, class C>
-std::function<std::shared_ptr<Model>(const Json&, const std::string&, const std::string&)> decoder_creator(
-    ArchitectureTable<DecoderHead> table, std::function<C(const Json&, const std::string&)> read) {
-  return [table, read](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    C c = read(config, file);
-    c.head = table.head(arch);
-    return std::make_shared<M>(c);
-  };
-}
-
 /// The config keys of the heads and special tokens, alike in every decoder config C:
 /// bos/eos/pad_token_id (null: none), tie_word_embeddings, classifier_dropout (written for
 /// the token classifier; null reads as `classifier_dropout_if_null`) and the labels.

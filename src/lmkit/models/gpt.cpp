@@ -166,7 +166,7 @@ Family gpt_family() {
   f.tokenizer_family = "gpt2";
   f.positions_key = "n_positions";
   f.metrics = {"perplexity"};
-  f.create = decoder_creator<GptImpl, GptConfig>(gpt_architectures(), GptConfig::from_json);
+  f.create = family_creator<GptImpl, GptConfig>(gpt_architectures(), GptConfig::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["bos_token_id"] = config["eos_token_id"] = eos;  // GPT-2's <|endoftext|> is both

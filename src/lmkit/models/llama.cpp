@@ -321,7 +321,7 @@ Family llama_family() {
   f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
   f.metrics = {"perplexity"};
-  f.create = decoder_creator<LlamaImpl, LlamaConfig>(architectures_of("llama"), [](const Json& j, const std::string& file) {
+  f.create = family_creator<LlamaImpl, LlamaConfig>(architectures_of("llama"), [](const Json& j, const std::string& file) {
     return LlamaConfig::from_json(j, file, "llama");
   });
   // bos_token_id stays the config's (HF's default 1): the llama tokenizer puts <s> there.
@@ -339,7 +339,7 @@ Family mistral_family() {
   f.architectures = architectures_of("mistral").names();
   f.heads = architectures_of("mistral").heads();
   f.objectives = {{"clm", "MistralForCausalLM"}};
-  f.create = decoder_creator<LlamaImpl, LlamaConfig>(architectures_of("mistral"), [](const Json& j, const std::string& file) {
+  f.create = family_creator<LlamaImpl, LlamaConfig>(architectures_of("mistral"), [](const Json& j, const std::string& file) {
     return LlamaConfig::from_json(j, file, "mistral");
   });
   return f;

@@ -29,43 +29,75 @@ const ArchitectureTable<T5Head>& t5_architectures() {
 
 }  // namespace
 
+const ConfigTable<T5Config>& T5Config::table() {
+  using C = T5Config;
+  static const ConfigTable<C> table = [] {
+    // null (or absent): as many as the encoder; read after num_layers.
+    ConfigField<C> decoder_layers = fields::number("num_decoder_layers", &C::num_decoder_layers, int64_t{0});
+    decoder_layers.read = [](ConfigReader& r, C& c) {
+      c.num_decoder_layers = c.num_layers;
+      r.get_nullable("num_decoder_layers", c.num_decoder_layers, c.num_layers, int64_t{0});
+    };
+    // transformers < 5 derived it from tie_word_embeddings (read before it); written where it differs.
+    ConfigField<C> scale = fields::flag("scale_decoder_outputs", &C::scale_decoder_outputs);
+    scale.read = [](ConfigReader& r, C& c) {
+      c.scale_decoder_outputs = c.tie_word_embeddings;
+      r.get("scale_decoder_outputs", c.scale_decoder_outputs);
+    };
+    scale.written = [](const C& c) { return c.scale_decoder_outputs != c.tie_word_embeddings; };
+    // Derived by HF from feed_forward_proj; must agree with it if present.
+    ConfigField<C> act{"dense_act_fn", "as feed_forward_proj: relu | gelu_new",
+                       [](ConfigReader& r, C& c) {
+                         const bool gated = c.feed_forward_proj != "relu";
+                         std::string act = gated ? "gelu_new" : "relu";
+                         bool gated_read = gated;
+                         r.get("dense_act_fn", act);
+                         r.get("is_gated_act", gated_read);
+                         if (act != (gated ? "gelu_new" : "relu") || gated_read != gated) {
+                           throw InputError(r.file() + ": dense_act_fn/is_gated_act disagree with feed_forward_proj '" +
+                                            c.feed_forward_proj + "'");
+                         }
+                       },
+                       [](const C& c) { return Json(c.feed_forward_proj == "relu" ? "relu" : "gelu_new"); }, {},
+                       [](Json& j, const C& c) {
+                         j["dense_act_fn"] = c.feed_forward_proj == "relu" ? "relu" : "gelu_new";
+                         j["is_gated_act"] = c.feed_forward_proj != "relu";
+                       }};
+    auto classifies = [](const C& c) { return c.head == T5Head::kEncoderClassification || c.head == T5Head::kTokenClassification; };
+    return ConfigTable<C>(
+        {fields::number("vocab_size", &C::vocab_size, int64_t{1}),
+         fields::number("d_model", &C::d_model, int64_t{1}),
+         fields::number("d_kv", &C::d_kv, int64_t{1}),
+         fields::number("d_ff", &C::d_ff, int64_t{1}),
+         fields::number("num_layers", &C::num_layers, int64_t{0}),
+         decoder_layers,
+         fields::number("num_heads", &C::num_heads, int64_t{1}),
+         fields::number("relative_attention_num_buckets", &C::relative_attention_num_buckets, int64_t{2}),
+         fields::number("relative_attention_max_distance", &C::relative_attention_max_distance, int64_t{1}),
+         fields::number("dropout_rate", &C::dropout_rate, 0.0, 1.0),
+         fields::nullable("classifier_dropout", &C::classifier_dropout, 0.0, 0.0, 1.0),
+         fields::number("layer_norm_epsilon", &C::layer_norm_epsilon, 0.0),
+         fields::number("initializer_factor", &C::initializer_factor, 0.0),
+         fields::choice("feed_forward_proj", &C::feed_forward_proj, {"relu", "gated-gelu"}),
+         act,
+         fields::flag("tie_word_embeddings", &C::tie_word_embeddings),
+         scale,
+         fields::number("pad_token_id", &C::pad_token_id, int64_t{0}),
+         fields::number("eos_token_id", &C::eos_token_id, int64_t{0}),
+         fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0}),
+         {"is_encoder_decoder", "written true; read as HF's generic key", [](ConfigReader&, C&) {},
+          [](const C&) { return Json(true); }, {}, {}},
+         labels_field(&C::num_labels).when(classifies)},
+        {"bos_token_id", "n_positions", "output_past", "gradient_checkpointing"});
+  }();
+  return table;
+}
+
 T5Config T5Config::from_json(const Json& j, const std::string& file) {
   T5Config c;
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
-  r.ignore({"bos_token_id", "id2label", "n_positions", "output_past", "gradient_checkpointing"});
-  r.get("vocab_size", c.vocab_size, int64_t{1});
-  r.get("d_model", c.d_model, int64_t{1});
-  r.get("d_kv", c.d_kv, int64_t{1});
-  r.get("d_ff", c.d_ff, int64_t{1});
-  r.get("num_layers", c.num_layers, int64_t{0});
-  c.num_decoder_layers = c.num_layers;
-  r.get_nullable("num_decoder_layers", c.num_decoder_layers, c.num_layers, int64_t{0});
-  r.get("num_heads", c.num_heads, int64_t{1});
-  r.get("relative_attention_num_buckets", c.relative_attention_num_buckets, int64_t{2});
-  r.get("relative_attention_max_distance", c.relative_attention_max_distance, int64_t{1});
-  r.get("dropout_rate", c.dropout_rate, 0.0, 1.0);
-  r.get_nullable("classifier_dropout", c.classifier_dropout, c.classifier_dropout, 0.0, 1.0);
-  r.get("layer_norm_epsilon", c.layer_norm_epsilon, 0.0);
-  r.get("initializer_factor", c.initializer_factor, 0.0);
-  r.get_choice("feed_forward_proj", c.feed_forward_proj, {"relu", "gated-gelu"});
-  r.get("tie_word_embeddings", c.tie_word_embeddings);
-  c.scale_decoder_outputs = c.tie_word_embeddings;
-  r.get("scale_decoder_outputs", c.scale_decoder_outputs);
-  r.get("pad_token_id", c.pad_token_id, int64_t{0});
-  r.get("eos_token_id", c.eos_token_id, int64_t{0});
-  r.get("decoder_start_token_id", c.decoder_start_token_id, int64_t{0});
-  // Derived by HF from feed_forward_proj; must agree with it if present.
-  std::string dense_act = c.feed_forward_proj == "relu" ? "relu" : "gelu_new";
-  bool gated = c.feed_forward_proj != "relu";
-  std::string act_read = dense_act;
-  bool gated_read = gated;
-  r.get("dense_act_fn", act_read);
-  r.get("is_gated_act", gated_read);
-  if (act_read != dense_act || gated_read != gated) {
-    throw InputError(file + ": dense_act_fn/is_gated_act disagree with feed_forward_proj '" + c.feed_forward_proj + "'");
-  }
-  c.num_labels = read_num_labels(r, c.num_labels);
+  table().read(r, c);
   r.finish();
   // Defaults (pad 0, eos 1, decoder start 0) need a vocabulary of two ids.
   check_config_token_ids(j, file, c.vocab_size,
@@ -88,31 +120,8 @@ T5Config T5Config::from_json(const Json& j, const std::string& file) {
 }
 
 Json T5Config::to_json() const {
-  const bool gated = feed_forward_proj != "relu";
-  Json j = {{"model_type", "t5"},
-            {"vocab_size", vocab_size},
-            {"d_model", d_model},
-            {"d_kv", d_kv},
-            {"d_ff", d_ff},
-            {"num_layers", num_layers},
-            {"num_decoder_layers", num_decoder_layers},
-            {"num_heads", num_heads},
-            {"relative_attention_num_buckets", relative_attention_num_buckets},
-            {"relative_attention_max_distance", relative_attention_max_distance},
-            {"dropout_rate", dropout_rate},
-            {"classifier_dropout", classifier_dropout},
-            {"layer_norm_epsilon", layer_norm_epsilon},
-            {"initializer_factor", initializer_factor},
-            {"feed_forward_proj", feed_forward_proj},
-            {"dense_act_fn", gated ? "gelu_new" : "relu"},
-            {"is_gated_act", gated},
-            {"tie_word_embeddings", tie_word_embeddings},
-            {"pad_token_id", pad_token_id},
-            {"eos_token_id", eos_token_id},
-            {"decoder_start_token_id", decoder_start_token_id},
-            {"is_encoder_decoder", true}};
-  if (scale_decoder_outputs != tie_word_embeddings) j["scale_decoder_outputs"] = scale_decoder_outputs;
-  if (head == T5Head::kEncoderClassification || head == T5Head::kTokenClassification) write_num_labels(j, num_labels);
+  Json j = {{"model_type", "t5"}};
+  table().write(j, *this);
   return j;
 }
 
@@ -374,11 +383,7 @@ Family t5_family() {
   f.tokenizer_family = "t5";
   f.metrics = {"span"};
   f.encoder_decoder = true;
-  f.create = [](const Json& config, const std::string& file, const std::string& arch) -> std::shared_ptr<Model> {
-    T5Config c = T5Config::from_json(config, file);
-    c.head = t5_architectures().head(arch);
-    return std::make_shared<T5Impl>(c);
-  };
+  f.create = family_creator<T5Impl, T5Config>(t5_architectures(), T5Config::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t) { config["vocab_size"] = vocab_size; };
   return f;
 }

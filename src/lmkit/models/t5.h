@@ -8,6 +8,7 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include "lmkit/core/config_table.h"
 #include "lmkit/models/model.h"
 #include "lmkit/models/token_classifier.h"
 #include "lmkit/nn/norm.h"
@@ -47,6 +48,7 @@ struct T5Config {
   int64_t num_labels = 2;
   T5Head head = T5Head::kConditionalGeneration;
 
+  static const ConfigTable<T5Config>& table();
   static T5Config from_json(const Json& j, const std::string& file);
   Json to_json() const;
 };
@@ -78,6 +80,7 @@ class T5Impl : public Model {
   std::string model_type() const override { return "t5"; }
   std::string architecture() const override;
   Json config_json() const override { return config.to_json(); }
+  Json config_fields() const override { return T5Config::table().describe(config, {}); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return config.vocab_size; }

@@ -15,31 +15,43 @@
 
 namespace lmkit::models {
 
+const ConfigTable<TransformerConfig>& TransformerConfig::table() {
+  using C = TransformerConfig;
+  static const ConfigTable<C> table = [] {
+    ConfigField<C> src = fields::number("src_vocab_size", &C::src_vocab_size, int64_t{1});
+    src.read = [](ConfigReader& r, C& c) {  // vocab_size: one joint vocabulary, before either side's own
+      int64_t vocab = 0;
+      if (r.get("vocab_size", vocab, int64_t{1})) c.src_vocab_size = c.tgt_vocab_size = vocab;
+      r.get("src_vocab_size", c.src_vocab_size, int64_t{1});
+    };
+    return ConfigTable<C>({src,
+                           fields::number("tgt_vocab_size", &C::tgt_vocab_size, int64_t{1}),
+                           fields::number("d_model", &C::d_model, int64_t{1}),
+                           fields::number("encoder_layers", &C::encoder_layers, int64_t{0}),
+                           fields::number("decoder_layers", &C::decoder_layers, int64_t{1}),
+                           fields::number("num_heads", &C::num_heads, int64_t{1}),
+                           fields::number("d_ff", &C::d_ff, int64_t{1}),
+                           fields::number("dropout", &C::dropout, 0.0, 1.0),
+                           fields::number("attention_dropout", &C::attention_dropout, 0.0, 1.0),
+                           fields::choice("activation", &C::activation, {"relu", "gelu"}),
+                           fields::number("max_position_embeddings", &C::max_position_embeddings, int64_t{1}),
+                           fields::number("layer_norm_eps", &C::layer_norm_eps, 0.0),
+                           fields::flag("share_embeddings", &C::share_embeddings),
+                           fields::flag("tie_word_embeddings", &C::tie_word_embeddings),
+                           fields::number("label_smoothing", &C::label_smoothing, 0.0, 1.0),
+                           fields::number("pad_token_id", &C::pad_token_id, int64_t{0}),
+                           fields::number("bos_token_id", &C::bos_token_id, int64_t{0}),
+                           fields::number("eos_token_id", &C::eos_token_id, int64_t{0}),
+                           fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0})});
+  }();
+  return table;
+}
+
 TransformerConfig TransformerConfig::from_json(const Json& j, const std::string& file) {
   TransformerConfig c;
   ConfigReader r(j, file);
   ignore_generic_hf_keys(r);
-  int64_t vocab = 0;
-  if (r.get("vocab_size", vocab, int64_t{1})) c.src_vocab_size = c.tgt_vocab_size = vocab;
-  r.get("src_vocab_size", c.src_vocab_size, int64_t{1});
-  r.get("tgt_vocab_size", c.tgt_vocab_size, int64_t{1});
-  r.get("d_model", c.d_model, int64_t{1});
-  r.get("encoder_layers", c.encoder_layers, int64_t{0});
-  r.get("decoder_layers", c.decoder_layers, int64_t{1});
-  r.get("num_heads", c.num_heads, int64_t{1});
-  r.get("d_ff", c.d_ff, int64_t{1});
-  r.get("dropout", c.dropout, 0.0, 1.0);
-  r.get("attention_dropout", c.attention_dropout, 0.0, 1.0);
-  r.get_choice("activation", c.activation, {"relu", "gelu"});
-  r.get("max_position_embeddings", c.max_position_embeddings, int64_t{1});
-  r.get("layer_norm_eps", c.layer_norm_eps, 0.0);
-  r.get("share_embeddings", c.share_embeddings);
-  r.get("tie_word_embeddings", c.tie_word_embeddings);
-  r.get("label_smoothing", c.label_smoothing, 0.0, 1.0);
-  r.get("pad_token_id", c.pad_token_id, int64_t{0});
-  r.get("bos_token_id", c.bos_token_id, int64_t{0});
-  r.get("eos_token_id", c.eos_token_id, int64_t{0});
-  r.get("decoder_start_token_id", c.decoder_start_token_id, int64_t{0});
+  table().read(r, c);
   r.finish();
   if (c.share_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
     throw InputError(file + ": share_embeddings needs src_vocab_size == tgt_vocab_size");
@@ -55,27 +67,9 @@ TransformerConfig TransformerConfig::from_json(const Json& j, const std::string&
 }
 
 Json TransformerConfig::to_json() const {
-  return {{"model_type", "transformer"},
-          {"src_vocab_size", src_vocab_size},
-          {"tgt_vocab_size", tgt_vocab_size},
-          {"d_model", d_model},
-          {"encoder_layers", encoder_layers},
-          {"decoder_layers", decoder_layers},
-          {"num_heads", num_heads},
-          {"d_ff", d_ff},
-          {"dropout", dropout},
-          {"attention_dropout", attention_dropout},
-          {"activation", activation},
-          {"max_position_embeddings", max_position_embeddings},
-          {"layer_norm_eps", layer_norm_eps},
-          {"share_embeddings", share_embeddings},
-          {"tie_word_embeddings", tie_word_embeddings},
-          {"label_smoothing", label_smoothing},
-          {"pad_token_id", pad_token_id},
-          {"bos_token_id", bos_token_id},
-          {"eos_token_id", eos_token_id},
-          {"decoder_start_token_id", decoder_start_token_id},
-          {"is_encoder_decoder", true}};
+  Json j = {{"model_type", "transformer"}};
+  table().write(j, *this);
+  return j;
 }
 
 TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(config_)) {

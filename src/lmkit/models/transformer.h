@@ -8,6 +8,7 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include "lmkit/core/config_table.h"
 #include "lmkit/models/model.h"
 #include "lmkit/nn/position.h"
 
@@ -33,6 +34,7 @@ struct TransformerConfig {
   double label_smoothing = 0.1;    ///< §5.4
   int64_t pad_token_id = 0, bos_token_id = 2, eos_token_id = 1, decoder_start_token_id = 2;
 
+  static const ConfigTable<TransformerConfig>& table();
   static TransformerConfig from_json(const Json& j, const std::string& file);
   Json to_json() const;
 };
@@ -47,6 +49,7 @@ class TransformerImpl : public Model {
   static constexpr const char* kArchitecture = "TransformerForSeq2Seq";
   std::string architecture() const override { return kArchitecture; }
   Json config_json() const override { return config.to_json(); }
+  Json config_fields() const override { return TransformerConfig::table().describe(config, {}); }
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return config.tgt_vocab_size; }

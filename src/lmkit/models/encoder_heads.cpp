@@ -1,0 +1,132 @@
+#include "lmkit/models/encoder_heads.h"
+
+#include <ATen/ATen.h>
+
+#include "lmkit/models/checks.h"
+#include "lmkit/models/hf_names.h"
+#include "lmkit/models/losses.h"
+#include "lmkit/models/token_classifier.h"
+#include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
+
+namespace lmkit::models {
+
+torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
+  torch::nn::ModuleList layers;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(c.hidden_size, c.num_attention_heads, c.intermediate_size)
+                                               .activation(nn::parse_activation(c.hidden_act))
+                                               .norm_eps(c.layer_norm_eps)
+                                               .pre_norm(false)
+                                               .dropout(c.hidden_dropout_prob)
+                                               .attention_dropout(c.attention_probs_dropout_prob)));
+  }
+  return layers;
+}
+
+void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefix, torch::nn::ModuleList& layers) {
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    const std::string p = prefix + "encoder.layer." + std::to_string(i) + ".";
+    add_fused_linear(t, {p + "attention.self.query", p + "attention.self.key", p + "attention.self.value"},
+                     layer->self_attn->qkv);
+    add_linear(t, p + "attention.output.dense", layer->self_attn->out);
+    add_norm(t, p + "attention.output.LayerNorm", layer->self_attn_norm);
+    add_linear(t, p + "intermediate.dense", layer->ffn->in);
+    add_linear(t, p + "output.dense", layer->ffn->out);
+    add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
+  }
+}
+
+void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
+                        const at::Tensor& weight, const at::Tensor& bias) {
+  at::Tensor mlm;
+  if (out.logits.defined()) {
+    mlm = cross_entropy(out.logits, labels);
+  } else {
+    auto [rows, targets] = select_targets(out.last_hidden_state, labels);  // (N, D), (N)
+    mlm = linear_cross_entropy(transform(rows), weight, bias, targets);
+  }
+  out.terms.push_back({"mlm", mlm, labels.ne(-100).sum()});
+  out.loss = mlm;
+}
+
+double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
+                                    bool mlm_head, const SpanBoundaryHead& span_boundary) {
+  const double d = static_cast<double>(config.hidden_size), v = static_cast<double>(config.vocab_size);
+  double flops = layer_flops_per_token(layers, seq_len);
+  // The MLM head runs on the ~15% of positions that carry a label (the training path projects only those),
+  // and the span boundary head on (nearly) the same positions.
+  if (mlm_head) flops += 0.15 * (2 * d * v + 2 * d * d);
+  if (span_boundary) flops += 0.15 * span_boundary->flops_per_target();
+  return flops;
+}
+
+SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
+  SpanBoundaryOptions o;
+  o.hidden_size = c.hidden_size;
+  o.vocab_size = c.vocab_size;
+  o.max_targets = c.span_boundary_max_targets;
+  o.position_size = c.span_boundary_position_size;
+  o.activation = nn::parse_activation(c.hidden_act);
+  o.norm_eps = c.layer_norm_eps;
+  return o;
+}
+
+void reset_norms(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters()) {
+    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
+    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
+  }
+}
+
+double head_dropout(const BertConfig& c) {
+  return c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob;
+}
+
+at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
+                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states) {
+  x = embeddings_norm(x);  // (B, T, D)
+  if (model.is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
+  if (hidden_states) hidden_states->push_back(x);
+  const int64_t t = x.size(1);
+  const at::Tensor bias = nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
+}
+
+void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
+                     const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
+                     const at::Tensor& bias, SpanBoundaryHead& span_boundary) {
+  if (full_logits || !labels.defined()) out.logits = at::linear(transform(out.last_hidden_state), weight, bias);  // (B, T, V)
+  if (!labels.defined()) return;
+  // Devlin et al.: the loss is on the ~15% chosen positions only; training projects just those.
+  add_masked_lm_term(out, labels, transform, weight, bias);
+  if (span_boundary) span_boundary->add_term(out, out.last_hidden_state, labels, weight);
+}
+
+std::vector<std::pair<std::string, int64_t>> masked_lm_targets(const Batch& b, bool next_sentence, bool span,
+                                                               int64_t span_max_targets) {
+  std::vector<std::pair<std::string, int64_t>> t = {{"mlm", b.labels.defined() ? b.labels.ne(-100).sum().item<int64_t>() : 0}};
+  if (next_sentence) {
+    const at::Tensor label = b.field(kNextSentenceLabel);
+    t.emplace_back("nsp", label.defined() ? label.size(0) : 0);
+  }
+  if (span) t.emplace_back("sbo", count_span_targets(b.labels, span_max_targets));
+  return t;
+}
+
+void check_encoder_batch(const Batch& b, const std::string& architecture, const BertConfig& c,
+                         const std::vector<std::string>& extras, bool per_row, bool token_tags) {
+  check_unused(b.decoder_input_ids, "decoder_input_ids", architecture);
+  check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture);
+  check_extra_inputs(b, extras, architecture);
+  check_token_matrix(b.input_ids, c.vocab_size, "input_ids");
+  check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
+  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
+  if (token_tags) check_token_labels(b, c.num_labels);
+  else check_input_labels(b, per_row, c.num_labels, c.vocab_size);
+}
+
+}  // namespace lmkit::models

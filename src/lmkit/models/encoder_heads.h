@@ -1,0 +1,60 @@
+// What the BERT-style encoders (BERT, RoBERTa, SpanBERT's heads, ELECTRA's example) share:
+// RoBERTa is BERT's encoder with other positions and heads, and ELECTRA BERT's with a
+// narrower embedding. The layer stack a BertConfig describes and its HF names, the encoder
+// pass from summed embeddings, the masked-LM head and its terms, the batch check, the
+// initialisation of norms and the FLOPs count.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/modules/container/modulelist.h>
+
+#include "lmkit/core/batch.h"
+#include "lmkit/models/bert.h"
+#include "lmkit/models/model.h"
+#include "lmkit/models/span_boundary.h"
+#include "lmkit/nn/norm.h"
+
+namespace lmkit::models {
+
+/// The post-norm layer stack a config describes.
+torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
+/// Its HF tensors (`prefix` + "encoder.layer.N....", HF's BertLayer names).
+void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
+/// The encoder pass from summed embeddings x (B, T, D): the embeddings' norm, dropout
+/// (in training), then the layers under the padding mask; each stage's output into
+/// `hidden_states` when given.
+at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
+                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states);
+/// The masked-LM term "mlm" (full `logits` when defined, else projected only at the labelled
+/// positions through `transform` and the tied `weight`, `bias`), set as out.terms/out.loss.
+void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
+                        const at::Tensor& weight, const at::Tensor& bias);
+/// The masked-LM head on out.last_hidden_state: out.logits when `full_logits` or without
+/// labels; with labels the "mlm" term and, with `span_boundary`, SpanBERT's "sbo".
+void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
+                     const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
+                     const at::Tensor& bias, SpanBoundaryHead& span_boundary);
+/// The loss terms' targets of a masked-LM batch: "mlm", then "nsp" (a row each) when
+/// `next_sentence`, then "sbo" when `span`.
+std::vector<std::pair<std::string, int64_t>> masked_lm_targets(const Batch& batch, bool next_sentence, bool span,
+                                                               int64_t span_max_targets);
+/// An encoder's batch: no decoder inputs, only `extras` beside the ids, ids within the
+/// vocabularies, masks and token types shaped like input_ids, labels for the head (a tag per
+/// token for `token_tags`, a class per row for `per_row`, else tokens).
+void check_encoder_batch(const Batch& batch, const std::string& architecture, const BertConfig& config,
+                         const std::vector<std::string>& extras, bool per_row, bool token_tags);
+/// SpanBERT's span boundary head over this encoder (span_boundary.h).
+SpanBoundaryOptions span_boundary_options(const BertConfig& config);
+/// HF's initialisation of the norms (LayerNorm weights one, biases zero, by parameter name).
+void reset_norms(torch::nn::Module& module);
+/// The classifier heads' dropout (classifier_dropout, else hidden_dropout_prob).
+double head_dropout(const BertConfig& config);
+/// Forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.
+double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
+                                    bool mlm_head, const SpanBoundaryHead& span_boundary = nullptr);
+
+}  // namespace lmkit::models
