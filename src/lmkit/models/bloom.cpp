@@ -72,35 +72,6 @@ Json BloomConfig::to_json() const {
   return j;
 }
 
-at::Tensor alibi_slopes(int64_t heads) {
-  const auto f32 = at::TensorOptions().dtype(at::kFloat);
-  const int64_t n = int64_t{1} << static_cast<int>(std::floor(std::log2(static_cast<double>(heads))));
-  // HF: base = 2^(−2^−(log2(n) − 3)), in float32; slopes = base^[1..n].
-  auto powers_of = [&](double base, int64_t first, int64_t end, int64_t step) {
-    return at::pow(at::full({}, base, f32), at::arange(first, end, step, at::kInt));
-  };
-  at::Tensor slopes = powers_of(std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(n)) - 3))), 1, 1 + n, 1);
-  if (n != heads) {
-    const int64_t extra = std::min(n, heads - n);
-    const double base = std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(2 * n)) - 3)));
-    slopes = at::cat({slopes, powers_of(base, 1, 1 + 2 * extra, 2)});
-  }
-  return slopes;
-}
-
-at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
-                      at::Device device) {
-  at::Tensor positions;  // (B|1, Tk)
-  if (key_padding_mask.defined()) {
-    const at::Tensor m = key_padding_mask.to(device).to(at::kLong);
-    positions = (m.cumsum(-1) - 1) * m;
-  } else {
-    positions = at::arange(k_len, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0);
-  }
-  const at::Tensor s = slopes.to(device).view({1, -1, 1, 1});
-  return (s * positions.unsqueeze(1).unsqueeze(1).to(at::kFloat)).to(dtype);  // (B|1, H, 1, Tk)
-}
-
 BloomImpl::BloomImpl(BloomConfig config_)  // ALiBi: no position limit
     : DecoderModel(bloom_architectures(), config_.head, {false, config_.bos_token_id, config_.eos_token_id, config_.vocab_size, 0}),
       config(std::move(config_)) {
@@ -143,7 +114,7 @@ at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   at::Tensor x = word_embeddings_layernorm(word_embeddings(input_ids));  // (B, T, D); no positions
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
-  const at::Tensor alibi = alibi_bias(alibi_slopes(config.n_head), attention_mask, past + t, x.scalar_type(), x.device());
+  const at::Tensor alibi = nn::alibi_bias(nn::alibi_slopes(config.n_head), attention_mask, past + t, x.scalar_type(), x.device());
   const at::Tensor mask = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());
   x = run_layers(layers, x, alibi + mask, {}, {}, caches, hidden_states);  // bias (B|1, H, T, past + T)
   x = ln_f(x);

@@ -33,18 +33,6 @@ struct BloomConfig {
   Json to_json() const;
 };
 
-/// ALiBi's slope of each of `heads` heads (float32, as HF's build_alibi_tensor): the
-/// geometric sequence 2^(−8/n·i), i = 1..n, for the largest power of two n ≤ heads,
-/// then every other slope of the sequence for 2n for the heads beyond it.
-at::Tensor alibi_slopes(int64_t heads);
-
-/// ALiBi's bias (B|1, H, 1, Tk): slope_h · position of key k, where a key's position
-/// counts the real tokens before it (HF: (cumsum(mask) − 1) · mask; arange without a
-/// mask). Added to every query's scores, it is −slope_h · distance up to a constant per
-/// row, which softmax removes.
-at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
-                      at::Device device);
-
 class BloomImpl : public DecoderModel {
  public:
   explicit BloomImpl(BloomConfig config);

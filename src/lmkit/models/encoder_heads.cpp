@@ -38,18 +38,6 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefi
   }
 }
 
-void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
-                        const at::Tensor& weight, const at::Tensor& bias) {
-  at::Tensor mlm;
-  if (out.logits.defined()) {
-    mlm = cross_entropy(out.logits, labels);
-  } else {
-    auto [rows, targets] = select_targets(out.last_hidden_state, labels);  // (N, D), (N)
-    mlm = linear_cross_entropy(transform(rows), weight, bias, targets);
-  }
-  out.terms.push_back({"mlm", mlm, labels.ne(-100).sum()});
-  out.loss = mlm;
-}
 
 double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t seq_len, const BertConfig& config,
                                     bool mlm_head, const SpanBoundaryHead& span_boundary) {
@@ -98,10 +86,10 @@ at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x
 void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
                      const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
                      const at::Tensor& bias, SpanBoundaryHead& span_boundary) {
-  if (full_logits || !labels.defined()) out.logits = at::linear(transform(out.last_hidden_state), weight, bias);  // (B, T, V)
-  if (!labels.defined()) return;
   // Devlin et al.: the loss is on the ~15% chosen positions only; training projects just those.
-  add_masked_lm_term(out, labels, transform, weight, bias);
+  vocabulary_head(out, labels, full_logits, transform, weight, bias);
+  if (!labels.defined()) return;
+  out.terms.push_back({"mlm", out.loss, labels.ne(-100).sum()});
   if (span_boundary) span_boundary->add_term(out, out.last_hidden_state, labels, weight);
 }
 

@@ -29,12 +29,9 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& pre
 /// `hidden_states` when given.
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
                             nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states);
-/// The masked-LM term "mlm" (full `logits` when defined, else projected only at the labelled
-/// positions through `transform` and the tied `weight`, `bias`), set as out.terms/out.loss.
-void add_masked_lm_term(Output& out, const at::Tensor& labels, const std::function<at::Tensor(const at::Tensor&)>& transform,
-                        const at::Tensor& weight, const at::Tensor& bias);
-/// The masked-LM head on out.last_hidden_state: out.logits when `full_logits` or without
-/// labels; with labels the "mlm" term and, with `span_boundary`, SpanBERT's "sbo".
+/// The masked-LM head on out.last_hidden_state (vocabulary_head: transform, then the tied
+/// `weight` and `bias`): out.logits when `full_logits` or without labels; with labels the
+/// "mlm" term and loss and, with `span_boundary`, SpanBERT's "sbo".
 void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
                      const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
                      const at::Tensor& bias, SpanBoundaryHead& span_boundary);

@@ -26,38 +26,34 @@ const ArchitectureTable<DecoderHead>& architectures_of(const std::string& model_
 }
 
 // rope_theta from transformers 5's rope_parameters {rope_type, rope_theta}, or the older
-// top-level rope_theta and rope_scaling. Only the original rotary scheme is implemented:
-// a scaled one (linear, dynamic, yarn, llama3) is refused, not run as the plain one.
-double read_rope_theta(const Json& j, const std::string& file, double theta) {
-  auto scaled = [&](const std::string& type) {
-    throw InputError(file + ": rope type '" + type + "' is not supported (lmkit implements rope_type 'default')");
-  };
-  if (j.contains("rope_theta")) {
-    if (!j["rope_theta"].is_number() || j["rope_theta"].get<double>() <= 0) throw InputError(file + ": key 'rope_theta' must be a positive number");
-    theta = j["rope_theta"].get<double>();
-  }
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    const Json& s = j["rope_scaling"];
-    scaled(s.is_object() ? s.value("rope_type", s.value("type", std::string("?"))) : s.dump());
-  }
-  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
-    const Json& p = j["rope_parameters"];
-    if (!p.is_object()) throw InputError(file + ": key 'rope_parameters' must be an object");
-    const std::string type = p.value("rope_type", std::string("default"));
+// top-level rope_theta and rope_scaling; written as rope_parameters. Only the original rotary
+// scheme is implemented: a scaled one (linear, dynamic, yarn, llama3) is refused, not run as
+// the plain one.
+ConfigField<LlamaConfig> rope_field() {
+  auto read = [](ConfigReader& r, LlamaConfig& c) {
+    auto scaled = [&](const std::string& type) {
+      throw InputError(r.file() + ": rope type '" + type + "' is not supported (lmkit implements rope_type 'default')");
+    };
+    auto theta = [&](ConfigReader& from) {
+      if (from.get("rope_theta", c.rope_theta) && !(c.rope_theta > 0)) {
+        throw InputError(r.file() + ": key '" + from.key_path("rope_theta") + "' must be a positive number");
+      }
+    };
+    theta(r);
+    Json scaling, params;
+    if (r.get("rope_scaling", scaling) && !scaling.is_null()) {
+      scaled(scaling.is_object() ? scaling.value("rope_type", scaling.value("type", std::string("?"))) : scaling.dump());
+    }
+    if (!r.get("rope_parameters", params) || params.is_null()) return;
+    ConfigReader p(params, r.file(), "rope_parameters");
+    std::string type = "default";
+    p.get("rope_type", type);
     if (type != "default") scaled(type);
-    for (auto it = p.begin(); it != p.end(); ++it) {
-      if (it.key() != "rope_type" && it.key() != "rope_theta") {
-        throw InputError(file + ": key 'rope_parameters." + it.key() + "' is not supported");
-      }
-    }
-    if (p.contains("rope_theta")) {
-      if (!p["rope_theta"].is_number() || p["rope_theta"].get<double>() <= 0) {
-        throw InputError(file + ": key 'rope_parameters.rope_theta' must be a positive number");
-      }
-      theta = p["rope_theta"].get<double>();
-    }
-  }
-  return theta;
+    theta(p);
+    p.finish();
+  };
+  return {"rope_theta", "number > 0 (rope_parameters.rope_theta)", read, [](const LlamaConfig& c) { return Json(c.rope_theta); },
+          {}, [](Json& j, const LlamaConfig& c) { j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}; }};
 }
 
 }  // namespace
@@ -77,11 +73,6 @@ LlamaConfig LlamaConfig::defaults(const std::string& model_type) {
 const ConfigTable<LlamaConfig>& LlamaConfig::table(const std::string& model_type) {
   using C = LlamaConfig;
   auto make = [](bool mistral) {
-    // rope_theta is read from the JSON after the table (read_rope_theta); written as rope_parameters.
-    ConfigField<C> rope{"rope_theta", "number > 0 (rope_parameters.rope_theta)", [](ConfigReader&, C&) {},
-                        [](const C& c) { return Json(c.rope_theta); }, {}, [](Json& j, const C& c) {
-                          j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}};
-                        }};
     std::vector<ConfigField<C>> f = {
         fields::number("vocab_size", &C::vocab_size, int64_t{1}),
         fields::number("hidden_size", &C::hidden_size, int64_t{1}),
@@ -95,12 +86,12 @@ const ConfigTable<LlamaConfig>& LlamaConfig::table(const std::string& model_type
         fields::number("initializer_range", &C::initializer_range, 0.0),
         fields::number("attention_dropout", &C::attention_dropout, 0.0, 1.0),
         fields::fixed<C>("hidden_act", "silu"),
-        rope};
+        rope_field()};
     if (mistral) f.push_back(fields::nullable("sliding_window", &C::sliding_window, int64_t{0}, int64_t{1}));
     if (!mistral) f.push_back(fields::flag("attention_bias", &C::attention_bias));
     if (!mistral) f.push_back(fields::flag("mlp_bias", &C::mlp_bias));
     for (auto& field : decoder_head_fields<C>(0.1)) f.push_back(field);
-    return ConfigTable<C>(f, {"use_cache", "pretraining_tp", "rope_parameters", "rope_scaling", "rope_theta"});
+    return ConfigTable<C>(f, {"use_cache", "pretraining_tp"});
   };
   static const ConfigTable<C> llama = make(false), mistral = make(true);
   return model_type == "mistral" ? mistral : llama;
@@ -112,7 +103,6 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const
   ignore_generic_hf_keys(r);
   table(model_type).read(r, c);
   r.finish();
-  c.rope_theta = read_rope_theta(j, file, c.rope_theta);
   settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.head_dim == 0 && c.hidden_size % c.num_attention_heads != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
@@ -134,22 +124,6 @@ Json LlamaConfig::to_json() const {
   return j;
 }
 
-std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device) {
-  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
-  // HF: 1 / theta ** (arange(0, d, 2).float() / d), in float32.
-  const at::Tensor inv_freq = at::pow(at::full({}, theta, f32), at::arange(0, head_dim, 2, f32) / static_cast<double>(head_dim)).reciprocal();
-  const at::Tensor positions = at::arange(past, past + t, f32);
-  const at::Tensor freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, d/2)
-  const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, 1, t, head_dim});
-  return {angles.cos(), angles.sin()};
-}
-
-at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  const at::Tensor rotated = at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
-  return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
-}
-
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
     : heads(c.num_attention_heads),
       kv_heads(c.kv_heads()),
@@ -168,8 +142,8 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const at::Tensor& co
                                        const DecoderMask& mask, nn::KVCache* cache) {
   const int64_t b = x.size(0), t = x.size(1);
   auto heads_of = [&](const at::Tensor& y, int64_t n) { return y.view({b, t, n, head_dim}).transpose(1, 2); };
-  at::Tensor q = apply_rotary(heads_of(nn::linear(x, q_proj->weight, q_proj->bias), heads), cos, sin);  // (B, H, T, hd)
-  at::Tensor k = apply_rotary(heads_of(nn::linear(x, k_proj->weight, k_proj->bias), kv_heads), cos, sin);
+  at::Tensor q = nn::apply_rotary(heads_of(nn::linear(x, q_proj->weight, q_proj->bias), heads), cos, sin);  // (B, H, T, hd)
+  at::Tensor k = nn::apply_rotary(heads_of(nn::linear(x, k_proj->weight, k_proj->bias), kv_heads), cos, sin);
   at::Tensor v = heads_of(nn::linear(x, v_proj->weight, v_proj->bias), kv_heads);
   if (cache) {
     if (cache->key.defined()) k = at::cat({cache->key, k}, 2), v = at::cat({cache->value, v}, 2);
@@ -248,7 +222,7 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   at::Tensor x = embed_tokens(input_ids);  // (B, T, D)
   if (hidden_states) hidden_states->push_back(x);
   // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32.
-  const auto [cos, sin] = rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
+  const auto [cos, sin] = nn::rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
   DecoderMask mask;
   const int64_t window = config.sliding_window;
   if (window > 0 && held == 0 && t > window) {

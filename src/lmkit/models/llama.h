@@ -50,13 +50,6 @@ struct LlamaConfig {
   Json to_json() const;
 };
 
-/// cos and sin (1, 1, T, head_dim) of rotary positions past .. past + T − 1, in float32
-/// as HF computes them: angle_i = position · θ^(−2i/head_dim), the halves concatenated.
-std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device);
-
-/// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] (HF's apply_rotary_pos_emb).
-at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-
 /// What a decoder layer's self-attention masks, computed once for all layers.
 struct DecoderMask {
   at::Tensor bias;     ///< additive (padding, causal, window), or undefined for a causal mask in the kernel

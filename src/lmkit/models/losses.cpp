@@ -11,6 +11,7 @@
 
 #include "lmkit/core/runtime.h"
 #include "lmkit/nn/fused.h"
+#include "lmkit/nn/linear.h"
 
 namespace lmkit::models {
 
@@ -150,6 +151,20 @@ std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const
   }
   at::Tensor rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, index);  // (N, D)
   return {rows, targets};
+}
+
+void vocabulary_head(Output& out, const at::Tensor& labels, bool full_logits,
+                     const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
+                     const at::Tensor& bias, double label_smoothing) {
+  auto input = [&](const at::Tensor& h) { return transform ? transform(h) : h; };
+  if (full_logits || !labels.defined()) out.logits = nn::linear(input(out.last_hidden_state), weight, bias);  // (B, T, V)
+  if (!labels.defined()) return;
+  if (out.logits.defined()) {
+    out.loss = cross_entropy(out.logits, labels, label_smoothing);
+    return;
+  }
+  auto [rows, targets] = select_targets(out.last_hidden_state, labels);  // (N, D), (N)
+  out.loss = linear_cross_entropy(input(rows), weight, bias, targets, label_smoothing);
 }
 
 }  // namespace lmkit::models

@@ -2,9 +2,12 @@
 // vocabulary projection to the positions that carry a loss.
 #pragma once
 
+#include <functional>
 #include <utility>
 
 #include <ATen/core/Tensor.h>
+
+#include "lmkit/models/model.h"
 
 namespace lmkit::models {
 
@@ -34,5 +37,13 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
 /// every batch, and a few sizes per octave keep the allocator's heap from growing
 /// over a long run (lmkit-bench train's heap figures).
 std::pair<at::Tensor, at::Tensor> select_targets(const at::Tensor& hidden, const at::Tensor& labels);
+
+/// A vocabulary head on out.last_hidden_state (B, T, D) against token labels (B, T), unshifted
+/// (−100: none): out.logits = transform(hidden)·weightᵀ + bias when `full_logits` or without
+/// labels; with labels out.loss, from those logits, or else from the labelled rows alone
+/// (select_targets, then linear_cross_entropy). An empty `transform` is the identity.
+void vocabulary_head(Output& out, const at::Tensor& labels, bool full_logits,
+                     const std::function<at::Tensor(const at::Tensor&)>& transform, const at::Tensor& weight,
+                     const at::Tensor& bias, double label_smoothing = 0.0);
 
 }  // namespace lmkit::models

@@ -29,6 +29,30 @@ const ArchitectureTable<T5Head>& t5_architectures() {
 
 }  // namespace
 
+namespace {
+
+// dense_act_fn and is_gated_act: derived by HF from feed_forward_proj; must agree with it if present.
+ConfigField<T5Config> gated_act_field() {
+  auto act = [](const T5Config& c) { return c.feed_forward_proj == "relu" ? "relu" : "gelu_new"; };
+  return {"dense_act_fn", "as feed_forward_proj: relu | gelu_new",
+          [act](ConfigReader& r, T5Config& c) {
+            std::string read = act(c);
+            bool gated = c.feed_forward_proj != "relu";
+            r.get("dense_act_fn", read);
+            r.get("is_gated_act", gated);
+            if (read != act(c) || gated != (c.feed_forward_proj != "relu")) {
+              throw InputError(r.file() + ": dense_act_fn/is_gated_act disagree with feed_forward_proj '" + c.feed_forward_proj + "'");
+            }
+          },
+          [act](const T5Config& c) { return Json(act(c)); }, {},
+          [act](Json& j, const T5Config& c) {
+            j["dense_act_fn"] = act(c);
+            j["is_gated_act"] = c.feed_forward_proj != "relu";
+          }};
+}
+
+}  // namespace
+
 const ConfigTable<T5Config>& T5Config::table() {
   using C = T5Config;
   static const ConfigTable<C> table = [] {
@@ -45,24 +69,6 @@ const ConfigTable<T5Config>& T5Config::table() {
       r.get("scale_decoder_outputs", c.scale_decoder_outputs);
     };
     scale.written = [](const C& c) { return c.scale_decoder_outputs != c.tie_word_embeddings; };
-    // Derived by HF from feed_forward_proj; must agree with it if present.
-    ConfigField<C> act{"dense_act_fn", "as feed_forward_proj: relu | gelu_new",
-                       [](ConfigReader& r, C& c) {
-                         const bool gated = c.feed_forward_proj != "relu";
-                         std::string act = gated ? "gelu_new" : "relu";
-                         bool gated_read = gated;
-                         r.get("dense_act_fn", act);
-                         r.get("is_gated_act", gated_read);
-                         if (act != (gated ? "gelu_new" : "relu") || gated_read != gated) {
-                           throw InputError(r.file() + ": dense_act_fn/is_gated_act disagree with feed_forward_proj '" +
-                                            c.feed_forward_proj + "'");
-                         }
-                       },
-                       [](const C& c) { return Json(c.feed_forward_proj == "relu" ? "relu" : "gelu_new"); }, {},
-                       [](Json& j, const C& c) {
-                         j["dense_act_fn"] = c.feed_forward_proj == "relu" ? "relu" : "gelu_new";
-                         j["is_gated_act"] = c.feed_forward_proj != "relu";
-                       }};
     auto classifies = [](const C& c) { return c.head == T5Head::kEncoderClassification || c.head == T5Head::kTokenClassification; };
     return ConfigTable<C>(
         {fields::number("vocab_size", &C::vocab_size, int64_t{1}),
@@ -79,7 +85,7 @@ const ConfigTable<T5Config>& T5Config::table() {
          fields::number("layer_norm_epsilon", &C::layer_norm_epsilon, 0.0),
          fields::number("initializer_factor", &C::initializer_factor, 0.0),
          fields::choice("feed_forward_proj", &C::feed_forward_proj, {"relu", "gated-gelu"}),
-         act,
+         gated_act_field(),
          fields::flag("tie_word_embeddings", &C::tie_word_embeddings),
          scale,
          fields::number("pad_token_id", &C::pad_token_id, int64_t{0}),
@@ -279,15 +285,8 @@ Output T5Impl::forward(const Batch& batch) {
   std::vector<at::Tensor>* dec_hs = output_hidden_states ? &out.hidden_states : nullptr;
   out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask, nullptr, dec_hs);
   if (config.head == T5Head::kConditionalGeneration) {
-    if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);  // (B, T, V)
-    if (batch.labels.defined()) {
-      if (out.logits.defined()) {
-        out.loss = cross_entropy(out.logits, batch.labels);
-      } else {
-        auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
-        out.loss = linear_cross_entropy(lm_input(rows), lm_head ? lm_head->weight : shared->weight, {}, targets);
-      }
-    }
+    vocabulary_head(out, batch.labels, full_logits, [this](const at::Tensor& h) { return lm_input(h); },
+                    lm_head ? lm_head->weight : shared->weight, {});
   }
   return out;
 }

@@ -152,16 +152,8 @@ Output TransformerImpl::forward(const Batch& batch) {
                            ? batch.decoder_input_ids
                            : shift_right(batch.labels, config.decoder_start_token_id, config.pad_token_id);
   out.last_hidden_state = decode(dec_ids, batch.decoder_attention_mask, memory, batch.attention_mask);
-  if (full_logits || !batch.labels.defined()) out.logits = lm_logits(out.last_hidden_state);
-  if (batch.labels.defined()) {
-    if (out.logits.defined()) {
-      out.loss = cross_entropy(out.logits, batch.labels, config.label_smoothing);
-    } else {
-      auto [rows, targets] = select_targets(out.last_hidden_state, batch.labels);
-      out.loss = linear_cross_entropy(rows, out_proj ? out_proj->weight : tgt_embed->weight, {}, targets,
-                                      config.label_smoothing);
-    }
-  }
+  vocabulary_head(out, batch.labels, full_logits, {}, out_proj ? out_proj->weight : tgt_embed->weight, {},
+                  config.label_smoothing);
   return out;
 }
 

@@ -84,4 +84,49 @@ at::Tensor RelativePositionBiasImpl::forward(int64_t q_len, int64_t k_len) {
   return embedding(buckets).permute({2, 0, 1}).contiguous().unsqueeze(0);  // (1, H, q, k)
 }
 
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  // HF: 1 / theta ** (arange(0, d, 2).float() / d), in float32.
+  const at::Tensor inv_freq = at::pow(at::full({}, theta, f32), at::arange(0, head_dim, 2, f32) / static_cast<double>(head_dim)).reciprocal();
+  const at::Tensor positions = at::arange(past, past + t, f32);
+  const at::Tensor freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, d/2)
+  const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, 1, t, head_dim});
+  return {angles.cos(), angles.sin()};
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  const at::Tensor rotated = at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
+  return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
+}
+
+at::Tensor alibi_slopes(int64_t heads) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  const int64_t n = int64_t{1} << static_cast<int>(std::floor(std::log2(static_cast<double>(heads))));
+  // HF: base = 2^(−2^−(log2(n) − 3)), in float32; slopes = base^[1..n].
+  auto powers_of = [&](double base, int64_t first, int64_t end, int64_t step) {
+    return at::pow(at::full({}, base, f32), at::arange(first, end, step, at::kInt));
+  };
+  at::Tensor slopes = powers_of(std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(n)) - 3))), 1, 1 + n, 1);
+  if (n != heads) {
+    const int64_t extra = std::min(n, heads - n);
+    const double base = std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(2 * n)) - 3)));
+    slopes = at::cat({slopes, powers_of(base, 1, 1 + 2 * extra, 2)});
+  }
+  return slopes;
+}
+
+at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
+                      at::Device device) {
+  at::Tensor positions;  // (B|1, Tk)
+  if (key_padding_mask.defined()) {
+    const at::Tensor m = key_padding_mask.to(device).to(at::kLong);
+    positions = (m.cumsum(-1) - 1) * m;
+  } else {
+    positions = at::arange(k_len, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0);
+  }
+  const at::Tensor s = slopes.to(device).view({1, -1, 1, 1});
+  return (s * positions.unsqueeze(1).unsqueeze(1).to(at::kFloat)).to(dtype);  // (B|1, H, 1, Tk)
+}
+
 }  // namespace lmkit::nn

@@ -1,8 +1,10 @@
 // Position information: sinusoidal (Vaswani et al. 2017, §3.5), learned
-// (BERT, GPT-2), and T5's bucketed relative position bias (Raffel et al. 2020).
+// (BERT, GPT-2), T5's bucketed relative position bias (Raffel et al. 2020),
+// rotary positions (Su et al. 2021: Llama, Mistral) and ALiBi (Press et al. 2022: BLOOM).
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
@@ -63,5 +65,24 @@ class RelativePositionBiasImpl : public torch::nn::Module {
   torch::nn::Embedding embedding{nullptr};  ///< weight (num_buckets, H)
 };
 TORCH_MODULE(RelativePositionBias);
+
+/// cos and sin (1, 1, T, head_dim) of rotary positions past .. past + T − 1, in float32
+/// as HF computes them: angle_i = position · θ^(−2i/head_dim), the halves concatenated.
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device);
+
+/// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] (HF's apply_rotary_pos_emb).
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/// ALiBi's slope of each of `heads` heads (float32, as HF's build_alibi_tensor): the
+/// geometric sequence 2^(−8/n·i), i = 1..n, for the largest power of two n ≤ heads,
+/// then every other slope of the sequence for 2n for the heads beyond it.
+at::Tensor alibi_slopes(int64_t heads);
+
+/// ALiBi's bias (B|1, H, 1, Tk): slope_h · position of key k, where a key's position
+/// counts the real tokens before it (HF: (cumsum(mask) − 1) · mask; arange without a
+/// mask). Added to every query's scores, it is −slope_h · distance up to a constant per
+/// row, which softmax removes.
+at::Tensor alibi_bias(const at::Tensor& slopes, const at::Tensor& key_padding_mask, int64_t k_len, at::ScalarType dtype,
+                      at::Device device);
 
 }  // namespace lmkit::nn

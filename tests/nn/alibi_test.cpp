@@ -2,10 +2,10 @@
 
 #include <ATen/ATen.h>
 
-#include "lmkit/models/bloom.h"
+#include "lmkit/nn/position.h"
 
-using lmkit::models::alibi_bias;
-using lmkit::models::alibi_slopes;
+using lmkit::nn::alibi_bias;
+using lmkit::nn::alibi_slopes;
 
 TEST_CASE("alibi: slopes follow Press et al.'s rule for powers of two and HF's interleave beyond", "[models][alibi]") {
   // 8 heads: 2^-1 .. 2^-8. 6 heads: 4 of the rule for 4 (2^-2 .. 2^-8), then 2 of the rule for 8 at odd powers.
