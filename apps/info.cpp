@@ -51,18 +51,22 @@ int main(int argc, char** argv) {
       "lmkit-info: a model's architecture, parameter count by component and memory (PATH: a preset JSON or a "
       "checkpoint directory); without PATH, this machine as lmkit sees it (LibTorch, threads, BLAS rate, bf16, CUDA)");
   lmkit::RuntimeOptions runtime;
-  bool json = false, system = false;
+  bool json = false, system = false, fields = false;
   std::string path, architecture;
   app.add_option("PATH", path, "preset JSON (one of models/) or checkpoint directory");
   app.add_option("--architecture", architecture, "head to build, e.g. BertForSequenceClassification");
   app.add_flag("--system", system, "also describe this machine");
+  app.add_flag("--fields", fields,
+               "list the config's fields: each key, its value, its default and what a value must be (with PATH)");
   app.add_flag("--json", json, "print one JSON object instead of a table");
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
     lmkit::Json out;
+    lmkit::check_input(!fields || !path.empty(), "--fields needs PATH (a preset JSON or a checkpoint directory)");
     if (!path.empty()) {
       auto model = lmkit::models::model_from_path(path, /*load_weights=*/false, architecture);
       out = lmkit::models::summarize(*model);
+      if (fields) out["fields"] = model->config_fields();
       // The tokenizer the other apps would use with this checkpoint.
       if (lmkit::tokenizer::Tokenizer::present(path)) {
         const auto tok = lmkit::tokenizer::Tokenizer::load(path);
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
       return;
     }
     if (out.contains("architecture")) std::printf("%s", lmkit::models::format_summary(out).c_str());
+    if (out.contains("fields")) std::printf("%s", lmkit::models::format_fields(out["fields"]).c_str());
     if (out.contains("tokenizer")) {
       const auto& t = out["tokenizer"];
       std::printf("tokenizer          %s (%s, %s, %lld tokens)\n", t["source"].get<std::string>().c_str(),

@@ -167,3 +167,24 @@ TEST_CASE("apps: lmkit-info reports the reference parameter counts", "[apps]") {
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::StartsWith("error: "));
 }
+
+TEST_CASE("apps: lmkit-info --fields lists each config key with its value, default and check", "[apps]") {
+  Run r = run("lmkit-info " + test::source_dir() + "/models/mistral-mini.json --fields");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("config key"));
+  // Mistral's own defaults (Mistral-7B's), the preset's changes starred.
+  const size_t at = r.out.find("sliding_window", r.out.find("config key"));
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at - 2, r.out.find('\n', at) - at + 2);
+  CHECK_THAT(line, Catch::StartsWith("* sliding_window") && Catch::Contains(" 64 ") && Catch::Contains(" 4096 ") &&
+                       Catch::EndsWith("integer >= 1 or null"));
+  CHECK_THAT(r.out, Catch::Contains("  hidden_act                       \"silu\"         \"silu\"         only \"silu\""));
+  Run j = run("lmkit-info " + test::source_dir() + "/models/bert-mini.json --fields --json");
+  REQUIRE(j.code == 0);
+  const auto fields = nlohmann::json::parse(j.out)["fields"];
+  REQUIRE(fields.is_array());
+  CHECK(fields[0]["key"] == "vocab_size");
+  Run bare = run("lmkit-info --fields");
+  CHECK(bare.code == 2);
+  CHECK_THAT(bare.out, Catch::StartsWith("error: --fields needs PATH"));
+}

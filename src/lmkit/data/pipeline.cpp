@@ -50,18 +50,22 @@ ObjectiveSpec spec(const std::string& name, const std::string& summary) {
   return o;
 }
 
-ObjectiveSpec mlm_objective() {
-  ObjectiveSpec mlm = spec("mlm", "masked LM on packed full-sentence blocks (no NSP; Liu et al. 2019)");
-  mlm.needs = {"mask"};
-  mlm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
-    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.masking, in.seed);
+// Masked LM on packed blocks (Liu et al. 2019); with `spans`, SpanBERT's span masking, whose
+// spans the span boundary objective reads from the labels.
+ObjectiveSpec masked_objective(const std::string& name, const std::string& summary, bool spans) {
+  ObjectiveSpec o = spec(name, summary);
+  o.needs = {"mask"};
+  o.make_dataset = [spans](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    MaskingOptions masking = in.masking;
+    if (spans) masking.spans = true;
+    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, masking, in.seed);
   };
-  mlm.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
+  o.synthetic_batch = [spans](int64_t b, int64_t t, int64_t, int64_t vocab) {
     Batch batch = random_inputs(b, t, vocab);
-    batch.labels = random_mlm_labels(b, t, vocab);
+    batch.labels = spans ? random_span_labels(b, t, vocab) : random_mlm_labels(b, t, vocab);
     return batch;
   };
-  return mlm;
+  return o;
 }
 
 ObjectiveSpec nsp_objective() {
@@ -78,22 +82,6 @@ ObjectiveSpec nsp_objective() {
     return batch;
   };
   return nsp;
-}
-
-ObjectiveSpec sbo_objective() {
-  ObjectiveSpec sbo = spec("mlm+sbo", "span masking + the span boundary objective on packed blocks (Joshi et al. 2020)");
-  sbo.needs = {"mask"};
-  sbo.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
-    MaskingOptions masking = in.masking;
-    masking.spans = true;  // the span boundary objective reads the spans from the labels
-    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, masking, in.seed);
-  };
-  sbo.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
-    Batch batch = random_inputs(b, t, vocab);
-    batch.labels = random_span_labels(b, t, vocab);
-    return batch;
-  };
-  return sbo;
 }
 
 ObjectiveSpec span_objective() {
@@ -140,8 +128,13 @@ namespace {
 
 std::vector<ObjectiveSpec>& registry() {
   static std::vector<ObjectiveSpec> all = [] {
-    std::vector<ObjectiveSpec> builtin = {mlm_objective(),  nsp_objective(), sbo_objective(),
-                                          span_objective(), clm_objective(), seq2seq_objective()};
+    std::vector<ObjectiveSpec> builtin = {
+        masked_objective("mlm", "masked LM on packed full-sentence blocks (no NSP; Liu et al. 2019)", false),
+        nsp_objective(),
+        masked_objective("mlm+sbo", "span masking + the span boundary objective on packed blocks (Joshi et al. 2020)", true),
+        span_objective(),
+        clm_objective(),
+        seq2seq_objective()};
     for (auto& o : builtin) o.source = "lmkit";
     return builtin;
   }();

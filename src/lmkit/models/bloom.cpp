@@ -100,11 +100,7 @@ BloomImpl::BloomImpl(BloomConfig config_)  // ALiBi: no position limit
 void BloomImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   init_normal(*this, config.initializer_range);  // HF's _init_weights: N(0, initializer_range), zero biases
-  for (auto& p : named_parameters()) {
-    const bool norm = p.key().find("norm") != std::string::npos || p.key().rfind("ln_f.", 0) == 0;
-    if (norm && p.key().find(".weight") != std::string::npos) p.value().fill_(1);
-    if (norm && p.key().find(".bias") != std::string::npos) p.value().zero_();
-  }
+  reset_norms(*this);
 }
 
 at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -147,21 +143,9 @@ std::vector<HfTensor> BloomImpl::hf_tensors() {
 }
 
 Family bloom_family() {
-  Family f;
-  f.model_type = "bloom";
-  f.architectures = bloom_architectures().names();
-  f.heads = bloom_architectures().heads();
-  f.objectives = {{"clm", "BloomForCausalLM"}};
-  f.tokenizer_family = "bloom";  // <unk>=0 <s>=1 </s>=2 <pad>=3, nothing added around a text
-  f.positions_key = "";          // ALiBi has no end, and BloomConfig names no length: give --context
-  f.metrics = {"perplexity"};
-  f.create = family_creator<BloomImpl, BloomConfig>(bloom_architectures(), BloomConfig::from_json);
-  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
-    config["vocab_size"] = vocab_size;
-    config["eos_token_id"] = eos;
-    if (pad >= 0) config["pad_token_id"] = pad;
-  };
-  return f;
+  // The tokenizer: <unk>=0 <s>=1 </s>=2 <pad>=3, nothing added around a text. ALiBi has no end,
+  // and BloomConfig names no length: no positions_key (give --context).
+  return decoder_family<BloomImpl, BloomConfig>("bloom", bloom_architectures(), BloomConfig::from_json, "bloom");
 }
 
 }  // namespace lmkit::models

@@ -78,6 +78,13 @@ void check_decoder_inputs(const Batch& b, int64_t vocab_size, const std::string&
   check_same_shape(b.decoder_attention_mask, targets, "decoder_attention_mask", name);
 }
 
+void check_plain_inputs(const Batch& b, int64_t vocab_size, const std::string& model) {
+  check_unused(b.token_type_ids, "token_type_ids", model);
+  check_extra_inputs(b, {}, model);
+  check_token_matrix(b.input_ids, vocab_size, "input_ids");
+  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+}
+
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model) {
   if (t.defined()) throw InputError(model + " does not take " + what);
 }

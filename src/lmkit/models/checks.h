@@ -30,6 +30,9 @@ void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels,
 /// decoder_input_ids and/or labels of shape [input_ids' batch, length >= 1], ids
 /// in [0, vocab_size), labels also -100, decoder_attention_mask shaped alike.
 void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
+/// The inputs of a model that reads ids and a padding mask only: input_ids (B, T) within
+/// `vocab_size`, attention_mask shaped alike, no token_type_ids and no extras.
+void check_plain_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
 /// Throws InputError if `t` is defined: `model` has no use for the field `what`.
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
 /// InputError "MODEL does not take NAME" for an extra input (Batch::extra) not in `reads`.

@@ -99,6 +99,12 @@ void DecoderModel::check_batch(const Batch& b) const {
                       head_ == DecoderHead::kSequenceClassification, num_labels_);
 }
 
+void adopt_decoder_vocabulary(Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
+  config["vocab_size"] = vocab_size;
+  config["eos_token_id"] = eos;
+  if (pad >= 0) config["pad_token_id"] = pad;
+}
+
 void settle_decoder_token_ids(const Json& j, const std::string& file, int64_t vocab_size, int64_t& bos, int64_t& eos,
                               int64_t pad) {
   if (!j.contains("bos_token_id") && bos >= vocab_size) bos = -1;
@@ -108,12 +114,9 @@ void settle_decoder_token_ids(const Json& j, const std::string& file, int64_t vo
 
 void check_decoder_batch(const Batch& b, const std::string& architecture, int64_t vocab_size, bool token_tags,
                          bool per_row, int64_t num_labels) {
-  check_unused(b.token_type_ids, "token_type_ids", architecture);
-  check_extra_inputs(b, {}, architecture);
+  check_plain_inputs(b, vocab_size, architecture);
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture);
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture);
-  check_token_matrix(b.input_ids, vocab_size, "input_ids");
-  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   if (token_tags) check_token_labels(b, num_labels);
   else check_input_labels(b, per_row, num_labels, vocab_size);
 }

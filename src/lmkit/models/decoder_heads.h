@@ -15,6 +15,7 @@
 #include "lmkit/core/batch.h"
 #include "lmkit/core/config_table.h"
 #include "lmkit/models/architectures.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
 #include "lmkit/models/model.h"
 #include "lmkit/models/token_classifier.h"
@@ -125,6 +126,29 @@ std::vector<ConfigField<C>> decoder_head_fields(double classifier_dropout_if_nul
           fields::flag("tie_word_embeddings", &C::tie_word_embeddings),
           fields::nullable("classifier_dropout", &C::classifier_dropout, classifier_dropout_if_null, 0.0, 1.0).when(tags),
           labels_field(&C::num_labels).when(classifies)};
+}
+
+/// Family::adopt_vocabulary of a decoder: vocab_size, eos_token_id, and pad_token_id when the
+/// tokenizer has one; bos_token_id stays the config's (HF's defaults are the tokenizers' <s>).
+void adopt_decoder_vocabulary(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id);
+
+/// A decoder-only family's record: its four classes, the causal LM as objective "clm",
+/// perplexity as its metric, create() reading C with `read` and building M, and
+/// adopt_vocabulary setting vocab_size, eos_token_id and (a tokenizer's own) pad_token_id;
+/// the family adds its positions and whatever differs.
+template <class M, class C>
+Family decoder_family(const std::string& model_type, const ArchitectureTable<DecoderHead>& table,
+                      std::function<C(const Json&, const std::string&)> read, const std::string& tokenizer_family) {
+  Family f;
+  f.model_type = model_type;
+  f.architectures = table.names();
+  f.heads = table.heads();
+  f.objectives = {{"clm", table.name(DecoderHead::kLmHead)}};
+  f.tokenizer_family = tokenizer_family;
+  f.metrics = {"perplexity"};
+  f.create = family_creator<M, C>(table, std::move(read));
+  f.adopt_vocabulary = adopt_decoder_vocabulary;
+  return f;
 }
 
 /// After reading a decoder config: HF's default bos/eos ids (GPT-2's 50256, Llama's 1 and

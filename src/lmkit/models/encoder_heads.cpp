@@ -61,14 +61,6 @@ SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
   return o;
 }
 
-void reset_norms(torch::nn::Module& module) {
-  at::NoGradGuard no_grad;
-  for (auto& p : module.named_parameters()) {
-    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
-    if (p.key().find("norm.bias") != std::string::npos) p.value().zero_();
-  }
-}
-
 double head_dropout(const BertConfig& c) {
   return c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob;
 }

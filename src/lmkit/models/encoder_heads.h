@@ -46,8 +46,6 @@ void check_encoder_batch(const Batch& batch, const std::string& architecture, co
                          const std::vector<std::string>& extras, bool per_row, bool token_tags);
 /// SpanBERT's span boundary head over this encoder (span_boundary.h).
 SpanBoundaryOptions span_boundary_options(const BertConfig& config);
-/// HF's initialisation of the norms (LayerNorm weights one, biases zero, by parameter name).
-void reset_norms(torch::nn::Module& module);
 /// The classifier heads' dropout (classifier_dropout, else hidden_dropout_prob).
 double head_dropout(const BertConfig& config);
 /// Forward FLOPs per token: the layers, plus an MLM head on the ~15% labelled positions.

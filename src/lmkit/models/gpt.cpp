@@ -98,10 +98,7 @@ void GptImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   init_normal(*this, config.initializer_range);
   wpe->weight.normal_(0, config.initializer_range);
-  for (auto& p : named_parameters()) {
-    if (p.key().find("norm.weight") != std::string::npos || p.key().find("ln_f.weight") != std::string::npos) p.value().fill_(1);
-    if (p.key().find("norm.bias") != std::string::npos || p.key().find("ln_f.bias") != std::string::npos) p.value().zero_();
-  }
+  reset_norms(*this);
   // Radford et al. 2019: residual projections scaled by 1/sqrt(2 · n_layer).
   const double std_resid = config.initializer_range / std::sqrt(2.0 * std::max<int64_t>(1, config.n_layer));
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -158,15 +155,8 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
 }
 
 Family gpt_family() {
-  Family f;
-  f.model_type = "gpt2";
-  f.architectures = gpt_architectures().names();
-  f.heads = gpt_architectures().heads();
-  f.objectives = {{"clm", "GPT2LMHeadModel"}};
-  f.tokenizer_family = "gpt2";
+  Family f = decoder_family<GptImpl, GptConfig>("gpt2", gpt_architectures(), GptConfig::from_json, "gpt2");
   f.positions_key = "n_positions";
-  f.metrics = {"perplexity"};
-  f.create = family_creator<GptImpl, GptConfig>(gpt_architectures(), GptConfig::from_json);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {
     config["vocab_size"] = vocab_size;
     config["bos_token_id"] = config["eos_token_id"] = eos;  // GPT-2's <|endoftext|> is both

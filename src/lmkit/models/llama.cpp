@@ -207,9 +207,7 @@ LlamaImpl::LlamaImpl(LlamaConfig config_)  // rotary: no position limit
 void LlamaImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   init_normal(*this, config.initializer_range);  // HF's _init_weights: N(0, initializer_range), zero biases
-  for (auto& p : named_parameters()) {
-    if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
-  }
+  reset_norms(*this);
 }
 
 at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -285,37 +283,15 @@ std::vector<HfTensor> LlamaImpl::hf_tensors() {
   return t;
 }
 
-Family llama_family() {
-  Family f;
-  f.model_type = "llama";
-  f.architectures = architectures_of("llama").names();
-  f.heads = architectures_of("llama").heads();
-  f.objectives = {{"clm", "LlamaForCausalLM"}};
-  f.tokenizer_family = "llama";  // SentencePiece BPE with byte fallback: <unk>=0 <s>=1 </s>=2
+Family llama_family() { return mistral_family("llama"); }
+
+Family mistral_family(const std::string& model_type) {
+  // The tokenizer: SentencePiece BPE with byte fallback, <unk>=0 <s>=1 </s>=2 (Mistral's too).
+  Family f = decoder_family<LlamaImpl, LlamaConfig>(
+      model_type, architectures_of(model_type),
+      [model_type](const Json& j, const std::string& file) { return LlamaConfig::from_json(j, file, model_type); }, "llama");
   f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
-  f.metrics = {"perplexity"};
-  f.create = family_creator<LlamaImpl, LlamaConfig>(architectures_of("llama"), [](const Json& j, const std::string& file) {
-    return LlamaConfig::from_json(j, file, "llama");
-  });
-  // bos_token_id stays the config's (HF's default 1): the llama tokenizer puts <s> there.
-  f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
-    config["vocab_size"] = vocab_size;
-    config["eos_token_id"] = eos;
-    if (pad >= 0) config["pad_token_id"] = pad;
-  };
-  return f;
-}
-
-Family mistral_family() {
-  Family f = llama_family();  // the same decoder, tokenizer and objectives
-  f.model_type = "mistral";
-  f.architectures = architectures_of("mistral").names();
-  f.heads = architectures_of("mistral").heads();
-  f.objectives = {{"clm", "MistralForCausalLM"}};
-  f.create = family_creator<LlamaImpl, LlamaConfig>(architectures_of("mistral"), [](const Json& j, const std::string& file) {
-    return LlamaConfig::from_json(j, file, "mistral");
-  });
   return f;
 }
 

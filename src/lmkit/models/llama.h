@@ -120,7 +120,8 @@ TORCH_MODULE(Llama);
 struct Family;
 /// The Llama family (family.h): its architectures, objectives and how to build it.
 Family llama_family();
-/// The Mistral family: Llama's decoder with a sliding window, as HF's Mistral* classes.
-Family mistral_family();
+/// The Mistral family: Llama's decoder with a sliding window, as HF's Mistral* classes
+/// (`model_type` "llama": the Llama family, which is built alike).
+Family mistral_family(const std::string& model_type = "mistral");
 
 }  // namespace lmkit::models

@@ -5,6 +5,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/family.h"
+#include "lmkit/nn/norm.h"
 #include "lmkit/nn/recompute.h"
 
 namespace lmkit::models {
@@ -129,6 +130,16 @@ void init_normal(torch::nn::Module& module, double std) {
       if (linear->bias.defined()) linear->bias.zero_();
     } else if (auto* embedding = child->as<torch::nn::EmbeddingImpl>()) {
       embedding->weight.normal_(0, std);
+    }
+  }
+}
+
+void reset_norms(torch::nn::Module& module) {
+  at::NoGradGuard no_grad;
+  for (auto& child : module.modules(/*include_self=*/false)) {
+    if (auto* norm = child->as<nn::NormImpl>()) {
+      norm->weight.fill_(1);
+      if (norm->bias.defined()) norm->bias.zero_();
     }
   }
 }

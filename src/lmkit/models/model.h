@@ -152,6 +152,8 @@ double encoder_decoder_flops_per_token(const torch::nn::Module& model, int64_t d
 
 /// Fills every Linear / Embedding weight from N(0, std) and zeroes biases (BERT, GPT-2 init).
 void init_normal(torch::nn::Module& module, double std);
+/// HF's initialisation of the norms: every nn::Norm below `module` gets weights one and biases zero.
+void reset_norms(torch::nn::Module& module);
 
 /// Number of elements over all parameters.
 int64_t count_parameters(const torch::nn::Module& module);

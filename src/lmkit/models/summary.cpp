@@ -70,4 +70,19 @@ std::string format_summary(const Json& s) {
   return out;
 }
 
+std::string format_fields(const Json& fields) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-34s %-14s %-14s %s\n", "config key", "value", "default", "must be");
+  out += line;
+  for (const auto& f : fields) {
+    const std::string value = brief_json(f["value"], 14), fallback = brief_json(f["default"], 14);
+    const char* changed = f["value"] == f["default"] ? " " : "*";
+    std::snprintf(line, sizeof line, "%s %-32s %-14s %-14s %s\n", changed, f["key"].get<std::string>().c_str(), value.c_str(),
+                  fallback.c_str(), f["check"].get<std::string>().c_str());
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace lmkit::models

@@ -22,4 +22,8 @@ Json summarize(Model& model);
 /// A readable table of summarize()'s object.
 std::string format_summary(const Json& summary);
 
+/// A readable table of Model::config_fields(): key, value, default, what a value must be;
+/// a `*` marks a value other than the default.
+std::string format_fields(const Json& fields);
+
 }  // namespace lmkit::models

@@ -27,10 +27,6 @@ const ArchitectureTable<T5Head>& t5_architectures() {
   return table;
 }
 
-}  // namespace
-
-namespace {
-
 // dense_act_fn and is_gated_act: derived by HF from feed_forward_proj; must agree with it if present.
 ConfigField<T5Config> gated_act_field() {
   auto act = [](const T5Config& c) { return c.feed_forward_proj == "relu" ? "relu" : "gelu_new"; };
@@ -206,7 +202,6 @@ void T5Impl::reset_parameters() {
   for (T5Stack* stack : {&encoder, &decoder}) {
     if (!*stack) continue;
     (*stack)->relative_bias->embedding->weight.normal_(0, f / std::sqrt(d));
-    (*stack)->final_norm->weight.fill_(1);
     for (size_t i = 0; i < (*stack)->layers->size(); ++i) {
       auto layer = (*stack)->layers->ptr<nn::TransformerLayerImpl>(i);
       for (auto* attn : {layer->self_attn.get(), layer->cross_attn ? layer->cross_attn.get() : nullptr}) {
@@ -219,9 +214,6 @@ void T5Impl::reset_parameters() {
       }
       layer->ffn->in->weight.normal_(0, f / std::sqrt(d));
       layer->ffn->out->weight.normal_(0, f / std::sqrt(static_cast<double>(config.d_ff)));
-      for (auto& p : layer->named_parameters()) {
-        if (p.key().find("norm.weight") != std::string::npos) p.value().fill_(1);
-      }
     }
   }
   if (classifier_dense) {
@@ -230,6 +222,7 @@ void T5Impl::reset_parameters() {
     classifier_out->weight.normal_(0, f / std::sqrt(d));
     classifier_out->bias.zero_();
   }
+  reset_norms(*this);
   if (token_classifier) {  // HF: T5ForTokenClassification's classifier ~ N(0, factor), zero bias
     token_classifier->linear->weight.normal_(0, f);
     token_classifier->linear->bias.zero_();
@@ -302,10 +295,7 @@ std::unique_ptr<DecodingSession> T5Impl::start_decoding(const at::Tensor& input_
 }
 
 void T5Impl::check_batch(const Batch& b) const {
-  check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_extra_inputs(b, {}, architecture());
-  check_token_matrix(b.input_ids, config.vocab_size, "input_ids");
-  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  check_plain_inputs(b, config.vocab_size, architecture());
   if (config.head == T5Head::kEncoderClassification) {
     check_row_labels(b.labels, b.input_ids.size(0), config.num_labels, "labels");
     return;

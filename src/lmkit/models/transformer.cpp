@@ -167,10 +167,7 @@ std::unique_ptr<DecodingSession> TransformerImpl::start_decoding(const at::Tenso
 }
 
 void TransformerImpl::check_batch(const Batch& b) const {
-  check_unused(b.token_type_ids, "token_type_ids", architecture());
-  check_extra_inputs(b, {}, architecture());
-  check_token_matrix(b.input_ids, config.src_vocab_size, "input_ids");
-  check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+  check_plain_inputs(b, config.src_vocab_size, architecture());
   check_decoder_inputs(b, config.tgt_vocab_size, "the Transformer");
 }
 

@@ -28,20 +28,12 @@ void check_range(int64_t length, int64_t offset, int64_t max_length) {
 }
 }  // namespace
 
-SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_length, int64_t dim) {
-  table = register_buffer("table", sinusoidal_table(max_length, dim));
+PositionTableImpl::PositionTableImpl(int64_t max_length, int64_t dim, bool learned) {
+  weight = learned ? register_parameter("weight", at::randn({max_length, dim}) * 0.02)
+                   : register_buffer("table", sinusoidal_table(max_length, dim));
 }
 
-at::Tensor SinusoidalPositionsImpl::forward(int64_t length, int64_t offset) {
-  check_range(length, offset, table.size(0));
-  return table.slice(0, offset, offset + length);
-}
-
-LearnedPositionsImpl::LearnedPositionsImpl(int64_t max_length, int64_t dim) {
-  weight = register_parameter("weight", at::randn({max_length, dim}) * 0.02);
-}
-
-at::Tensor LearnedPositionsImpl::forward(int64_t length, int64_t offset) {
+at::Tensor PositionTableImpl::forward(int64_t length, int64_t offset) {
   check_range(length, offset, weight.size(0));
   return weight.slice(0, offset, offset + length);
 }

@@ -17,23 +17,24 @@ namespace lmkit::nn {
 /// PE[pos, 2i+1] = cos(pos / 10000^(2i/dim)), computed in float64, returned as float32.
 at::Tensor sinusoidal_table(int64_t length, int64_t dim);
 
-/// Fixed sinusoidal positions, stored as a non-trainable buffer.
-class SinusoidalPositionsImpl : public torch::nn::Module {
+/// A table of absolute positions (max_length, dim): learned (BERT's position_embeddings,
+/// GPT-2's wpe), a parameter "weight" drawn from N(0, 0.02); or fixed sinusoidal positions
+/// (the Transformer's), a non-trainable buffer "table".
+class PositionTableImpl : public torch::nn::Module {
  public:
-  SinusoidalPositionsImpl(int64_t max_length, int64_t dim);
-  /// Positions offset .. offset+length-1: (length, dim). Throws past max_length.
-  at::Tensor forward(int64_t length, int64_t offset = 0);
-  at::Tensor table;  ///< (max_length, dim)
-};
-TORCH_MODULE(SinusoidalPositions);
-
-/// Learned absolute positions (BERT's position_embeddings, GPT-2's wpe).
-class LearnedPositionsImpl : public torch::nn::Module {
- public:
-  LearnedPositionsImpl(int64_t max_length, int64_t dim);
+  PositionTableImpl(int64_t max_length, int64_t dim, bool learned);
   /// Positions offset .. offset+length-1: (length, dim). Throws past max_length.
   at::Tensor forward(int64_t length, int64_t offset = 0);
   at::Tensor weight;  ///< (max_length, dim)
+};
+
+struct SinusoidalPositionsImpl : PositionTableImpl {
+  SinusoidalPositionsImpl(int64_t max_length, int64_t dim) : PositionTableImpl(max_length, dim, false) {}
+};
+TORCH_MODULE(SinusoidalPositions);
+
+struct LearnedPositionsImpl : PositionTableImpl {
+  LearnedPositionsImpl(int64_t max_length, int64_t dim) : PositionTableImpl(max_length, dim, true) {}
 };
 TORCH_MODULE(LearnedPositions);
 

@@ -9,30 +9,35 @@
 
 namespace lmkit::tokenizer::unicode {
 
+namespace {
+
+// The code point a well-formed UTF-8 sequence starting at s[i] encodes, and its length;
+// 0 for an ill-formed one (a bad lead or continuation byte, a cut sequence, an overlong
+// form, a surrogate, a value past U+10FFFF).
+int decode_one(std::string_view s, size_t i, char32_t& c) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  const int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + static_cast<size_t>(len) > s.size()) return 0;
+  c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+  for (int k = 1; k < len; ++k) {
+    const auto cb = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+    if ((cb & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (cb & 0x3F);
+  }
+  const bool overlong = (len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && c < 0x10000);
+  return overlong || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? 0 : len;
+}
+
+}  // namespace
+
 std::u32string decode_utf8(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    bool ok = len > 0 && i + static_cast<size_t>(len) <= s.size();
-    for (int k = 1; ok && k < len; ++k) {
-      const auto cb = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      ok = (cb & 0xC0) == 0x80;
-      c = (c << 6) | (cb & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
-    ok = ok && !(len == 2 && c < 0x80) && !(len == 3 && c < 0x800) && !(len == 4 && (c < 0x10000 || c > 0x10FFFF)) &&
-         !(c >= 0xD800 && c <= 0xDFFF);
-    if (ok) {
-      out.push_back(c);
-      i += static_cast<size_t>(len);
-    } else {
-      out.push_back(0xFFFD);
-      ++i;
-    }
+  for (size_t i = 0; i < s.size();) {
+    char32_t c = 0;
+    const int len = decode_one(s, i, c);
+    out.push_back(len > 0 ? c : 0xFFFD);  // an ill-formed byte becomes U+FFFD on its own
+    i += len > 0 ? static_cast<size_t>(len) : 1;
   }
   return out;
 }
