@@ -129,7 +129,7 @@ std::vector<ConfigField<C>> decoder_head_fields(double classifier_dropout_if_nul
 }
 
 /// Family::adopt_vocabulary of a decoder: vocab_size, eos_token_id, and pad_token_id when the
-/// tokenizer has one; bos_token_id stays the config's (HF's defaults are the tokenizers' <s>).
+/// tokenizer has one; bos_token_id stays the config's (HF's defaults are the tokenizers' `<s>`).
 void adopt_decoder_vocabulary(Json& config, int64_t vocab_size, int32_t pad_id, int32_t eos_id);
 
 /// A decoder-only family's record: its four classes, the causal LM as objective "clm",
