@@ -57,6 +57,7 @@ const ConfigTable<BertConfig>& BertConfig::table() {
       return c.head == BertHead::kSequenceClassification || c.head == BertHead::kTokenClassification;
     };
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
+    auto linformer = [](const C& c) { return c.attention == "linformer"; };
     ConfigField<C> pad = fields::number("pad_token_id", &C::pad_token_id, int64_t{0});
     pad.read = [](ConfigReader& r, C& c) { r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0}); };
     return ConfigTable<C>(
@@ -75,6 +76,9 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          pad,  // null keeps the default (a padding row: RoBERTa's positions count from it)
          fields::nullable("classifier_dropout", &C::classifier_dropout, -1.0, 0.0, 1.0),
          fields::fixed<C>("position_embedding_type", "absolute"),
+         fields::choice("attention", &C::attention, {"full", "linformer"}).when(linformer),
+         fields::number("linformer_k", &C::linformer_k, int64_t{1}).when(linformer),
+         fields::choice("linformer_sharing", &C::linformer_sharing, {"headwise", "key-value", "layerwise"}).when(linformer),
          fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
          fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span),
          labels_field(&C::num_labels).when(classifies)},
@@ -97,6 +101,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads));
   }
+  check_linformer_config(c, file);
   return c;
 }
 
@@ -173,9 +178,7 @@ at::Tensor BertImpl::position_ids(const at::Tensor& input_ids) const {
   return at::cumsum(real, 1) * real + config.pad_token_id;
 }
 
-int64_t BertImpl::max_length() const {
-  return config.max_position_embeddings - (roberta() ? config.pad_token_id + 1 : 0);
-}
+int64_t BertImpl::max_length() const { return bert_max_length(config); }
 
 at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                             const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states) {
@@ -248,11 +251,6 @@ void BertImpl::check_batch(const Batch& b) const {
   check_encoder_batch(b, architecture(), config, next ? std::vector<std::string>{kNextSentenceLabel} : std::vector<std::string>{},
                       config.head == BertHead::kSequenceClassification, static_cast<bool>(token_classifier));
   check_row_labels(b.field(kNextSentenceLabel), b.input_ids.size(0), 2, kNextSentenceLabel);
-  if (roberta() && b.input_ids.size(1) > max_length()) {  // BERT's positions refuse it as they run
-    throw InputError("input_ids has " + std::to_string(b.input_ids.size(1)) + " positions; " + architecture() +
-                     " takes at most " + std::to_string(max_length()) + " (max_position_embeddings " +
-                     std::to_string(config.max_position_embeddings) + " less padding_idx + 1)");
-  }
 }
 
 std::vector<HfTensor> BertImpl::hf_tensors() {

@@ -47,6 +47,14 @@ struct BertConfig {
   int64_t pad_token_id = 0;
   double classifier_dropout = -1;  ///< < 0: use hidden_dropout_prob (HF: null)
   int64_t num_labels = 2;
+  /// Self-attention: "full", or "linformer" (Wang et al. 2020): keys and values projected along
+  /// the sequence to linformer_k rows (nn::MultiHeadAttentionOptions::linformer_k).
+  std::string attention = "full";
+  int64_t linformer_k = 256;
+  /// Which projections are shared (the paper's §4): "headwise" (each layer's E and F serve
+  /// all its heads), "key-value" (one E per layer for keys and values), "layerwise" (one E
+  /// for every layer, keys and values).
+  std::string linformer_sharing = "headwise";
   int64_t span_boundary_max_targets = 20;     ///< SpanBERT's head: relative positions (tokens of a span it predicts)
   int64_t span_boundary_position_size = 200;  ///< and the width of their embedding
   BertHead head = BertHead::kPreTraining;
@@ -96,7 +104,7 @@ class BertImpl : public Model {
   BertConfig config;
   /// NSP's term ("nsp"), logits and, in eval mode, accuracy.
   void next_sentence(const Batch& batch, Output& out);
-  /// The sequence classifier: BERT's pooled [CLS] -> dropout -> linear; RoBERTa's <s> ->
+  /// The sequence classifier: BERT's pooled [CLS] -> dropout -> linear; RoBERTa's `<s>` ->
   /// dropout -> dense -> tanh -> dropout -> out_proj.
   void classify(const Batch& batch, Output& out);
 

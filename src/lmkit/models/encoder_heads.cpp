@@ -13,13 +13,22 @@ namespace lmkit::models {
 
 torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
   torch::nn::ModuleList layers;
+  const bool linformer = c.attention == "linformer";
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    // Layerwise sharing: layer 0 owns the one projection, the others use it.
+    const int owned = c.linformer_sharing == "headwise" ? 2 : c.linformer_sharing == "key-value" || i == 0 ? 1 : 0;
     layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(c.hidden_size, c.num_attention_heads, c.intermediate_size)
                                                .activation(nn::parse_activation(c.hidden_act))
                                                .norm_eps(c.layer_norm_eps)
                                                .pre_norm(false)
                                                .dropout(c.hidden_dropout_prob)
-                                               .attention_dropout(c.attention_probs_dropout_prob)));
+                                               .attention_dropout(c.attention_probs_dropout_prob)
+                                               .linformer_k(linformer ? c.linformer_k : 0)
+                                               .linformer_length(c.max_position_embeddings)
+                                               .linformer_projections(owned)));
+    if (linformer && owned == 0) {
+      layers->ptr<nn::TransformerLayerImpl>(i)->self_attn->linformer_e = layers->ptr<nn::TransformerLayerImpl>(0)->self_attn->linformer_e;
+    }
   }
   return layers;
 }
@@ -35,6 +44,10 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefi
     add_linear(t, p + "intermediate.dense", layer->ffn->in);
     add_linear(t, p + "output.dense", layer->ffn->out);
     add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
+    // Linformer's projections, where this layer owns them (nn::MultiHeadAttentionOptions::linformer_projections).
+    const int owned = layer->self_attn->linformer_e.defined() ? layer->self_attn->options.linformer_projections() : 0;
+    if (owned >= 1) t.push_back({p + "attention.self.linformer_e", layer->self_attn->linformer_e});
+    if (owned >= 2) t.push_back({p + "attention.self.linformer_f", layer->self_attn->linformer_f});
   }
 }
 
@@ -48,6 +61,16 @@ double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t
   if (mlm_head) flops += 0.15 * (2 * d * v + 2 * d * d);
   if (span_boundary) flops += 0.15 * span_boundary->flops_per_target();
   return flops;
+}
+
+int64_t bert_max_length(const BertConfig& c) {
+  return c.max_position_embeddings - (c.model_type == "roberta" ? c.pad_token_id + 1 : 0);
+}
+
+void check_linformer_config(const BertConfig& c, const std::string& file) {
+  if (c.attention != "linformer" || c.linformer_k <= c.max_position_embeddings) return;
+  throw InputError(file + ": key 'linformer_k' = " + std::to_string(c.linformer_k) + " is above max_position_embeddings " +
+                   std::to_string(c.max_position_embeddings) + " (Linformer projects at most that many positions to k)");
 }
 
 SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
@@ -102,6 +125,17 @@ void check_encoder_batch(const Batch& b, const std::string& architecture, const 
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture);
   check_extra_inputs(b, extras, architecture);
   check_token_matrix(b.input_ids, c.vocab_size, "input_ids");
+  const int64_t t = b.input_ids.size(1);
+  if (c.model_type == "roberta" && t > bert_max_length(c)) {
+    throw InputError("input_ids has " + std::to_string(t) + " positions; " + architecture + " takes at most " +
+                     std::to_string(bert_max_length(c)) + " (max_position_embeddings " +
+                     std::to_string(c.max_position_embeddings) + " less padding_idx + 1)");
+  }
+  if (c.attention == "linformer" && b.input_ids.size(1) < c.linformer_k) {
+    throw InputError("input_ids has " + std::to_string(b.input_ids.size(1)) + " positions, fewer than linformer_k " +
+                     std::to_string(c.linformer_k) + ": Linformer projects the keys to k rows (give a longer input or a "
+                     "smaller linformer_k)");
+  }
   check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");

@@ -40,10 +40,18 @@ void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
 std::vector<std::pair<std::string, int64_t>> masked_lm_targets(const Batch& batch, bool next_sentence, bool span,
                                                                int64_t span_max_targets);
 /// An encoder's batch: no decoder inputs, only `extras` beside the ids, ids within the
-/// vocabularies, masks and token types shaped like input_ids, labels for the head (a tag per
-/// token for `token_tags`, a class per row for `per_row`, else tokens).
+/// vocabularies, RoBERTa's at most bert_max_length, at least linformer_k with Linformer,
+/// masks and token types shaped like input_ids, labels for the head (a tag per token for
+/// `token_tags`, a class per row for `per_row`, else tokens). BERT's learned positions
+/// refuse a longer input as they run.
 void check_encoder_batch(const Batch& batch, const std::string& architecture, const BertConfig& config,
                          const std::vector<std::string>& extras, bool per_row, bool token_tags);
+/// The longest input: max_position_embeddings (RoBERTa: less padding_idx + 1, whose positions
+/// count from it: 512 for roberta-base's 514).
+int64_t bert_max_length(const BertConfig& config);
+/// Linformer's keys against the config: InputError "FILE: key 'linformer_k' = K is above
+/// max_position_embeddings N".
+void check_linformer_config(const BertConfig& config, const std::string& file);
 /// SpanBERT's span boundary head over this encoder (span_boundary.h).
 SpanBoundaryOptions span_boundary_options(const BertConfig& config);
 /// The classifier heads' dropout (classifier_dropout, else hidden_dropout_prob).

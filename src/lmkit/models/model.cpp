@@ -71,11 +71,13 @@ double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys) 
   double flops = 0;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
-    for (const auto& p : layer->parameters()) {
-      if (p.dim() == 2) flops += 2.0 * static_cast<double>(p.numel());
+    for (const auto& p : layer->named_parameters()) {
+      if (p.value().dim() == 2 && p.key().find("linformer") == std::string::npos) flops += 2.0 * static_cast<double>(p.value().numel());
     }
     const double inner = static_cast<double>(layer->self_attn->inner_dim());
-    flops += 4.0 * static_cast<double>(keys) * inner;                        // self-attention
+    // Linformer: scores and values over k projected keys, and the projections E·K, F·V (k per token each).
+    const int64_t k = layer->self_attn->options.linformer_k();
+    flops += k > 0 ? 8.0 * static_cast<double>(k) * inner : 4.0 * static_cast<double>(keys) * inner;  // self-attention
     if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
   }
   return flops;

@@ -1,5 +1,6 @@
 #include "lmkit/models/roberta.h"
 
+#include "lmkit/models/encoder_heads.h"
 #include "lmkit/models/family.h"
 
 namespace lmkit::models {
@@ -34,10 +35,7 @@ Family roberta_family() {
   f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   f.tokenizer_family = "roberta";
   f.positions_key = "max_position_embeddings";
-  f.max_length_of = [](const Json& config) {  // as BertImpl::max_length (roberta-base: 514 -> 512)
-    const BertConfig c = roberta_config(config, "config.json");
-    return c.max_position_embeddings - c.pad_token_id - 1;
-  };
+  f.max_length_of = [](const Json& config) { return bert_max_length(roberta_config(config, "config.json")); };
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
   f.create = family_creator<RobertaImpl, BertConfig>(bert_architectures("roberta"), roberta_config);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/runtime.h"
@@ -131,6 +133,32 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
     qkv = register_module("qkv", torch::nn::Linear(linear(d, 3 * inner)));
   }
   out = register_module("out", torch::nn::Linear(linear(inner, d)));
+  const int64_t k = options.linformer_k(), n = options.linformer_length();
+  if (k > 0) {
+    check_input(!options.cross_attention() && !options.causal() && n >= k,
+                "attention: Linformer is an encoder's self-attention with linformer_k <= its length");
+    // Xavier's normal draw for a (k, n) map, as Linformer's projections are initialised.
+    const double std = 1.0 / std::sqrt(static_cast<double>(n + k));
+    if (options.linformer_projections() >= 1) linformer_e = register_parameter("linformer_e", at::randn({k, n}) * std);
+    if (options.linformer_projections() >= 2) linformer_f = register_parameter("linformer_f", at::randn({k, n}) * std);
+  }
+}
+
+std::pair<at::Tensor, at::Tensor> MultiHeadAttentionImpl::linformer_keys(const at::Tensor& kh, const at::Tensor& vh,
+                                                                        const at::Tensor& mask) const {
+  const int64_t t = kh.size(2);
+  check_input(t <= linformer_e.size(1), "attention: an input of " + std::to_string(t) + " positions is longer than Linformer's " +
+                                            std::to_string(linformer_e.size(1)));
+  at::Tensor k = kh, v = vh;
+  if (mask.defined()) {  // a key-padding bias (B|1, 1, 1, T): 0 where a key is real
+    check_input(mask.size(-2) == 1, "attention: Linformer takes a key-padding mask only");
+    const at::Tensor keep = mask.eq(0).transpose(-1, -2).to(kh.scalar_type());  // (B|1, 1, T, 1)
+    k = k * keep;
+    v = v * keep;
+  }
+  const at::Tensor& f = linformer_f.defined() ? linformer_f : linformer_e;
+  return {at::matmul(linformer_e.slice(1, 0, t).to(kh.scalar_type()), k),  // (k, T) · (B, H, T, hd)
+          at::matmul(f.slice(1, 0, t).to(vh.scalar_type()), v)};
 }
 
 std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
@@ -165,6 +193,11 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
     }
   }
   const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
+  if (linformer_e.defined()) {
+    std::tie(kh, vh) = linformer_keys(kh, vh, bias);  // (B, H, k, hd): no key is padding any more
+    at::Tensor y = scaled_dot_product(qh, kh, vh, {}, scale, options.dropout(), is_training(), options.backend());
+    return linear(out, y.transpose(1, 2).reshape({b, t, inner_dim()}));  // (B, T, D)
+  }
   // A causal layer called without a bias masks in the kernel; past keys (a cache) need the bias.
   at::Tensor mask = bias;
   bool in_kernel = false;

@@ -93,6 +93,16 @@ struct MultiHeadAttentionOptions {
   /// Self-attention: qkv's rows are grouped by head, (H, 3, hd) (BLOOM's query_key_value),
   /// instead of (3, H, hd).
   TORCH_ARG(bool, qkv_per_head) = false;
+  /// Linformer (Wang et al. 2020): keys and values projected along the sequence to
+  /// linformer_k rows, K' = E·K and V' = F·V with E, F (k, n) shared by the heads, so
+  /// attention costs O(T·k); 0: full attention. Self-attention of an encoder only.
+  TORCH_ARG(int64_t, linformer_k) = 0;
+  /// n, the longest input: E and F have n columns and an input of T uses the first T.
+  TORCH_ARG(int64_t, linformer_length) = 0;
+  /// The projections this module owns and registers: 2 (E and F), 1 (E, for keys and
+  /// values: key-value sharing), 0 (none: set linformer_e to one another module owns,
+  /// layerwise sharing).
+  TORCH_ARG(int, linformer_projections) = 2;
 };
 
 /// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
@@ -118,8 +128,13 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear q{nullptr};    ///< cross-attention: weight (H·hd, D)
   torch::nn::Linear kv{nullptr};   ///< cross-attention: weight (2·H·hd, M)
   torch::nn::Linear out{nullptr};  ///< weight (D, H·hd)
+  at::Tensor linformer_e;          ///< Linformer's key projection (k, n), or undefined
+  at::Tensor linformer_f;          ///< its value projection (k, n); undefined: E projects the values too
 
  private:
+  /// Linformer's keys and values: padded positions (where the key-padding `mask` is not 0)
+  /// zeroed, then E·K and F·V over the input's T positions; (B, H, k, hd) each.
+  std::pair<at::Tensor, at::Tensor> linformer_keys(const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& mask) const;
   /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
   std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
   int64_t head_dim_;

@@ -18,7 +18,10 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .dropout(o.attention_dropout())
                                   .causal(o.causal() && !cross)
                                   .backend(o.attention_backend())
-                                  .qkv_per_head(o.qkv_per_head() && !cross));
+                                  .qkv_per_head(o.qkv_per_head() && !cross)
+                                  .linformer_k(cross ? 0 : o.linformer_k())
+                                  .linformer_length(o.linformer_length())
+                                  .linformer_projections(o.linformer_projections()));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };
   self_attn = register_module("self_attn", attention(false));

@@ -48,6 +48,10 @@ struct TransformerLayerOptions {
   TORCH_ARG(AttentionBackend, attention_backend) = AttentionBackend::kAuto;
   /// Self-attention's fused qkv rows grouped by head (MultiHeadAttentionOptions::qkv_per_head).
   TORCH_ARG(bool, qkv_per_head) = false;
+  /// Linformer self-attention (MultiHeadAttentionOptions::linformer_*); 0: full attention.
+  TORCH_ARG(int64_t, linformer_k) = 0;
+  TORCH_ARG(int64_t, linformer_length) = 0;
+  TORCH_ARG(int, linformer_projections) = 2;
 };
 
 /// Per-layer caches for incremental decoding.
