@@ -34,6 +34,13 @@ namespace {
 const c10::Device kCuda(c10::kCUDA, 0);
 
 Json tiny(const std::string& family) {
+  if (family == "bert-linformer") {  // layerwise: one projection every layer uses, moved to the GPU once
+    Json j = tiny("bert");
+    j["attention"] = "linformer";
+    j["linformer_k"] = 8;
+    j["linformer_sharing"] = "layerwise";
+    return j;
+  }
   if (family == "bert") {
     return {{"model_type", "bert"}, {"vocab_size", 120}, {"hidden_size", 32}, {"num_hidden_layers", 2},
             {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 32},
@@ -68,7 +75,7 @@ void check_steps_agree(const std::string& family, const std::string& architectur
   }
   gpu->to(kCuda);
   auto cpu_opt = train::make_adamw(*cpu, {1e-2}), gpu_opt = train::make_adamw(*gpu, {1e-2});
-  Batch batch = padded_batch(family == "bert");
+  Batch batch = padded_batch(family.rfind("bert", 0) == 0);
   if (!padded) batch.attention_mask = at::Tensor(), batch.labels = batch.input_ids.clone();
   for (int step = 0; step < 2; ++step) {
     auto a = train::train_step(*cpu, *cpu_opt, {batch}, /*clip=*/0.5, false);
@@ -92,6 +99,11 @@ void check_steps_agree(const std::string& family, const std::string& architectur
 TEST_CASE("cuda: a BERT MLM training step on the GPU matches the CPU step", "[cuda]") {
   LMKIT_REQUIRE_CUDA();
   check_steps_agree("bert", "BertForMaskedLM");
+}
+
+TEST_CASE("cuda: a Linformer BERT step (layerwise projection) on the GPU matches the CPU step", "[cuda]") {
+  LMKIT_REQUIRE_CUDA();
+  check_steps_agree("bert-linformer", "BertForMaskedLM");
 }
 
 TEST_CASE("cuda: a GPT causal-LM training step on the GPU matches the CPU step", "[cuda]") {

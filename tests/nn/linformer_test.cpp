@@ -5,6 +5,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/models/model.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/nn/attention.h"
 #include "test_util.h"
 
 using namespace lmkit;
@@ -66,6 +67,15 @@ TEST_CASE("linformer: the layerwise projection is one tensor, trained by every l
   REQUIRE(shared.defined());
   REQUIRE(shared.grad().defined());
   CHECK(shared.grad().abs().sum().item<double>() > 0);
+  // Moved or cast, the layers still share the one tensor (to() changes each parameter in place).
+  model->to(at::kDouble);
+  for (const auto& m : model->modules(false)) {
+    if (auto* attn = m->as<nn::MultiHeadAttentionImpl>()) {
+      CHECK(attn->linformer_e.is_same(shared));
+      CHECK(attn->linformer_e.scalar_type() == at::kDouble);
+    }
+  }
+  model->to(at::kFloat);
   models::save_pretrained(*model, dir / "ckpt");
   auto loaded = models::load_pretrained(dir / "ckpt");
   model->eval();
