@@ -103,6 +103,13 @@ ConfigField<C> fixed(const char* key, Json value, bool write = true) {
   return f;
 }
 
+/// A key written as `value` that reading leaves to another reader (a generic HF key such as
+/// is_encoder_decoder, which a model type implies).
+template <class C>
+ConfigField<C> written(const char* key, Json value) {
+  return {key, "written " + value.dump(), [](ConfigReader&, C&) {}, [=](const C&) { return value; }, {}, {}};
+}
+
 }  // namespace fields
 
 template <class C>

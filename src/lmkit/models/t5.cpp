@@ -87,8 +87,7 @@ const ConfigTable<T5Config>& T5Config::table() {
          fields::number("pad_token_id", &C::pad_token_id, int64_t{0}),
          fields::number("eos_token_id", &C::eos_token_id, int64_t{0}),
          fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0}),
-         {"is_encoder_decoder", "written true; read as HF's generic key", [](ConfigReader&, C&) {},
-          [](const C&) { return Json(true); }, {}, {}},
+         fields::written<C>("is_encoder_decoder", true),
          labels_field(&C::num_labels).when(classifies)},
         {"bos_token_id", "n_positions", "output_past", "gradient_checkpointing"});
   }();

@@ -42,7 +42,8 @@ const ConfigTable<TransformerConfig>& TransformerConfig::table() {
                            fields::number("pad_token_id", &C::pad_token_id, int64_t{0}),
                            fields::number("bos_token_id", &C::bos_token_id, int64_t{0}),
                            fields::number("eos_token_id", &C::eos_token_id, int64_t{0}),
-                           fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0})});
+                           fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0}),
+                           fields::written<C>("is_encoder_decoder", true)});
   }();
   return table;
 }
