@@ -140,7 +140,6 @@ class ConfigTable {
     }
     return rows;
   }
-  const std::vector<ConfigField<C>>& fields() const { return fields_; }
 
  private:
   std::vector<ConfigField<C>> fields_;

@@ -91,10 +91,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file) { retur
 
 BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertConfig defaults) {
   BertConfig c = std::move(defaults);
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table().read(r, c);
-  r.finish();
+  read_hf_config(table(), j, file, c);
   // The padding row is one of the embedding's (a default pad too: RoBERTa's 1).
   check_config_token_ids(j, file, c.vocab_size, {{"pad_token_id", c.pad_token_id}});
   if (c.hidden_size % c.num_attention_heads != 0) {
@@ -106,9 +103,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
 }
 
 Json BertConfig::to_json() const {
-  Json j = {{"model_type", model_type}};
-  table().write(j, *this);
-  return j;
+  return write_hf_config(table(), model_type, *this);
 }
 
 BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {

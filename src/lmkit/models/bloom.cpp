@@ -54,10 +54,7 @@ const ConfigTable<BloomConfig>& BloomConfig::table() {
 
 BloomConfig BloomConfig::from_json(const Json& j, const std::string& file) {
   BloomConfig c;
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table().read(r, c);
-  r.finish();
+  read_hf_config(table(), j, file, c);
   settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.hidden_size % c.n_head != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by n_head " +
@@ -67,9 +64,7 @@ BloomConfig BloomConfig::from_json(const Json& j, const std::string& file) {
 }
 
 Json BloomConfig::to_json() const {
-  Json j = {{"model_type", "bloom"}};
-  table().write(j, *this);
-  return j;
+  return write_hf_config(table(), "bloom", *this);
 }
 
 BloomImpl::BloomImpl(BloomConfig config_)  // ALiBi: no position limit

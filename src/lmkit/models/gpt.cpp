@@ -54,10 +54,7 @@ const ConfigTable<GptConfig>& GptConfig::table() {
 
 GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   GptConfig c;
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table().read(r, c);
-  r.finish();
+  read_hf_config(table(), j, file, c);
   settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.n_embd % c.n_head != 0) {
     throw InputError(file + ": n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " + std::to_string(c.n_head));
@@ -66,9 +63,7 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
 }
 
 Json GptConfig::to_json() const {
-  Json j = {{"model_type", "gpt2"}};
-  table().write(j, *this);
-  return j;
+  return write_hf_config(table(), "gpt2", *this);
 }
 
 GptImpl::GptImpl(GptConfig config_)

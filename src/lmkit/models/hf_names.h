@@ -28,6 +28,25 @@ int64_t read_num_labels(ConfigReader& reader, int64_t fallback);
 /// Writes id2label/label2id for `num_labels` classes as HF does.
 void write_num_labels(Json& j, int64_t num_labels);
 
+/// Reads HF's config.json object `j` into `c` through `table`, strictly: HF's generic keys
+/// accepted and ignored, any other key the table lacks an InputError naming `file`, with its
+/// did-you-mean.
+template <class C>
+void read_hf_config(const ConfigTable<C>& table, const Json& j, const std::string& file, C& c) {
+  ConfigReader r(j, file);
+  ignore_generic_hf_keys(r);
+  table.read(r, c);
+  r.finish();
+}
+
+/// HF's config.json object of `c`: {"model_type": model_type} and the table's fields.
+template <class C>
+Json write_hf_config(const ConfigTable<C>& table, const std::string& model_type, const C& c) {
+  Json j = {{"model_type", model_type}};
+  table.write(j, c);
+  return j;
+}
+
 /// The classes of a classifier head: read by read_num_labels, written by write_num_labels.
 template <class C>
 ConfigField<C> labels_field(int64_t C::*member) {

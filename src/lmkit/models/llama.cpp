@@ -99,10 +99,7 @@ const ConfigTable<LlamaConfig>& LlamaConfig::table(const std::string& model_type
 
 LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const std::string& model_type) {
   LlamaConfig c = defaults(model_type);
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table(model_type).read(r, c);
-  r.finish();
+  read_hf_config(table(model_type), j, file, c);
   settle_decoder_token_ids(j, file, c.vocab_size, c.bos_token_id, c.eos_token_id, c.pad_token_id);
   if (c.head_dim == 0 && c.hidden_size % c.num_attention_heads != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
@@ -117,8 +114,7 @@ LlamaConfig LlamaConfig::from_json(const Json& j, const std::string& file, const
 }
 
 Json LlamaConfig::to_json() const {
-  Json j = {{"model_type", model_type}};
-  table(model_type).write(j, *this);
+  Json j = write_hf_config(table(model_type), model_type, *this);
   j["num_key_value_heads"] = kv_heads();  // resolved, as HF writes them
   j["head_dim"] = head_size();
   return j;

@@ -96,10 +96,7 @@ const ConfigTable<T5Config>& T5Config::table() {
 
 T5Config T5Config::from_json(const Json& j, const std::string& file) {
   T5Config c;
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table().read(r, c);
-  r.finish();
+  read_hf_config(table(), j, file, c);
   // Defaults (pad 0, eos 1, decoder start 0) need a vocabulary of two ids.
   check_config_token_ids(j, file, c.vocab_size,
                          {{"pad_token_id", c.pad_token_id}, {"eos_token_id", c.eos_token_id},
@@ -121,9 +118,7 @@ T5Config T5Config::from_json(const Json& j, const std::string& file) {
 }
 
 Json T5Config::to_json() const {
-  Json j = {{"model_type", "t5"}};
-  table().write(j, *this);
-  return j;
+  return write_hf_config(table(), "t5", *this);
 }
 
 T5StackImpl::T5StackImpl(const T5Config& c, bool decoder_) : decoder(decoder_), dropout_rate(c.dropout_rate) {

@@ -50,10 +50,7 @@ const ConfigTable<TransformerConfig>& TransformerConfig::table() {
 
 TransformerConfig TransformerConfig::from_json(const Json& j, const std::string& file) {
   TransformerConfig c;
-  ConfigReader r(j, file);
-  ignore_generic_hf_keys(r);
-  table().read(r, c);
-  r.finish();
+  read_hf_config(table(), j, file, c);
   if (c.share_embeddings && c.src_vocab_size != c.tgt_vocab_size) {
     throw InputError(file + ": share_embeddings needs src_vocab_size == tgt_vocab_size");
   }
@@ -68,9 +65,7 @@ TransformerConfig TransformerConfig::from_json(const Json& j, const std::string&
 }
 
 Json TransformerConfig::to_json() const {
-  Json j = {{"model_type", "transformer"}};
-  table().write(j, *this);
-  return j;
+  return write_hf_config(table(), "transformer", *this);
 }
 
 TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(config_)) {
