@@ -34,6 +34,11 @@ generator), electra_seqcls, electra_tokcls; ELECTRA_CONFIG with embedding_size 3
 hidden_size 64 (embeddings_project), token types, a right-padded row.
 RoBERTa's config and inputs are made here (ROBERTA_CONFIG, roberta_inputs): rows
 right-padded with <pad> (id 1), whose positions RoBERTa counts from padding_idx + 1.
+Longformer (longformer: LongformerForMaskedLM, longformer_seqcls, longformer_tokcls):
+LONGFORMER_CONFIG with windows of 4 and 8 (one a layer), rows of 29 (no multiple of either:
+HF pads them, lmkit does not), the second right-padded after 21; global_attention_mask
+marks three tokens of the first row and two of the second (and one padding position, which
+HF's mask merge drops); the classifier gets none, so both put global attention on <s>.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
 (float32 on both sides, same LibTorch, eval mode).
 
@@ -83,6 +88,9 @@ FAMILIES = {
     "bloom": (None, transformers.BloomForCausalLM, "labels"),
     "bloom_seqcls": (None, transformers.BloomForSequenceClassification, "labels"),
     "bloom_tokcls": (None, transformers.BloomForTokenClassification, "labels"),
+    "longformer": (None, transformers.LongformerForMaskedLM, "labels"),
+    "longformer_seqcls": (None, transformers.LongformerForSequenceClassification, "labels"),
+    "longformer_tokcls": (None, transformers.LongformerForTokenClassification, "labels"),
     "electra": (None, transformers.ElectraForPreTraining, "labels"),
     "electra_gen": (None, transformers.ElectraForMaskedLM, "labels"),
     "electra_seqcls": (None, transformers.ElectraForSequenceClassification, "labels"),
@@ -106,6 +114,41 @@ BLOOM_CONFIG = {"vocab_size": 1000, "hidden_size": 48, "n_layer": 2, "n_head": 6
 
 ELECTRA_CONFIG = {"vocab_size": 1000, "embedding_size": 32, "hidden_size": 64, "num_hidden_layers": 2,
                   "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 64}
+
+
+LONGFORMER_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "intermediate_size": 128, "max_position_embeddings": 130, "type_vocab_size": 1,
+                     "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+                     "sep_token_id": 2, "attention_window": [4, 8]}
+
+
+def longformer_inputs(family):
+    """Two rows of 29, the second right-padded with <pad> after 21; global tokens (none for
+    the classifier, which then puts one on <s>); MLM labels at four positions (one global),
+    one class per row, or a tag per token."""
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(5, LONGFORMER_CONFIG["vocab_size"], (2, 29), generator=g)
+    ids[:, 0] = 0
+    mask = torch.ones_like(ids)
+    ids[1, 21:], mask[1, 21:] = 1, 0
+    batch = {"input_ids": ids, "attention_mask": mask}
+    if family != "longformer_seqcls":
+        glob = torch.zeros_like(ids)
+        glob[0, [0, 7, 15]] = 1
+        glob[1, [0, 20, 25]] = 1  # 25 is padding
+        batch["global_attention_mask"] = glob
+    if family == "longformer_seqcls":
+        batch["labels"] = torch.tensor([1, 0])
+    elif family == "longformer_tokcls":
+        labels = torch.randint(0, NUM_TAGS, (2, 29), generator=g)
+        labels[:, 4], labels[1, 21:] = -100, -100
+        batch["labels"] = labels
+    else:
+        labels = torch.full_like(ids, -100)
+        for r, c in ((0, 3), (0, 7), (0, 27), (1, 19)):
+            labels[r, c] = ids[r, c]
+        batch["labels"] = labels
+    return batch
 
 
 def electra_inputs(family):
@@ -170,6 +213,8 @@ def made_config(family):
                                         num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("roberta"):
         return transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
+    if family.startswith("longformer"):
+        return transformers.LongformerConfig(**LONGFORMER_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     c = {k: v for k, v in small_config(family).items() if k != "model_type"}
     cls = {"bert": transformers.BertConfig, "gpt2": transformers.GPT2Config, "t5": transformers.T5Config}[
         family.split("_")[0]]
@@ -308,6 +353,8 @@ def hf_to_lmkit(family, bin_dir, work):
     model.save_pretrained(ckpt)
     if family.startswith("electra"):
         batch = electra_inputs(family)
+    elif family.startswith("longformer"):
+        batch = longformer_inputs(family)
     elif rotary(family):
         batch = llama_inputs(family)
     elif family.endswith("tokcls"):
@@ -361,6 +408,8 @@ def small_config(family):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
     if family.startswith("electra"):
         return {"model_type": "electra", **ELECTRA_CONFIG}
+    if family.startswith("longformer"):
+        return {"model_type": "longformer", **{k: v for k, v in LONGFORMER_CONFIG.items() if not k.endswith("_token_id")}}
     if family.startswith("bloom"):
         return {"model_type": "bloom", **{k: v for k, v in BLOOM_CONFIG.items() if not k.endswith("_token_id")}}
     if family.startswith("mistral"):
@@ -388,7 +437,7 @@ def lmkit_to_hf(family, bin_dir, work):
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
-                 "gpt2_tokcls": "clm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
+                 "gpt2_tokcls": "clm", "longformer": "mlm", "longformer_seqcls": "mlm", "longformer_tokcls": "mlm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -425,10 +474,14 @@ def lmkit_to_hf(family, bin_dir, work):
     ids = torch.randint(4, vocab, (2, 16), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
-    if family.startswith("roberta") or family in ("llama_seqcls", "bloom_seqcls", "mistral_seqcls"):
+    if family.startswith(("roberta", "longformer")) or family in ("llama_seqcls", "bloom_seqcls", "mistral_seqcls"):
         # padding is the pad id: RoBERTa's positions skip it, HF's Llama classifier finds the last token by it
         ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
+    if family in ("longformer", "longformer_tokcls"):
+        glob = torch.zeros_like(ids)
+        glob[:, [0, 5]] = 1
+        batch["global_attention_mask"] = glob
     if family == "bert":
         batch["token_type_ids"] = (torch.arange(16) >= 8).long().expand(2, 16).contiguous()
         labels = torch.full_like(ids, -100)
@@ -438,7 +491,7 @@ def lmkit_to_hf(family, bin_dir, work):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
-    elif family in ("roberta", "spanbert", "electra_gen"):
+    elif family in ("roberta", "spanbert", "electra_gen", "longformer"):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row
         batch["labels"] = labels

@@ -38,6 +38,8 @@ struct Batch {
 /// 1 = B is random (HF's name). Named here, where data/ (the objective that makes them)
 /// and models/ (BERT, which reads them) meet without knowing each other.
 inline constexpr const char* kNextSentenceLabel = "next_sentence_label";
+/// Longformer's global tokens in Batch::extra: (B, T) 0 (local attention) or 1 (global), HF's name.
+inline constexpr const char* kGlobalAttentionMask = "global_attention_mask";
 
 /// One term of a model's loss (BERT's "mlm" and "nsp", SpanBERT's "sbo"): its mean
 /// over its targets and their number. The trainer weights each term by its share of

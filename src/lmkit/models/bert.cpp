@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/encoder_heads.h"
@@ -28,7 +30,12 @@ const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_t
        {"RobertaForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
        {"RobertaForSpanPreTraining", BertHead::kSpanPreTraining, ""},
        {"RobertaForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
-  return model_type == "roberta" ? roberta : bert;
+  static const ArchitectureTable<BertHead> longformer(
+      {{"LongformerForMaskedLM", BertHead::kMaskedLm, ""},
+       {"LongformerModel", BertHead::kNone, ""},
+       {"LongformerForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
+       {"LongformerForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+  return model_type == "longformer" ? longformer : model_type == "roberta" ? roberta : bert;
 }
 
 namespace {
@@ -42,10 +49,31 @@ struct HfNames {
   std::string span;   ///< SpanBERT's head
 };
 
-const HfNames& hf_names(bool roberta) {
+const HfNames& hf_names(const std::string& model_type) {
   static const HfNames bert{"bert.", "cls.predictions.", "transform.dense", "transform.LayerNorm", "cls.pair_target_predictions."};
-  static const HfNames roberta_names{"roberta.", "lm_head.", "dense", "layer_norm", "pair_target_predictions."};
-  return roberta ? roberta_names : bert;
+  static const HfNames roberta{"roberta.", "lm_head.", "dense", "layer_norm", "pair_target_predictions."};
+  static const HfNames longformer{"longformer.", "lm_head.", "dense", "layer_norm", "pair_target_predictions."};
+  return model_type == "longformer" ? longformer : model_type == "roberta" ? roberta : bert;
+}
+
+// Longformer's windows: one even number for every layer (HF's int, written back as one) or a list.
+ConfigField<BertConfig> attention_window_field() {
+  ConfigField<BertConfig> f{"attention_window", "even integer >= 2, or a list of one a layer",
+                            [](ConfigReader& r, BertConfig& c) {
+                              Json v;
+                              if (!r.get("attention_window", v)) return;
+                              const bool list = v.is_array() && std::all_of(v.begin(), v.end(), [](const Json& e) { return e.is_number_integer(); });
+                              if (!v.is_number_integer() && !list) {
+                                throw InputError(r.file() + ": key 'attention_window' = " + brief_json(v) +
+                                                 " is not an integer or a list of integers");
+                              }
+                              c.attention_window = list ? v.get<std::vector<int64_t>>() : std::vector<int64_t>{v.get<int64_t>()};
+                            },
+                            [](const BertConfig& c) {
+                              return c.attention_window.size() == 1 ? Json(c.attention_window[0]) : Json(c.attention_window);
+                            },
+                            {}, {}};
+  return f.when([](const BertConfig& c) { return c.model_type == "longformer"; });
 }
 
 }  // namespace
@@ -58,6 +86,7 @@ const ConfigTable<BertConfig>& BertConfig::table() {
     };
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
     auto linformer = [](const C& c) { return c.attention == "linformer"; };
+    auto longformer = [](const C& c) { return c.model_type == "longformer"; };
     ConfigField<C> pad = fields::number("pad_token_id", &C::pad_token_id, int64_t{0});
     pad.read = [](ConfigReader& r, C& c) { r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0}); };
     return ConfigTable<C>(
@@ -79,6 +108,9 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          fields::choice("attention", &C::attention, {"full", "linformer"}).when(linformer),
          fields::number("linformer_k", &C::linformer_k, int64_t{1}).when(linformer),
          fields::choice("linformer_sharing", &C::linformer_sharing, {"headwise", "key-value", "layerwise"}).when(linformer),
+         attention_window_field(),
+         fields::token_id("sep_token_id", &C::sep_token_id).when(longformer),
+         fields::fixed<C>("onnx_export", false).when(longformer),
          fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
          fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span),
          labels_field(&C::num_labels).when(classifies)},
@@ -98,7 +130,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads));
   }
-  check_linformer_config(c, file);
+  check_attention_config(c, file);
   return c;
 }
 
@@ -164,7 +196,7 @@ void BertImpl::reset_parameters() {
 std::string BertImpl::architecture() const { return bert_architectures(config.model_type).name(config.head); }
 
 Json BertImpl::config_fields() const {
-  return BertConfig::table().describe(config, roberta() ? roberta_defaults() : BertConfig());
+  return BertConfig::table().describe(config, encoder_defaults(config.model_type));
 }
 
 at::Tensor BertImpl::position_ids(const at::Tensor& input_ids) const {
@@ -176,12 +208,14 @@ at::Tensor BertImpl::position_ids(const at::Tensor& input_ids) const {
 int64_t BertImpl::max_length() const { return bert_max_length(config); }
 
 at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                            const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states) {
+                            const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states,
+                            const at::Tensor& global_attention_mask) {
   at::Tensor types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
   // HF: BERT's position_ids = arange(T), whatever the padding; RoBERTa's skip it.
   at::Tensor positions = roberta() ? position_embeddings(position_ids(input_ids)) : absolute_positions(input_ids.size(1));
   at::Tensor x = word_embeddings(input_ids) + positions + token_type_embeddings(types);
-  return run_bert_encoder(*this, config, x, attention_mask, embeddings_norm, layers, hidden_states);  // (B, T, D)
+  return run_bert_encoder(*this, config, x, attention_mask, embeddings_norm, layers, hidden_states,
+                          global_attention_mask);  // (B, T, D)
 }
 
 at::Tensor BertImpl::mlm_transform(const at::Tensor& hidden) {
@@ -190,6 +224,16 @@ at::Tensor BertImpl::mlm_transform(const at::Tensor& hidden) {
 
 at::Tensor BertImpl::mlm_logits(const at::Tensor& hidden) {
   return at::linear(mlm_transform(hidden), word_embeddings->weight, mlm_bias);  // (..., V)
+}
+
+at::Tensor BertImpl::global_tokens(const Batch& batch) const {
+  if (config.model_type != "longformer") return {};
+  at::Tensor global = batch.field(kGlobalAttentionMask);
+  if (global.defined() || config.head != BertHead::kSequenceClassification) return global;
+  // HF's LongformerForSequenceClassification: global attention on <s> unless told otherwise.
+  global = at::zeros_like(batch.input_ids);
+  global.select(1, 0).fill_(1);
+  return global;
 }
 
 // Next-sentence prediction on the pooled [CLS]: a loss term over the rows, and its accuracy.
@@ -219,7 +263,7 @@ double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
 Output BertImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs);  // (B, T, D)
+  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch));
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
   if (mlm_dense) {
     apply_masked_lm(out, batch.labels, full_logits, [this](const at::Tensor& h) { return mlm_transform(h); },
@@ -242,15 +286,17 @@ void BertImpl::classify(const Batch& batch, Output& out) {
 }
 
 void BertImpl::check_batch(const Batch& b) const {
-  const bool next = config.head == BertHead::kPreTraining;
-  check_encoder_batch(b, architecture(), config, next ? std::vector<std::string>{kNextSentenceLabel} : std::vector<std::string>{},
+  std::vector<std::string> extras;
+  if (config.head == BertHead::kPreTraining) extras.push_back(kNextSentenceLabel);
+  if (config.model_type == "longformer") extras.push_back(kGlobalAttentionMask);
+  check_encoder_batch(b, architecture(), config, extras,
                       config.head == BertHead::kSequenceClassification, static_cast<bool>(token_classifier));
   check_row_labels(b.field(kNextSentenceLabel), b.input_ids.size(0), 2, kNextSentenceLabel);
 }
 
 std::vector<HfTensor> BertImpl::hf_tensors() {
   std::vector<HfTensor> t;
-  const HfNames& n = hf_names(roberta());
+  const HfNames& n = hf_names(config.model_type);
   const std::string b = config.head == BertHead::kNone ? "" : n.base;  // HF's BertModel/RobertaModel have no prefix
   t.push_back({b + "embeddings.word_embeddings.weight", word_embeddings->weight});
   t.push_back({b + "embeddings.position_embeddings.weight", roberta() ? position_embeddings->weight : absolute_positions->weight});
@@ -275,7 +321,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
 bool BertImpl::hf_ignorable(const std::string& name) const {
   // Tied duplicates HF drops on save (the decoder is the word embeddings, its bias the MLM head's),
   // and the position_ids buffer of old checkpoints.
-  const HfNames& n = hf_names(roberta());
+  const HfNames& n = hf_names(config.model_type);
   return name == n.mlm + "decoder.weight" || name == n.mlm + "decoder.bias" || name == n.base + "embeddings.position_ids" ||
          name == "embeddings.position_ids";
 }

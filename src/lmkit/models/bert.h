@@ -3,9 +3,12 @@
 // RoBERTa (Liu et al. 2019) is the same model with config.model_type "roberta"
 // (roberta.h): positions counted from padding_idx + 1 over the non-padding tokens, an
 // LM head named lm_head, and a two-layer classification head on <s> instead of the pooler.
+// Longformer (Beltagy et al. 2020) is RoBERTa's model with model_type "longformer"
+// (longformer.h): local attention within attention_window and global tokens.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -29,9 +32,9 @@ enum class BertHead {
   kTokenClassification,     ///< BertForTokenClassification: every token -> dropout -> linear, no pooler
 };
 
-/// HF's BertConfig keys (RobertaConfig's too, with RoBERTa's defaults).
+/// HF's BertConfig keys (RobertaConfig's and LongformerConfig's too, with their defaults).
 struct BertConfig {
-  std::string model_type = "bert";  ///< bert or roberta
+  std::string model_type = "bert";  ///< bert, roberta or longformer
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -55,6 +58,10 @@ struct BertConfig {
   /// all its heads), "key-value" (one E per layer for keys and values), "layerwise" (one E
   /// for every layer, keys and values).
   std::string linformer_sharing = "headwise";
+  /// Longformer's windows: each query sees attention_window / 2 keys either side. One value
+  /// for every layer (HF's int) or one a layer.
+  std::vector<int64_t> attention_window = {512};
+  int64_t sep_token_id = -1;  ///< Longformer's (HF's question-answering head reads it); -1: none
   int64_t span_boundary_max_targets = 20;     ///< SpanBERT's head: relative positions (tokens of a span it predicts)
   int64_t span_boundary_position_size = 200;  ///< and the width of their embedding
   BertHead head = BertHead::kPreTraining;
@@ -87,17 +94,21 @@ class BertImpl : public Model {
   double flops_per_token(int64_t seq_len, int64_t target_len) const override;
 
   /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
+  /// Longformer's global tokens: `global_attention_mask` (B, T), 1 where a token is global.
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
-                    std::vector<at::Tensor>* hidden_states = nullptr);
+                    std::vector<at::Tensor>* hidden_states = nullptr, const at::Tensor& global_attention_mask = {});
   /// Position ids (B, T): arange(T) for BERT; RoBERTa's (HF's create_position_ids_from_input_ids):
   /// padding_idx + the running count of non-padding tokens, padding at padding_idx.
   at::Tensor position_ids(const at::Tensor& input_ids) const;
-  /// Longest input: max_position_embeddings (RoBERTa: less padding_idx + 1, 512 for roberta-base's 514).
+  /// Longest input: max_position_embeddings (RoBERTa, Longformer: less padding_idx + 1, 512 for roberta-base's 514).
   int64_t max_length() const;
   /// MLM logits for hidden rows (..., D) -> (..., V): transform, then the tied decoder.
   at::Tensor mlm_logits(const at::Tensor& hidden);
   /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
   at::Tensor mlm_transform(const at::Tensor& hidden);
+  /// Longformer's global tokens of a batch: its global_attention_mask, else (the sequence
+  /// classifier, as HF's) the first token of every row; undefined for the other models.
+  at::Tensor global_tokens(const Batch& batch) const;
   /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases and padding rows, unit norms).
   void reset_parameters();
 
@@ -125,12 +136,13 @@ class BertImpl : public Model {
   TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
 
  private:
-  bool roberta() const { return config.model_type == "roberta"; }
+  /// RoBERTa's embeddings and heads: RoBERTa and Longformer.
+  bool roberta() const { return config.model_type != "bert"; }
   void build_heads();
 };
 TORCH_MODULE(Bert);
 
-/// The classes of `model_type` (bert or roberta) and the head each builds.
+/// The classes of `model_type` (bert, roberta or longformer) and the head each builds.
 const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_type);
 
 struct Family;

@@ -13,7 +13,7 @@ namespace lmkit::models {
 
 torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
   torch::nn::ModuleList layers;
-  const bool linformer = c.attention == "linformer";
+  const bool linformer = c.attention == "linformer", longformer = c.model_type == "longformer";
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     // Layerwise sharing: layer 0 owns the one projection, the others use it.
     const int owned = c.linformer_sharing == "headwise" ? 2 : c.linformer_sharing == "key-value" || i == 0 ? 1 : 0;
@@ -25,7 +25,8 @@ torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
                                                .attention_dropout(c.attention_probs_dropout_prob)
                                                .linformer_k(linformer ? c.linformer_k : 0)
                                                .linformer_length(c.max_position_embeddings)
-                                               .linformer_projections(owned)));
+                                               .linformer_projections(owned)
+                                               .local_window(longformer ? longformer_window(c, i) / 2 : 0)));
     if (linformer && owned == 0) {
       layers->ptr<nn::TransformerLayerImpl>(i)->self_attn->linformer_e = layers->ptr<nn::TransformerLayerImpl>(0)->self_attn->linformer_e;
     }
@@ -44,6 +45,10 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefi
     add_linear(t, p + "intermediate.dense", layer->ffn->in);
     add_linear(t, p + "output.dense", layer->ffn->out);
     add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
+    if (layer->self_attn->q_global) {  // Longformer's global projections
+      add_linear(t, p + "attention.self.query_global", layer->self_attn->q_global);
+      add_fused_linear(t, {p + "attention.self.key_global", p + "attention.self.value_global"}, layer->self_attn->kv_global);
+    }
     // Linformer's projections, where this layer owns them (nn::MultiHeadAttentionOptions::linformer_projections).
     const int owned = layer->self_attn->linformer_e.defined() ? layer->self_attn->options.linformer_projections() : 0;
     if (owned >= 1) t.push_back({p + "attention.self.linformer_e", layer->self_attn->linformer_e});
@@ -64,14 +69,31 @@ double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t
 }
 
 int64_t bert_max_length(const BertConfig& c) {
-  return c.max_position_embeddings - (c.model_type == "roberta" ? c.pad_token_id + 1 : 0);
+  return c.max_position_embeddings - (c.model_type != "bert" ? c.pad_token_id + 1 : 0);
 }
 
-void check_linformer_config(const BertConfig& c, const std::string& file) {
-  if (c.attention != "linformer" || c.linformer_k <= c.max_position_embeddings) return;
-  throw InputError(file + ": key 'linformer_k' = " + std::to_string(c.linformer_k) + " is above max_position_embeddings " +
-                   std::to_string(c.max_position_embeddings) + " (Linformer projects at most that many positions to k)");
+int64_t longformer_window(const BertConfig& c, int64_t layer) {
+  return c.attention_window.size() == 1 ? c.attention_window[0] : c.attention_window.at(static_cast<size_t>(layer));
 }
+
+namespace {
+
+void check_longformer_windows(const BertConfig& c, const std::string& file) {
+  if (c.attention != "full") throw InputError(file + ": key 'attention' = \"" + c.attention + "\": Longformer's attention is its own");
+  const size_t layers = static_cast<size_t>(c.num_hidden_layers);
+  if (c.attention_window.size() != 1 && c.attention_window.size() != layers) {
+    throw InputError(file + ": key 'attention_window' has " + std::to_string(c.attention_window.size()) + " values for " +
+                     std::to_string(layers) + " layers (one number, or one a layer)");
+  }
+  for (int64_t w : c.attention_window) {
+    if (w < 2 || w % 2 != 0) {
+      throw InputError(file + ": key 'attention_window' = " + std::to_string(w) + " is not an even number >= 2 (a query sees " +
+                       "attention_window / 2 keys either side)");
+    }
+  }
+}
+
+}  // namespace
 
 SpanBoundaryOptions span_boundary_options(const BertConfig& c) {
   SpanBoundaryOptions o;
@@ -88,13 +110,33 @@ double head_dropout(const BertConfig& c) {
   return c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob;
 }
 
+void check_attention_config(const BertConfig& c, const std::string& file) {
+  if (c.model_type == "longformer") check_longformer_windows(c, file);
+  if (c.attention == "linformer" && c.linformer_k > c.max_position_embeddings) {
+    throw InputError(file + ": key 'linformer_k' = " + std::to_string(c.linformer_k) + " is above max_position_embeddings " +
+                     std::to_string(c.max_position_embeddings) + " (Linformer projects at most that many positions to k)");
+  }
+}
+
+at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,
+                                 int64_t length, at::ScalarType dtype, at::Device device) {
+  const auto opts = at::TensorOptions().dtype(dtype).device(device);
+  at::Tensor state = at::zeros({batch, length}, opts);
+  if (global_attention_mask.defined()) state.masked_fill_(global_attention_mask.to(device).ne(0), 1.0);
+  if (attention_mask.defined()) state.masked_fill_(attention_mask.to(device).eq(0), nn::mask_value(dtype));  // padding is never global
+  return state.view({batch, 1, 1, length});
+}
+
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
-                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states) {
+                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
+                            const at::Tensor& global_attention_mask) {
   x = embeddings_norm(x);  // (B, T, D)
   if (model.is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   if (hidden_states) hidden_states->push_back(x);
   const int64_t t = x.size(1);
-  const at::Tensor bias = nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  const at::Tensor bias = config.model_type == "longformer"
+                              ? longformer_key_states(attention_mask, global_attention_mask, x.size(0), t, x.scalar_type(), x.device())
+                              : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
   return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
 }
 
@@ -126,7 +168,7 @@ void check_encoder_batch(const Batch& b, const std::string& architecture, const 
   check_extra_inputs(b, extras, architecture);
   check_token_matrix(b.input_ids, c.vocab_size, "input_ids");
   const int64_t t = b.input_ids.size(1);
-  if (c.model_type == "roberta" && t > bert_max_length(c)) {
+  if (c.model_type != "bert" && t > bert_max_length(c)) {
     throw InputError("input_ids has " + std::to_string(t) + " positions; " + architecture + " takes at most " +
                      std::to_string(bert_max_length(c)) + " (max_position_embeddings " +
                      std::to_string(c.max_position_embeddings) + " less padding_idx + 1)");
@@ -139,6 +181,9 @@ void check_encoder_batch(const Batch& b, const std::string& architecture, const 
   check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");
+  const at::Tensor global = b.field(kGlobalAttentionMask);
+  check_same_shape(global, b.input_ids, kGlobalAttentionMask, "input_ids");
+  check_token_ids(global, 2, kGlobalAttentionMask);  // 0 local, 1 global
   if (token_tags) check_token_labels(b, c.num_labels);
   else check_input_labels(b, per_row, c.num_labels, c.vocab_size);
 }

@@ -25,10 +25,15 @@ torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
 /// Its HF tensors (`prefix` + "encoder.layer.N....", HF's BertLayer names).
 void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
 /// The encoder pass from summed embeddings x (B, T, D): the embeddings' norm, dropout
-/// (in training), then the layers under the padding mask; each stage's output into
-/// `hidden_states` when given.
+/// (in training), then the layers under the padding mask (Longformer's: its key states, with
+/// `global_attention_mask`'s tokens global); each stage's output into `hidden_states` when given.
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
-                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states);
+                            nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
+                            const at::Tensor& global_attention_mask = {});
+/// Longformer's key states (B, 1, 1, T) (nn::MultiHeadAttentionOptions::local_window): the
+/// dtype's lowest value on padding, 1 on a global token, 0 on the others.
+at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,
+                                 int64_t length, at::ScalarType dtype, at::Device device);
 /// The masked-LM head on out.last_hidden_state (vocabulary_head: transform, then the tied
 /// `weight` and `bias`): out.logits when `full_logits` or without labels; with labels the
 /// "mlm" term and loss and, with `span_boundary`, SpanBERT's "sbo".
@@ -40,7 +45,8 @@ void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,
 std::vector<std::pair<std::string, int64_t>> masked_lm_targets(const Batch& batch, bool next_sentence, bool span,
                                                                int64_t span_max_targets);
 /// An encoder's batch: no decoder inputs, only `extras` beside the ids, ids within the
-/// vocabularies, RoBERTa's at most bert_max_length, at least linformer_k with Linformer,
+/// vocabularies, RoBERTa's and Longformer's at most bert_max_length, at least linformer_k with Linformer,
+/// a global_attention_mask of 0s and 1s shaped like input_ids,
 /// masks and token types shaped like input_ids, labels for the head (a tag per token for
 /// `token_tags`, a class per row for `per_row`, else tokens). BERT's learned positions
 /// refuse a longer input as they run.
@@ -49,9 +55,11 @@ void check_encoder_batch(const Batch& batch, const std::string& architecture, co
 /// The longest input: max_position_embeddings (RoBERTa: less padding_idx + 1, whose positions
 /// count from it: 512 for roberta-base's 514).
 int64_t bert_max_length(const BertConfig& config);
-/// Linformer's keys against the config: InputError "FILE: key 'linformer_k' = K is above
-/// max_position_embeddings N".
-void check_linformer_config(const BertConfig& config, const std::string& file);
+/// The attention keys against the config: Linformer's k within max_position_embeddings,
+/// Longformer's windows even and one for every layer or one a layer (InputError naming `file`).
+void check_attention_config(const BertConfig& config, const std::string& file);
+/// Longformer's attention_window of `layer`.
+int64_t longformer_window(const BertConfig& config, int64_t layer);
 /// SpanBERT's span boundary head over this encoder (span_boundary.h).
 SpanBoundaryOptions span_boundary_options(const BertConfig& config);
 /// The classifier heads' dropout (classifier_dropout, else hidden_dropout_prob).

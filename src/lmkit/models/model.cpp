@@ -1,5 +1,7 @@
 #include "lmkit/models/model.h"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -72,12 +74,16 @@ double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys) 
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
     for (const auto& p : layer->named_parameters()) {
-      if (p.value().dim() == 2 && p.key().find("linformer") == std::string::npos) flops += 2.0 * static_cast<double>(p.value().numel());
+      // Linformer's projections are counted below; Longformer's global ones run on the few global rows.
+      const bool aside = p.key().find("linformer") != std::string::npos || p.key().find("_global") != std::string::npos;
+      if (p.value().dim() == 2 && !aside) flops += 2.0 * static_cast<double>(p.value().numel());
     }
     const double inner = static_cast<double>(layer->self_attn->inner_dim());
-    // Linformer: scores and values over k projected keys, and the projections E·K, F·V (k per token each).
-    const int64_t k = layer->self_attn->options.linformer_k();
-    flops += k > 0 ? 8.0 * static_cast<double>(k) * inner : 4.0 * static_cast<double>(keys) * inner;  // self-attention
+    // Linformer: scores and values over k projected keys, and the projections E·K, F·V (k per token each);
+    // Longformer: over the 2w + 1 keys of its window.
+    const int64_t k = layer->self_attn->options.linformer_k(), w = layer->self_attn->options.local_window();
+    const int64_t seen = w > 0 ? std::min(keys, 2 * w + 1) : keys;
+    flops += k > 0 ? 8.0 * static_cast<double>(k) * inner : 4.0 * static_cast<double>(seen) * inner;  // self-attention
     if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
   }
   return flops;

@@ -2,6 +2,7 @@
 
 #include "lmkit/models/encoder_heads.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/longformer.h"
 
 namespace lmkit::models {
 
@@ -17,8 +18,13 @@ BertConfig roberta_defaults() {
   return c;
 }
 
-BertConfig roberta_config(const Json& j, const std::string& file) {
-  BertConfig c = BertConfig::from_json(j, file, roberta_defaults());
+BertConfig encoder_defaults(const std::string& model_type) {
+  if (model_type == "longformer") return longformer_defaults();
+  return model_type == "roberta" ? roberta_defaults() : BertConfig();
+}
+
+BertConfig roberta_config(const Json& j, const std::string& file, BertConfig defaults) {
+  BertConfig c = BertConfig::from_json(j, file, std::move(defaults));
   if (c.max_position_embeddings <= c.pad_token_id + 1) {
     throw InputError(file + ": key 'max_position_embeddings' = " + std::to_string(c.max_position_embeddings) +
                      " leaves no position after pad_token_id " + std::to_string(c.pad_token_id) +
@@ -27,21 +33,34 @@ BertConfig roberta_config(const Json& j, const std::string& file) {
   return c;
 }
 
-Family roberta_family() {
+Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)(),
+                           const std::function<std::shared_ptr<Model>(const BertConfig&)>& make) {
   Family f;
-  f.model_type = "roberta";
-  f.architectures = bert_architectures("roberta").names();
-  f.heads = bert_architectures("roberta").heads();
-  f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
-  f.tokenizer_family = "roberta";
+  f.model_type = model_type;
+  f.architectures = bert_architectures(model_type).names();
+  f.heads = bert_architectures(model_type).heads();
+  f.tokenizer_family = "roberta";  // HF's LongformerTokenizer is RoBERTa's byte-level BPE too
   f.positions_key = "max_position_embeddings";
-  f.max_length_of = [](const Json& config) { return bert_max_length(roberta_config(config, "config.json")); };
+  auto config_of = [defaults](const Json& j, const std::string& file) { return roberta_config(j, file, defaults()); };
+  f.max_length_of = [config_of](const Json& config) { return bert_max_length(config_of(config, "config.json")); };
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
-  f.create = family_creator<RobertaImpl, BertConfig>(bert_architectures("roberta"), roberta_config);
+  const ArchitectureTable<BertHead> table = bert_architectures(model_type);
+  f.create = [table, config_of, make](const Json& config, const std::string& file, const std::string& arch) {
+    BertConfig c = config_of(config, file);
+    c.head = table.head(arch);
+    return make(c);
+  };
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t) {
     config["vocab_size"] = vocab_size;
     config["pad_token_id"] = pad;  // positions count from it
   };
+  return f;
+}
+
+Family roberta_family() {
+  Family f = roberta_style_family("roberta", roberta_defaults,
+                                  [](const BertConfig& c) { return std::make_shared<RobertaImpl>(c); });
+  f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   return f;
 }
 

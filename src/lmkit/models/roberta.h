@@ -7,15 +7,21 @@
 // and kTokenClassification.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <string>
+
 #include "lmkit/models/bert.h"
 
 namespace lmkit::models {
 
 /// RobertaConfig's defaults (roberta-base): BertConfig's keys.
 BertConfig roberta_defaults();
+/// The defaults of `model_type`'s config: BertConfig's, roberta_defaults() or longformer_defaults().
+BertConfig encoder_defaults(const std::string& model_type);
 /// A RoBERTa config.json read over those defaults, with the positions that padding_idx
-/// leaves checked (InputError naming `file`).
-BertConfig roberta_config(const Json& j, const std::string& file);
+/// leaves checked (InputError naming `file`); `defaults` Longformer's.
+BertConfig roberta_config(const Json& j, const std::string& file, BertConfig defaults = roberta_defaults());
 
 /// What the roberta family builds: a BertImpl of a RoBERTa config.
 class RobertaImpl : public BertImpl {
@@ -27,5 +33,10 @@ TORCH_MODULE(Roberta);
 struct Family;
 /// The roberta family (family.h).
 Family roberta_family();
+/// What the RoBERTa-style families (roberta, longformer) share: architectures, the roberta
+/// tokenizer, positions from padding_idx, the config read over `defaults()`, `make` building
+/// the model; the objectives are the family's.
+Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)(),
+                            const std::function<std::shared_ptr<Model>(const BertConfig&)>& make);
 
 }  // namespace lmkit::models

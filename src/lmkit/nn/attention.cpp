@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -59,38 +60,54 @@ void KVCache::keep_last(int64_t n) {
   dropped += drop;
 }
 
+at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_ok,
+                            int64_t before, int64_t after, double scale, double dropout, bool training,
+                            const at::Tensor& global_key, const at::Tensor& global_value, const at::Tensor& global_ok) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
+  TORCH_CHECK(before >= 0 && after >= 0 && k.size(2) == t && v.size(2) == t, "banded_attention: T queries, T keys");
+  const int64_t s = std::max<int64_t>({before, after, 1});  // queries a block
+  const int64_t n = (t + s - 1) / s, padded = n * s;
+  const int64_t lo = (before + s - 1) / s, hi = (after + s - 1) / s, nk = (lo + 1 + hi) * s;  // key blocks reached
+  // Block i's keys: positions (i − lo)·s .. (i + 1 + hi)·s − 1, nothing beyond either end.
+  auto blocks_of = [&](const at::Tensor& x) {
+    const at::Tensor y = at::constant_pad_nd(x, {0, 0, lo * s, padded - t + hi * s});      // (B, H, (n + lo + hi)·s, hd)
+    return y.unfold(2, nk, s).permute({0, 2, 1, 4, 3}).reshape({b * n, h, nk, hd});  // (B·n, H, nk, hd)
+  };
+  const at::Tensor qb = at::constant_pad_nd(q, {0, 0, 0, padded - t})
+                            .view({b, h, n, s, hd}).permute({0, 2, 1, 3, 4}).reshape({b * n, h, s, hd});
+  const auto long_opts = at::TensorOptions().dtype(at::kLong).device(q.device());
+  // Query a of a block sees key j of its nk when −before ≤ j − lo·s − a ≤ after.
+  const at::Tensor a = at::arange(s, long_opts).view({s, 1}), j = at::arange(nk, long_opts).view({1, nk});
+  const at::Tensor offset = j - lo * s - a;
+  const at::Tensor band = offset.ge(-before).logical_and(offset.le(after));  // (s, nk)
+  at::Tensor real = key_ok.defined() ? key_ok.to(q.device()).to(at::kByte) : at::ones({b, t}, long_opts.dtype(at::kByte));
+  real = at::constant_pad_nd(real, {lo * s, padded - t + hi * s}).ne(0);  // (B, (n + lo + hi)·s)
+  at::Tensor allowed = real.unfold(1, nk, s).reshape({b * n, 1, 1, nk}).logical_and(band.view({1, 1, s, nk}));
+  at::Tensor kb = blocks_of(k), vb = blocks_of(v);
+  if (global_key.defined()) {  // keys every block sees, before its band
+    const int64_t g = global_key.size(2);
+    auto every_block = [&](const at::Tensor& x) { return x.unsqueeze(1).expand({b, n, h, g, hd}).reshape({b * n, h, g, hd}); };
+    kb = at::cat({every_block(global_key), kb}, 2), vb = at::cat({every_block(global_value), vb}, 2);
+    const at::Tensor seen = global_ok.to(q.device()).view({b, 1, 1, 1, g}).expand({b, n, 1, s, g}).reshape({b * n, 1, s, g});
+    allowed = at::cat({seen, allowed.expand({b * n, 1, s, nk})}, 3);  // (B·n, 1, s, G + nk)
+  }
+  const auto opts = q.options();
+  const at::Tensor bias = at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
+  const at::Tensor y = scaled_dot_product(qb, kb, vb, bias, scale, dropout, training);  // (B·n, H, s, hd)
+  return y.view({b, n, h, s, hd}).permute({0, 2, 1, 3, 4}).reshape({b, h, padded, hd}).slice(2, 0, t);
+}
+
 at::Tensor sliding_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                     const at::Tensor& key_padding_mask, int64_t window, double scale, double dropout,
                                     bool training) {
-  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3), w = window;
-  TORCH_CHECK(w > 0 && k.size(2) == t && v.size(2) == t, "sliding_window_attention: T queries, T keys, a window");
-  if (t <= w) {
+  const int64_t t = q.size(2);
+  TORCH_CHECK(window > 0, "sliding_window_attention: a window of at least one position");
+  if (t <= window) {
     const at::Tensor bias = attention_bias(key_padding_mask, true, t, t, q.scalar_type(), q.device(), true);
     return scaled_dot_product(q, k, v, bias, scale, dropout, training, AttentionBackend::kAuto, nullptr, !bias.defined());
   }
-  const int64_t n = (t + w - 1) / w, padded = n * w;  // n blocks of w queries
-  // Keys and values with one block of nothing before the first: block i's keys are
-  // blocks i − 1 and i, positions (i − 1)·w .. (i + 1)·w − 1.
-  auto blocks_of = [&](const at::Tensor& x) {
-    const at::Tensor y = at::constant_pad_nd(x, {0, 0, w, padded - t});              // (B, H, (n + 1)·w, hd)
-    return y.unfold(2, 2 * w, w).permute({0, 2, 1, 4, 3}).reshape({b * n, h, 2 * w, hd});  // (B·n, H, 2w, hd)
-  };
-  const at::Tensor qb = at::constant_pad_nd(q, {0, 0, 0, padded - t})
-                            .view({b, h, n, w, hd}).permute({0, 2, 1, 3, 4}).reshape({b * n, h, w, hd});
-  const auto long_opts = at::TensorOptions().dtype(at::kLong).device(q.device());
-  // Query a of a block sees key j of its 2w when 0 ≤ (w + a) − j < w: a < j ≤ w + a.
-  const at::Tensor a = at::arange(w, long_opts).view({w, 1}), j = at::arange(2 * w, long_opts).view({1, 2 * w});
-  const at::Tensor band = j.gt(a).logical_and(j.le(a + w));  // (w, 2w)
-  // Real keys: not before position 0, not past T, not padding.
-  at::Tensor real = key_padding_mask.defined() ? key_padding_mask.to(q.device()).ne(0)
-                                               : at::ones({b, t}, long_opts.dtype(at::kBool));
-  real = at::constant_pad_nd(real.to(at::kByte), {w, padded - t}).ne(0);  // (B, (n + 1)·w)
-  const at::Tensor keys_ok = real.unfold(1, 2 * w, w).reshape({b * n, 1, 1, 2 * w});
-  const at::Tensor allowed = keys_ok.logical_and(band.view({1, 1, w, 2 * w}));  // (B·n, 1, w, 2w)
-  const auto opts = q.options();
-  const at::Tensor bias = at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
-  const at::Tensor y = scaled_dot_product(qb, blocks_of(k), blocks_of(v), bias, scale, dropout, training);  // (B·n, H, w, hd)
-  return y.view({b, n, h, w, hd}).permute({0, 2, 1, 3, 4}).reshape({b, h, padded, hd}).slice(2, 0, t);
+  const at::Tensor real = key_padding_mask.defined() ? key_padding_mask.ne(0) : at::Tensor();
+  return banded_attention(q, k, v, real, window - 1, 0, scale, dropout, training);
 }
 
 at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
@@ -133,6 +150,12 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
     qkv = register_module("qkv", torch::nn::Linear(linear(d, 3 * inner)));
   }
   out = register_module("out", torch::nn::Linear(linear(inner, d)));
+  if (options.local_window() > 0) {
+    check_input(!options.cross_attention() && !options.causal() && options.linformer_k() == 0,
+                "attention: Longformer's local window is an encoder's self-attention");
+    q_global = register_module("q_global", torch::nn::Linear(linear(d, inner)));
+    kv_global = register_module("kv_global", torch::nn::Linear(linear(d, 2 * inner)));
+  }
   const int64_t k = options.linformer_k(), n = options.linformer_length();
   if (k > 0) {
     check_input(!options.cross_attention() && !options.causal() && n >= k,
@@ -159,6 +182,48 @@ std::pair<at::Tensor, at::Tensor> MultiHeadAttentionImpl::linformer_keys(const a
   const at::Tensor& f = linformer_f.defined() ? linformer_f : linformer_e;
   return {at::matmul(linformer_e.slice(1, 0, t).to(kh.scalar_type()), k),  // (k, T) · (B, H, T, hd)
           at::matmul(f.slice(1, 0, t).to(vh.scalar_type()), v)};
+}
+
+at::Tensor MultiHeadAttentionImpl::local_global(const at::Tensor& x, const at::Tensor& qh, const at::Tensor& kh,
+                                                const at::Tensor& vh, const at::Tensor& bias, double scale) {
+  const int64_t b = x.size(0), t = x.size(1), w = options.local_window();
+  const double p = is_training() ? options.dropout() : 0.0;
+  check_input(!bias.defined() || bias.numel() == bias.size(0) * t, "attention: Longformer takes a key-state bias (B, 1, 1, T)");
+  const at::Tensor state = bias.defined() ? bias.reshape({-1, t}).expand({b, t}) : at::zeros({b, t}, x.options());
+  const at::Tensor padded = state.lt(0), global = state.gt(0), local = state.eq(0);  // (B, T)
+  // The most global tokens of a row (HF reads it to the host too, to size its tensors).
+  const int64_t g = global.sum(1).max().item<int64_t>();
+  at::Tensor y;
+  if (g == 0) {
+    y = banded_attention(qh, kh, vh, local, w, w, scale, p, true);
+  } else {
+    // Row r's global positions in order, in its first slots; a row with fewer fills the rest
+    // with non-global positions, which `ok` marks.
+    const at::Tensor order = at::where(global, at::zeros({}, kh.options().dtype(at::kLong)), at::ones({}, kh.options().dtype(at::kLong)));
+    const at::Tensor slots = std::get<1>(at::sort(order, /*stable=*/true, 1, false)).slice(1, 0, g);  // (B, G)
+    const at::Tensor ok = global.gather(1, slots);
+    const at::Tensor at_slots = slots.view({b, 1, g, 1}).expand({b, kh.size(1), g, head_dim_});
+    y = banded_attention(qh, kh, vh, local, w, w, scale, p, true, kh.gather(2, at_slots), vh.gather(2, at_slots), ok);
+    y = global_rows(x, y, slots, ok, padded, scale);
+  }
+  return y.masked_fill(padded.view({b, 1, t, 1}), 0);  // HF zeroes the padding rows' probabilities
+}
+
+at::Tensor MultiHeadAttentionImpl::global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots,
+                                               const at::Tensor& ok, const at::Tensor& padded, double scale) {
+  const int64_t b = x.size(0), t = x.size(1), g = slots.size(1), h = options.num_heads();
+  const double p = is_training() ? options.dropout() : 0.0;
+  const at::Tensor xg = x.gather(1, slots.unsqueeze(-1).expand({b, g, x.size(2)}));  // (B, G, D)
+  const at::Tensor qg = split_heads(linear(q_global, xg), 1)[0];                   // (B, H, G, hd)
+  const auto kvg = split_heads(linear(kv_global, x), 2);                           // 2 x (B, H, T, hd)
+  const auto opts = y.options();
+  const at::Tensor keys = at::where(padded, at::full({}, mask_value(y.scalar_type()), opts), at::zeros({}, opts)).view({b, 1, 1, t});
+  const at::Tensor yg = scaled_dot_product(qg, kvg[0], kvg[1], keys, scale, p, true);  // (B, H, G, hd)
+  // Written at each slot's position; a slot that holds no global token writes past the end.
+  const at::Tensor to = at::where(ok, slots, at::full({}, t, slots.options())).view({b, 1, g, 1}).expand({b, h, g, head_dim_});
+  const at::Tensor rows = at::zeros({b, h, t + 1, head_dim_}, opts).scatter(2, to, yg).slice(2, 0, t);
+  at::Tensor global = at::zeros({b, t}, ok.options()).scatter(1, slots, ok);
+  return at::where(global.view({b, 1, t, 1}), rows, y);
 }
 
 std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
@@ -193,6 +258,7 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
     }
   }
   const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
+  if (q_global) return linear(out, local_global(x, qh, kh, vh, bias, scale).transpose(1, 2).reshape({b, t, inner_dim()}));
   if (linformer_e.defined()) {
     std::tie(kh, vh) = linformer_keys(kh, vh, bias);  // (B, H, k, hd): no key is padding any more
     at::Tensor y = scaled_dot_product(qh, kh, vh, {}, scale, options.dropout(), is_training(), options.backend());

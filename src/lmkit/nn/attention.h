@@ -45,9 +45,21 @@ double mask_value(at::ScalarType dtype);
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
                           at::ScalarType dtype, at::Device device, bool causal_in_kernel = false, int64_t window = 0);
 
+/// Attention within a band: query i sees the real keys i − before .. i + after, and the
+/// `global_key`s every query sees, at O(T·(before + after)) time and memory. The T positions
+/// are cut into blocks of s = max(before, after) queries, each attending to the key blocks its
+/// band reaches (Longformer's sliding chunks, Mistral's window).
+///   q, k, v (B, H, T, hd) of the same T; key_ok (B, T) bool: keys in the band a query may see
+///   (undefined: all); global_key, global_value (B, H, G, hd) and global_ok (B, G) bool, or undefined.
+/// Equal to scaled_dot_product with the same keys masked on every query that sees at least one key.
+at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_ok,
+                            int64_t before, int64_t after, double scale, double dropout, bool training,
+                            const at::Tensor& global_key = {}, const at::Tensor& global_value = {},
+                            const at::Tensor& global_ok = {});
+
 /// Causal self-attention within a sliding window of `window` positions (query i sees keys
-/// i − window + 1 .. i) at O(T·window) time and memory: the T positions are cut into
-/// blocks of `window` queries, each attending to its own block and the one before.
+/// i − window + 1 .. i) at O(T·window) time and memory: banded_attention with before =
+/// window − 1, after 0.
 ///   q, k, v (B, H, T, hd) of the same T; key_padding_mask (B, T), 1 for real keys, or undefined.
 /// Equal to scaled_dot_product with attention_bias(mask, true, T, T, ..., window) on every
 /// query that sees at least one key.
@@ -103,6 +115,11 @@ struct MultiHeadAttentionOptions {
   /// values: key-value sharing), 0 (none: set linformer_e to one another module owns,
   /// layerwise sharing).
   TORCH_ARG(int, linformer_projections) = 2;
+  /// Longformer (Beltagy et al. 2020): each query sees the keys within local_window positions
+  /// either side (attention_window / 2) and the global tokens, which see every key through
+  /// their own projections (q_global, kv_global); 0: full attention. The bias then carries
+  /// each key's state, as HF's Longformer mask: < 0 padding, 0 local, > 0 global.
+  TORCH_ARG(int64_t, local_window) = 0;
 };
 
 /// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
@@ -130,11 +147,21 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear out{nullptr};  ///< weight (D, H·hd)
   at::Tensor linformer_e;          ///< Linformer's key projection (k, n), or undefined
   at::Tensor linformer_f;          ///< its value projection (k, n); undefined: E projects the values too
+  torch::nn::Linear q_global{nullptr};   ///< Longformer's global queries: weight (H·hd, D)
+  torch::nn::Linear kv_global{nullptr};  ///< and the keys and values they see: weight (2·H·hd, D)
 
  private:
   /// Linformer's keys and values: padded positions (where the key-padding `mask` is not 0)
   /// zeroed, then E·K and F·V over the input's T positions; (B, H, k, hd) each.
   std::pair<at::Tensor, at::Tensor> linformer_keys(const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& mask) const;
+  /// Longformer's attention of x (B, T, D) with its heads qh, kh, vh (B, H, T, hd) under the
+  /// key states `bias` (MultiHeadAttentionOptions::local_window), before the output projection.
+  at::Tensor local_global(const at::Tensor& x, const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh,
+                          const at::Tensor& bias, double scale);
+  /// The global rows' own attention over every real key, written over `y` (B, H, T, hd) at
+  /// the G `slots` (B, G) where `ok`.
+  at::Tensor global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots, const at::Tensor& ok,
+                         const at::Tensor& padded, double scale);
   /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
   std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
   int64_t head_dim_;

@@ -21,7 +21,8 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .qkv_per_head(o.qkv_per_head() && !cross)
                                   .linformer_k(cross ? 0 : o.linformer_k())
                                   .linformer_length(o.linformer_length())
-                                  .linformer_projections(o.linformer_projections()));
+                                  .linformer_projections(o.linformer_projections())
+                                  .local_window(cross ? 0 : o.local_window()));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };
   self_attn = register_module("self_attn", attention(false));

@@ -52,6 +52,8 @@ struct TransformerLayerOptions {
   TORCH_ARG(int64_t, linformer_k) = 0;
   TORCH_ARG(int64_t, linformer_length) = 0;
   TORCH_ARG(int, linformer_projections) = 2;
+  /// Longformer's local window, either side (MultiHeadAttentionOptions::local_window); 0: full attention.
+  TORCH_ARG(int64_t, local_window) = 0;
 };
 
 /// Per-layer caches for incremental decoding.

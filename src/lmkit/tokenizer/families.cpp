@@ -56,8 +56,8 @@ FamilySpec gpt2() {
 FamilySpec roberta() {
   FamilySpec f;
   f.name = "roberta";
-  f.hf_classes = {"Roberta"};
-  f.hf_model_types = {"roberta"};
+  f.hf_classes = {"Roberta", "Longformer"};
+  f.hf_model_types = {"roberta", "longformer"};
   f.detect_piece = "<mask>";
   f.specials = {{"cls_token", "<s>"}, {"pad_token", "<pad>"}, {"sep_token", "</s>"}, {"eos_token", "</s>"},
                 {"unk_token", "<unk>"}, {"mask_token", "<mask>"}};

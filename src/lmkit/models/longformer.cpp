@@ -1,0 +1,25 @@
+#include "lmkit/models/longformer.h"
+
+#include "lmkit/models/family.h"
+#include "lmkit/models/roberta.h"
+
+namespace lmkit::models {
+
+BertConfig longformer_defaults() {
+  BertConfig c;
+  c.model_type = "longformer";
+  c.head = BertHead::kMaskedLm;
+  c.pad_token_id = 1;
+  c.sep_token_id = 2;
+  c.attention_window = {512};
+  return c;
+}
+
+Family longformer_family() {
+  Family f = roberta_style_family("longformer", longformer_defaults,
+                                  [](const BertConfig& c) { return std::make_shared<LongformerImpl>(c); });
+  f.objectives = {{"mlm", "LongformerForMaskedLM"}};
+  return f;
+}
+
+}  // namespace lmkit::models
