@@ -4,11 +4,13 @@
 # lmkit-bench train for the attentions lmkit has, at 1K to 16K, with recomputation off and on.
 #
 #   bash bench/attention_cost.sh [--bin build/bin] [--lengths "1024 2048 3072 4096 8192 16384"]
-#        [--batch-size 2] [--budget-gib 16]
+#        [--batch-size 2] [--budget-gib 16] [--attentions "linformer longformer bigbird"]
 #
 # The model is LRA-shaped but CPU-sized: a BERT encoder of 4 layers, d 256, 4 heads, FFN 1024,
 # a vocabulary of 512 (ListOps-like), masked-LM step on random tokens, fp32, every core.
-# Linformer: linformer_k 256, headwise sharing. Each row's ratios are against the full
+# Linformer: linformer_k 256, headwise sharing. Longformer: attention_window 256 (128 keys either
+# side; a masked-LM batch marks no global token, so this is also the encoder's sliding window).
+# BigBird: block_size 64, 3 random blocks (HF's defaults). Each row's ratios are against the full
 # attention of the same length and the same recompute setting, measured in the same run.
 # A full-attention configuration whose attention matrices alone would pass --budget-gib
 # (batch x heads x T^2 x 4 bytes x 3 — scores, probabilities, their gradient — x the layers
@@ -18,12 +20,14 @@ bin=build/bin
 lengths="1024 2048 3072 4096 8192 16384"
 batch=2
 budget=16
+attentions="linformer longformer bigbird"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
     --lengths) lengths="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
     --budget-gib) budget="$2"; shift 2 ;;
+    --attentions) attentions="$2"; shift 2 ;;
     *) echo "error: unknown option '$1' (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +43,16 @@ cat > "$work/full.json" <<EOF
 EOF
 sed 's/"type_vocab_size": 1}/"type_vocab_size": 1, "attention": "linformer", "linformer_k": 256}/' "$work/full.json" \
   > "$work/linformer.json"
+cat > "$work/longformer.json" <<EOF
+{"model_type": "longformer", "vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+ "intermediate_size": 1024, "max_position_embeddings": $((max + 2)), "type_vocab_size": 1, "pad_token_id": 1,
+ "attention_window": 256}
+EOF
+cat > "$work/bigbird.json" <<EOF
+{"model_type": "big_bird", "vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+ "intermediate_size": 1024, "max_position_embeddings": $max, "type_vocab_size": 1, "hidden_act": "gelu",
+ "block_size": 64, "num_random_blocks": 3}
+EOF
 
 # One configuration: "STEP_MS PEAK_MIB", or "- -" when it is over the budget or fails.
 measure() {  # attention length recompute
@@ -66,11 +80,10 @@ printf '%-8s %-10s %-11s %10s %10s %12s %12s\n' length recompute attention "step
 for t in $lengths; do
   for recompute in "" --recompute; do
     read -r full_ms full_mib < <(measure full "$t" "$recompute")
-    read -r lin_ms lin_mib < <(measure linformer "$t" "$recompute")
     label=${recompute:+on}
     label=${label:-off}
-    for row in "full $full_ms $full_mib" "linformer $lin_ms $lin_mib"; do
-      read -r name ms mib <<<"$row"
+    for name in full $attentions; do
+      if [[ $name == full ]]; then ms=$full_ms mib=$full_mib; else read -r ms mib < <(measure "$name" "$t" "$recompute"); fi
       if [[ $ms == - ]]; then
         printf '%-8s %-10s %-11s %10s %10s %12s %12s\n' "$t" "$label" "$name" "-" "-" "-" "not run"
         continue

@@ -7,7 +7,19 @@
 #include <filesystem>
 #include <string>
 
+#include "lmkit/core/batch.h"
+
 namespace lmkit::test {
+
+/// Two rows of `t` random ids in [pad + 2, vocab), the second right-padded with `pad` after
+/// `real`; the attention mask marks the real tokens.
+inline Batch right_padded_batch(int64_t vocab, int64_t t, int64_t real, int64_t pad) {
+  Batch b;
+  b.input_ids = at::randint(pad + 2, vocab, {2, t}, at::kLong);
+  b.input_ids.index_put_({1, at::indexing::Slice(real)}, pad);
+  b.attention_mask = b.input_ids.ne(pad).to(at::kLong);
+  return b;
+}
 
 /// Largest absolute difference between two tensors (as float64).
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {

@@ -39,6 +39,13 @@ LONGFORMER_CONFIG with windows of 4 and 8 (one a layer), rows of 29 (no multiple
 HF pads them, lmkit does not), the second right-padded after 21; global_attention_mask
 marks three tokens of the first row and two of the second (and one padding position, which
 HF's mask merge drops); the classifier gets none, so both put global attention on <s>.
+BigBird (big_bird: BigBirdForPreTraining, big_bird_seqcls, big_bird_tokcls, big_bird_train:
+BigBirdForMaskedLM in training mode): BIGBIRD_CONFIG with block_size 4 and 2 random blocks,
+rows of 50 (block-sparse: above (5 + 2·2)·4 = 36; HF pads them to 52, lmkit does not), the
+second right-padded after 37; the classifier's rows of 20 take full attention, as HF switches.
+In eval mode HF draws no random blocks (each random slot holds block 0) and neither does
+lmkit; big_bird_train runs HF in training mode (dropout 0), records the blocks it drew and
+hands them to lmkit-forward as `bigbird_random_blocks`.
 Tolerance: |lmkit - HF| <= 1e-5 * max(1, max|HF|) for every output and gradient
 (float32 on both sides, same LibTorch, eval mode).
 
@@ -91,6 +98,10 @@ FAMILIES = {
     "longformer": (None, transformers.LongformerForMaskedLM, "labels"),
     "longformer_seqcls": (None, transformers.LongformerForSequenceClassification, "labels"),
     "longformer_tokcls": (None, transformers.LongformerForTokenClassification, "labels"),
+    "big_bird": (None, transformers.BigBirdForPreTraining, "labels"),
+    "big_bird_seqcls": (None, transformers.BigBirdForSequenceClassification, "labels"),
+    "big_bird_tokcls": (None, transformers.BigBirdForTokenClassification, "labels"),
+    "big_bird_train": (None, transformers.BigBirdForMaskedLM, "labels"),
     "electra": (None, transformers.ElectraForPreTraining, "labels"),
     "electra_gen": (None, transformers.ElectraForMaskedLM, "labels"),
     "electra_seqcls": (None, transformers.ElectraForSequenceClassification, "labels"),
@@ -120,6 +131,61 @@ LONGFORMER_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers":
                      "intermediate_size": 128, "max_position_embeddings": 130, "type_vocab_size": 1,
                      "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
                      "sep_token_id": 2, "attention_window": [4, 8]}
+
+
+BIGBIRD_CONFIG = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "intermediate_size": 128, "max_position_embeddings": 128, "block_size": 4, "num_random_blocks": 2,
+                  "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "sep_token_id": 3}
+
+
+def big_bird_inputs(family):
+    """Two rows of 50 (20 for the classifier), the second right-padded after 37 (12), token
+    types; MLM labels at four positions and NSP labels, one class per row, or a tag per token."""
+    g = torch.Generator().manual_seed(5)
+    t, real = (20, 12) if family == "big_bird_seqcls" else (50, 37)
+    ids = torch.randint(5, BIGBIRD_CONFIG["vocab_size"], (2, t), generator=g)
+    mask = torch.ones_like(ids)
+    ids[1, real:], mask[1, real:] = 0, 0
+    types = (torch.arange(t) >= t // 2).long().expand(2, t).contiguous()
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    if family == "big_bird_seqcls":
+        batch["labels"] = torch.tensor([1, 0])
+    elif family == "big_bird_tokcls":
+        labels = torch.randint(0, NUM_TAGS, (2, t), generator=g)
+        labels[:, 4], labels[1, real:] = -100, -100
+        batch["labels"] = labels
+    else:
+        labels = torch.full_like(ids, -100)
+        for r, c in ((0, 3), (0, 26), (0, 49), (1, 30)):
+            labels[r, c] = ids[r, c]
+        batch["labels"] = labels
+        if family == "big_bird":
+            batch["next_sentence_label"] = torch.tensor([0, 1])
+    return batch
+
+
+def hf_training_forward(model, batch):
+    """HF's forward and backward in training mode (the config's dropout is 0), with the random
+    blocks each layer drew: (layers, heads, blocks - 2, r)."""
+    import numpy as np
+    from transformers.models.big_bird import modeling_big_bird as mbb
+    drawn = []
+    original = mbb.BigBirdBlockSparseAttention._bigbird_block_rand_mask_with_head
+
+    def record(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        drawn.append(np.stack(out))
+        return out
+
+    mbb.BigBirdBlockSparseAttention._bigbird_block_rand_mask_with_head = record
+    try:
+        model.train()
+        model.zero_grad(set_to_none=True)
+        out = model(**batch)
+        out.loss.backward()
+    finally:
+        mbb.BigBirdBlockSparseAttention._bigbird_block_rand_mask_with_head = original
+    return out, torch.tensor(np.stack(drawn), dtype=torch.long)
 
 
 def longformer_inputs(family):
@@ -213,6 +279,9 @@ def made_config(family):
                                         num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("roberta"):
         return transformers.RobertaConfig(**ROBERTA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
+    if family.startswith("big_bird"):
+        dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0} if family == "big_bird_train" else {}
+        return transformers.BigBirdConfig(**BIGBIRD_CONFIG, **dropout, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("longformer"):
         return transformers.LongformerConfig(**LONGFORMER_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     c = {k: v for k, v in small_config(family).items() if k != "model_type"}
@@ -355,6 +424,8 @@ def hf_to_lmkit(family, bin_dir, work):
         batch = electra_inputs(family)
     elif family.startswith("longformer"):
         batch = longformer_inputs(family)
+    elif family.startswith("big_bird"):
+        batch = big_bird_inputs(family)
     elif rotary(family):
         batch = llama_inputs(family)
     elif family.endswith("tokcls"):
@@ -364,8 +435,12 @@ def hf_to_lmkit(family, bin_dir, work):
     else:
         batch = hf_inputs(family, load_file(os.path.join(FIXTURES, fixture, "inputs.safetensors")))
     inputs_path = os.path.join(work, "inputs.safetensors")
+    if family == "big_bird_train":
+        hf_out, drawn = hf_training_forward(model, batch)
+        batch = {**batch, "bigbird_random_blocks": drawn}
     save_file({k: v.contiguous() for k, v in batch.items()}, inputs_path)
-    hf_out = hf_forward(model, batch, gradients=True)
+    if family != "big_bird_train":
+        hf_out = hf_forward(model, batch, gradients=True)
     lmkit_out = lmkit_forward(bin_dir, ckpt, inputs_path, os.path.join(work, "lmkit.safetensors"), gradients=True)
     failures, worst, outputs, grads = check_outputs(hf_out, lmkit_out, model)
     if grads == 0:
@@ -408,6 +483,10 @@ def small_config(family):
         return {"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}
     if family.startswith("electra"):
         return {"model_type": "electra", **ELECTRA_CONFIG}
+    if family.startswith("big_bird"):
+        # Blocks of 2 with one random block: the 16-token rows below are block-sparse (above 14).
+        return {"model_type": "big_bird", **{k: v for k, v in BIGBIRD_CONFIG.items() if not k.endswith("_token_id")},
+                "block_size": 2, "num_random_blocks": 1}
     if family.startswith("longformer"):
         return {"model_type": "longformer", **{k: v for k, v in LONGFORMER_CONFIG.items() if not k.endswith("_token_id")}}
     if family.startswith("bloom"):
@@ -437,7 +516,8 @@ def lmkit_to_hf(family, bin_dir, work):
         json.dump(small_config(family), f)
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
-                 "gpt2_tokcls": "clm", "longformer": "mlm", "longformer_seqcls": "mlm", "longformer_tokcls": "mlm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
+                 "gpt2_tokcls": "clm", "longformer": "mlm", "longformer_seqcls": "mlm", "longformer_tokcls": "mlm",
+                 "big_bird": "mlm+nsp", "big_bird_seqcls": "mlm", "big_bird_tokcls": "mlm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -482,7 +562,7 @@ def lmkit_to_hf(family, bin_dir, work):
         glob = torch.zeros_like(ids)
         glob[:, [0, 5]] = 1
         batch["global_attention_mask"] = glob
-    if family == "bert":
+    if family in ("bert", "big_bird"):
         batch["token_type_ids"] = (torch.arange(16) >= 8).long().expand(2, 16).contiguous()
         labels = torch.full_like(ids, -100)
         labels[:, 3] = ids[:, 3]

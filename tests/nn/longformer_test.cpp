@@ -22,13 +22,7 @@ Json longformer_config(Json window = 4, const std::string& model_type = "longfor
 }
 
 // Two rows of t, the second right-padded after `real`; ids above the pad (1).
-Batch longformer_batch(int64_t t, int64_t real) {
-  Batch b;
-  b.input_ids = at::randint(3, 64, {2, t}, at::kLong);
-  b.input_ids.index_put_({1, at::indexing::Slice(real)}, 1);
-  b.attention_mask = b.input_ids.ne(1).to(at::kLong);
-  return b;
-}
+Batch longformer_batch(int64_t t, int64_t real) { return test::right_padded_batch(64, t, real, 1); }
 
 }  // namespace
 

@@ -40,6 +40,9 @@ struct Batch {
 inline constexpr const char* kNextSentenceLabel = "next_sentence_label";
 /// Longformer's global tokens in Batch::extra: (B, T) 0 (local attention) or 1 (global), HF's name.
 inline constexpr const char* kGlobalAttentionMask = "global_attention_mask";
+/// BigBird's random blocks in Batch::extra, a test hook: (layers, heads, nb − 2, r) int64,
+/// the blocks HF drew, used instead of lmkit's draws (nn::MultiHeadAttentionImpl::random_blocks).
+inline constexpr const char* kBigBirdRandomBlocks = "bigbird_random_blocks";
 
 /// One term of a model's loss (BERT's "mlm" and "nsp", SpanBERT's "sbo"): its mean
 /// over its targets and their number. The trainer weights each term by its share of

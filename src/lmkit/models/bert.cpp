@@ -35,6 +35,13 @@ const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_t
        {"LongformerModel", BertHead::kNone, ""},
        {"LongformerForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
        {"LongformerForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+  static const ArchitectureTable<BertHead> big_bird(
+      {{"BigBirdForPreTraining", BertHead::kPreTraining, ""},
+       {"BigBirdModel", BertHead::kNone, ""},
+       {"BigBirdForMaskedLM", BertHead::kMaskedLm, ""},
+       {"BigBirdForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
+       {"BigBirdForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+  if (model_type == "big_bird") return big_bird;
   return model_type == "longformer" ? longformer : model_type == "roberta" ? roberta : bert;
 }
 
@@ -53,7 +60,8 @@ const HfNames& hf_names(const std::string& model_type) {
   static const HfNames bert{"bert.", "cls.predictions.", "transform.dense", "transform.LayerNorm", "cls.pair_target_predictions."};
   static const HfNames roberta{"roberta.", "lm_head.", "dense", "layer_norm", "pair_target_predictions."};
   static const HfNames longformer{"longformer.", "lm_head.", "dense", "layer_norm", "pair_target_predictions."};
-  return model_type == "longformer" ? longformer : model_type == "roberta" ? roberta : bert;
+  if (model_type == "longformer") return longformer;
+  return model_type == "roberta" ? roberta : bert;  // BigBird's are BERT's
 }
 
 // Longformer's windows: one even number for every layer (HF's int, written back as one) or a list.
@@ -87,6 +95,7 @@ const ConfigTable<BertConfig>& BertConfig::table() {
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
     auto linformer = [](const C& c) { return c.attention == "linformer"; };
     auto longformer = [](const C& c) { return c.model_type == "longformer"; };
+    auto big_bird = [](const C& c) { return c.model_type == "big_bird"; };
     ConfigField<C> pad = fields::number("pad_token_id", &C::pad_token_id, int64_t{0});
     pad.read = [](ConfigReader& r, C& c) { r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0}); };
     return ConfigTable<C>(
@@ -109,8 +118,13 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          fields::number("linformer_k", &C::linformer_k, int64_t{1}).when(linformer),
          fields::choice("linformer_sharing", &C::linformer_sharing, {"headwise", "key-value", "layerwise"}).when(linformer),
          attention_window_field(),
-         fields::token_id("sep_token_id", &C::sep_token_id).when(longformer),
+         fields::token_id("sep_token_id", &C::sep_token_id).when([](const C& c) { return c.model_type != "bert" && c.model_type != "roberta"; }),
          fields::fixed<C>("onnx_export", false).when(longformer),
+         fields::choice("attention_type", &C::attention_type, {"block_sparse", "original_full"}).when(big_bird),
+         fields::number("block_size", &C::block_size, int64_t{1}).when(big_bird),
+         fields::number("num_random_blocks", &C::num_random_blocks, int64_t{0}).when(big_bird),
+         fields::fixed<C>("use_bias", true).when(big_bird),
+         fields::fixed<C>("rescale_embeddings", false).when(big_bird),
          fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
          fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span),
          labels_field(&C::num_labels).when(classifies)},
@@ -163,7 +177,9 @@ void BertImpl::build_heads() {
   const auto& c = config;
   const int64_t d = c.hidden_size;
   const BertHead h = c.head;
-  const bool pooled = h == BertHead::kNone || (!roberta() && (h == BertHead::kPreTraining || h == BertHead::kSequenceClassification));
+  // BigBird's every head sits on BigBirdModel with its pooler.
+  const bool pooled = h == BertHead::kNone || big_bird() ||
+                      (!roberta() && (h == BertHead::kPreTraining || h == BertHead::kSequenceClassification));
   if (pooled) pooler = register_module("pooler", torch::nn::Linear(d, d));
   if (h == BertHead::kPreTraining || h == BertHead::kMaskedLm || h == BertHead::kSpanPreTraining) {
     const std::string name = roberta() ? "lm_" : "mlm_";  // lmkit's own names, as before the two shared a class
@@ -172,12 +188,12 @@ void BertImpl::build_heads() {
     mlm_bias = register_parameter(name + "bias", at::zeros({c.vocab_size}));
   }
   if (h == BertHead::kPreTraining) nsp = register_module("nsp", torch::nn::Linear(d, 2));
-  if (h == BertHead::kSequenceClassification && roberta()) {
+  if (h == BertHead::kSequenceClassification && (roberta() || big_bird())) {
     classifier_dense = register_module("classifier_dense", torch::nn::Linear(d, d));
     classifier_out = register_module("classifier_out", torch::nn::Linear(d, c.num_labels));
   }
   if (h == BertHead::kSpanPreTraining) span_boundary = register_module("span_boundary", SpanBoundaryHead(span_boundary_options(c)));
-  if (h == BertHead::kSequenceClassification && !roberta()) classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
+  if (h == BertHead::kSequenceClassification && !classifier_dense) classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
   if (h == BertHead::kTokenClassification) {
     token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, head_dropout(c)));
   }
@@ -191,6 +207,15 @@ void BertImpl::reset_parameters() {
   if (position_embeddings) position_embeddings->weight[config.pad_token_id].zero_();
   reset_norms(*this);
   if (mlm_bias.defined()) mlm_bias.zero_();  // the MLM bias starts at zero
+}
+
+std::string BertImpl::hf_base_prefix() const { return hf_names(config.model_type).base; }
+
+void BertImpl::use_random_blocks(const at::Tensor& blocks) {
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto& attn = layers->ptr<nn::TransformerLayerImpl>(i)->self_attn;
+    attn->random_blocks = blocks.defined() ? blocks[static_cast<int64_t>(i)] : at::Tensor();
+  }
 }
 
 std::string BertImpl::architecture() const { return bert_architectures(config.model_type).name(config.head); }
@@ -263,7 +288,10 @@ double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
 Output BertImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
+  const at::Tensor random_blocks = batch.field(kBigBirdRandomBlocks);
+  if (random_blocks.defined()) use_random_blocks(random_blocks);
   out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch));
+  if (random_blocks.defined()) use_random_blocks({});
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
   if (mlm_dense) {
     apply_masked_lm(out, batch.labels, full_logits, [this](const at::Tensor& h) { return mlm_transform(h); },
@@ -280,8 +308,11 @@ void BertImpl::classify(const Batch& batch, Output& out) {
   const double p = head_dropout(config);
   auto drop = [&](const at::Tensor& x) { return is_training() && p > 0 ? nn::dropout(x, p, true) : x; };
   if (classifier) out.logits = classifier(drop(out.pooler_output));  // (B, num_labels)
-  // RobertaClassificationHead: dropout, dense, tanh, dropout, out_proj on <s>.
-  else out.logits = classifier_out(drop(at::tanh(classifier_dense(drop(out.last_hidden_state.select(1, 0))))));
+  // RobertaClassificationHead: dropout, dense, tanh, dropout, out_proj on <s>; BigBird's takes hidden_act for tanh.
+  else {
+    const at::Tensor h = classifier_dense(drop(out.last_hidden_state.select(1, 0)));
+    out.logits = classifier_out(drop(big_bird() ? nn::activate(h, nn::parse_activation(config.hidden_act)) : at::tanh(h)));
+  }
   if (batch.labels.defined()) out.loss = classification_loss(out.logits, batch.labels);
 }
 
@@ -289,6 +320,7 @@ void BertImpl::check_batch(const Batch& b) const {
   std::vector<std::string> extras;
   if (config.head == BertHead::kPreTraining) extras.push_back(kNextSentenceLabel);
   if (config.model_type == "longformer") extras.push_back(kGlobalAttentionMask);
+  if (big_bird()) extras.push_back(kBigBirdRandomBlocks);
   check_encoder_batch(b, architecture(), config, extras,
                       config.head == BertHead::kSequenceClassification, static_cast<bool>(token_classifier));
   check_row_labels(b.field(kNextSentenceLabel), b.input_ids.size(0), 2, kNextSentenceLabel);
@@ -303,7 +335,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
   t.push_back({b + "embeddings.token_type_embeddings.weight", token_type_embeddings->weight});
   add_norm(t, b + "embeddings.LayerNorm", embeddings_norm);
   add_bert_encoder_tensors(t, b, layers);
-  if (pooler) add_linear(t, b + "pooler.dense", pooler);
+  if (pooler) add_linear(t, b + (big_bird() ? "pooler" : "pooler.dense"), pooler);  // BigBirdModel's is a Linear
   if (mlm_dense) {
     t.push_back({n.mlm + "bias", mlm_bias});
     add_linear(t, n.mlm + n.dense, mlm_dense);

@@ -4,7 +4,8 @@
 // (roberta.h): positions counted from padding_idx + 1 over the non-padding tokens, an
 // LM head named lm_head, and a two-layer classification head on <s> instead of the pooler.
 // Longformer (Beltagy et al. 2020) is RoBERTa's model with model_type "longformer"
-// (longformer.h): local attention within attention_window and global tokens.
+// (longformer.h): local attention within attention_window and global tokens. BigBird
+// (Zaheer et al. 2020) is BERT's with model_type "big_bird" (big_bird.h): block-sparse attention.
 #pragma once
 
 #include <functional>
@@ -34,7 +35,7 @@ enum class BertHead {
 
 /// HF's BertConfig keys (RobertaConfig's and LongformerConfig's too, with their defaults).
 struct BertConfig {
-  std::string model_type = "bert";  ///< bert, roberta or longformer
+  std::string model_type = "bert";  ///< bert, roberta, longformer or big_bird
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
@@ -61,7 +62,12 @@ struct BertConfig {
   /// Longformer's windows: each query sees attention_window / 2 keys either side. One value
   /// for every layer (HF's int) or one a layer.
   std::vector<int64_t> attention_window = {512};
-  int64_t sep_token_id = -1;  ///< Longformer's (HF's question-answering head reads it); -1: none
+  int64_t sep_token_id = -1;  ///< Longformer's and BigBird's (HF's question-answering head reads it); -1: none
+  /// BigBird's attention: "block_sparse" (global first and last blocks, a sliding window of
+  /// three blocks, num_random_blocks random ones, each of block_size positions) or "original_full".
+  std::string attention_type = "block_sparse";
+  int64_t block_size = 64;
+  int64_t num_random_blocks = 3;
   int64_t span_boundary_max_targets = 20;     ///< SpanBERT's head: relative positions (tokens of a span it predicts)
   int64_t span_boundary_position_size = 200;  ///< and the width of their embedding
   BertHead head = BertHead::kPreTraining;
@@ -72,6 +78,9 @@ struct BertConfig {
   static BertConfig from_json(const Json& j, const std::string& file);
   Json to_json() const;
 };
+
+/// RoBERTa's positions, counted from padding_idx + 1: RoBERTa and Longformer (encoder_heads.cpp).
+bool roberta_positions(const BertConfig& config);
 
 class BertImpl : public Model {
  public:
@@ -85,7 +94,7 @@ class BertImpl : public Model {
   std::vector<HfTensor> hf_tensors() override;
   void check_batch(const Batch& batch) const override;
   bool hf_ignorable(const std::string& name) const override;
-  std::string hf_base_prefix() const override { return config.model_type + "."; }
+  std::string hf_base_prefix() const override;
   std::vector<std::pair<std::string, int64_t>> loss_targets(const Batch& batch) const override;
   std::vector<std::string> metric_names() const override {
     return config.head == BertHead::kPreTraining ? std::vector<std::string>{"nsp_accuracy"} : std::vector<std::string>{};
@@ -106,6 +115,9 @@ class BertImpl : public Model {
   at::Tensor mlm_logits(const at::Tensor& hidden);
   /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
   at::Tensor mlm_transform(const at::Tensor& hidden);
+  /// BigBird's random blocks a batch names (kBigBirdRandomBlocks, a test hook: HF's draws), one
+  /// (H, nb − 2, r) a layer, for the next forward; undefined: drawn (training) or the first block (eval).
+  void use_random_blocks(const at::Tensor& blocks);
   /// Longformer's global tokens of a batch: its global_attention_mask, else (the sequence
   /// classifier, as HF's) the first token of every row; undefined for the other models.
   at::Tensor global_tokens(const Batch& batch) const;
@@ -131,18 +143,19 @@ class BertImpl : public Model {
   at::Tensor mlm_bias;                                  ///< (V) decoder bias
   torch::nn::Linear nsp{nullptr};                       ///< (2, D) on the pooled output
   torch::nn::Linear classifier{nullptr};                ///< BERT's (num_labels, D)
-  torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};  ///< RoBERTa's
+  torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};  ///< RoBERTa's and BigBird's
   SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
   TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
 
  private:
   /// RoBERTa's embeddings and heads: RoBERTa and Longformer.
-  bool roberta() const { return config.model_type != "bert"; }
+  bool roberta() const { return roberta_positions(config); }
+  bool big_bird() const { return config.model_type == "big_bird"; }
   void build_heads();
 };
 TORCH_MODULE(Bert);
 
-/// The classes of `model_type` (bert, roberta or longformer) and the head each builds.
+/// The classes of `model_type` (bert, roberta, longformer or big_bird) and the head each builds.
 const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_type);
 
 struct Family;

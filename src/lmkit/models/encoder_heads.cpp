@@ -14,6 +14,7 @@ namespace lmkit::models {
 torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
   torch::nn::ModuleList layers;
   const bool linformer = c.attention == "linformer", longformer = c.model_type == "longformer";
+  const bool block_sparse = c.model_type == "big_bird" && c.attention_type == "block_sparse";
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     // Layerwise sharing: layer 0 owns the one projection, the others use it.
     const int owned = c.linformer_sharing == "headwise" ? 2 : c.linformer_sharing == "key-value" || i == 0 ? 1 : 0;
@@ -26,7 +27,9 @@ torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
                                                .linformer_k(linformer ? c.linformer_k : 0)
                                                .linformer_length(c.max_position_embeddings)
                                                .linformer_projections(owned)
-                                               .local_window(longformer ? longformer_window(c, i) / 2 : 0)));
+                                               .local_window(longformer ? longformer_window(c, i) / 2 : 0)
+                                               .block_size(block_sparse ? c.block_size : 0)
+                                               .random_blocks(c.num_random_blocks)));
     if (linformer && owned == 0) {
       layers->ptr<nn::TransformerLayerImpl>(i)->self_attn->linformer_e = layers->ptr<nn::TransformerLayerImpl>(0)->self_attn->linformer_e;
     }
@@ -68,8 +71,10 @@ double bert_encoder_flops_per_token(const torch::nn::ModuleList& layers, int64_t
   return flops;
 }
 
+bool roberta_positions(const BertConfig& c) { return c.model_type == "roberta" || c.model_type == "longformer"; }
+
 int64_t bert_max_length(const BertConfig& c) {
-  return c.max_position_embeddings - (c.model_type != "bert" ? c.pad_token_id + 1 : 0);
+  return c.max_position_embeddings - (roberta_positions(c) ? c.pad_token_id + 1 : 0);
 }
 
 int64_t longformer_window(const BertConfig& c, int64_t layer) {
@@ -168,7 +173,7 @@ void check_encoder_batch(const Batch& b, const std::string& architecture, const 
   check_extra_inputs(b, extras, architecture);
   check_token_matrix(b.input_ids, c.vocab_size, "input_ids");
   const int64_t t = b.input_ids.size(1);
-  if (c.model_type != "bert" && t > bert_max_length(c)) {
+  if (roberta_positions(c) && t > bert_max_length(c)) {
     throw InputError("input_ids has " + std::to_string(t) + " positions; " + architecture + " takes at most " +
                      std::to_string(bert_max_length(c)) + " (max_position_embeddings " +
                      std::to_string(c.max_position_embeddings) + " less padding_idx + 1)");

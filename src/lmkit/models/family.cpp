@@ -12,6 +12,7 @@
 #include "lmkit/models/gpt.h"
 #include "lmkit/models/llama.h"
 #include "lmkit/models/model.h"
+#include "lmkit/models/big_bird.h"
 #include "lmkit/models/longformer.h"
 #include "lmkit/models/roberta.h"
 #include "lmkit/models/t5.h"
@@ -25,7 +26,8 @@ std::vector<Family>& registry() {
   // One line per family: its descriptor lives beside its model.
   static std::vector<Family> all = [] {
     std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family(),
-                                   llama_family(), mistral_family(), bloom_family(), longformer_family()};
+                                   llama_family(), mistral_family(), bloom_family(), longformer_family(),
+                                   big_bird_family()};
     for (auto& f : builtin) f.source = "lmkit";
     return builtin;
   }();

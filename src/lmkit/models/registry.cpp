@@ -112,7 +112,8 @@ std::vector<std::pair<std::string, at::Tensor>> hf_gradients(Model& model) {
       g = g.slice(0, row, row + t.param.size(0));
     }
     if (g.defined() && t.transpose) g = g.t();
-    out.emplace_back(t.name, g.defined() ? g.contiguous() : g);
+    // A parameter the loss does not reach (BigBird's pooler under a token classifier): its gradient is zero.
+    out.emplace_back(t.name, g.defined() ? g.contiguous() : at::zeros_like(t.transpose ? t.param.t() : t.param));
   }
   return out;
 }

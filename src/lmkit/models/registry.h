@@ -44,7 +44,7 @@ std::vector<std::pair<std::string, at::Tensor>> hf_state_dict(Model& model);
 
 /// The gradients after a backward pass, under HF's parameter names and in HF's
 /// layout (row slices of fused QKV, Conv1D transposed): what HF's
-/// `named_parameters()` would hold in `.grad`. Undefined where a parameter got none.
+/// `named_parameters()` would hold in `.grad`; zeros where the loss does not reach a parameter.
 std::vector<std::pair<std::string, at::Tensor>> hf_gradients(Model& model);
 
 struct LoadReport {

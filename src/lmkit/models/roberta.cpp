@@ -2,6 +2,7 @@
 
 #include "lmkit/models/encoder_heads.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/big_bird.h"
 #include "lmkit/models/longformer.h"
 
 namespace lmkit::models {
@@ -20,6 +21,7 @@ BertConfig roberta_defaults() {
 
 BertConfig encoder_defaults(const std::string& model_type) {
   if (model_type == "longformer") return longformer_defaults();
+  if (model_type == "big_bird") return big_bird_defaults();
   return model_type == "roberta" ? roberta_defaults() : BertConfig();
 }
 

@@ -97,6 +97,57 @@ at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return y.view({b, n, h, s, hd}).permute({0, 2, 1, 3, 4}).reshape({b, h, padded, hd}).slice(2, 0, t);
 }
 
+at::Tensor block_sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_ok,
+                                  int64_t bs, const at::Tensor& random_blocks, double scale) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3), nb = t / bs, m = nb - 2;
+  const int64_t r = random_blocks.size(2);
+  TORCH_CHECK(t % bs == 0 && m >= 3 && random_blocks.size(0) == h && random_blocks.size(1) == m,
+              "block_sparse_attention: whole blocks, at least 5, random blocks (H, nb - 2, r)");
+  const auto opts = q.options();
+  const at::Tensor real = key_ok.defined() ? key_ok.to(q.device()) : at::ones({b, t}, opts.dtype(at::kBool));
+  auto bias_of = [&](const at::Tensor& allowed) {
+    return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
+  };
+  // The first and last query blocks see every key.
+  const at::Tensor qg = at::cat({q.slice(2, 0, bs), q.slice(2, t - bs, t)}, 2);  // (B, H, 2bs, hd)
+  const at::Tensor yg = scaled_dot_product(qg, k, v, bias_of(real.view({b, 1, 1, t})), scale, 0.0, false);
+  // Query block i (1 .. nb − 2): key blocks 0, i − 1, i, i + 1, nb − 1, then its random ones.
+  const auto long_opts = opts.dtype(at::kLong);
+  const at::Tensor i = at::arange(1, nb - 1, long_opts).view({m, 1});
+  const at::Tensor fixed = at::cat({at::zeros_like(i), i - 1, i, i + 1, at::full_like(i, nb - 1)}, 1);  // (m, 5)
+  const at::Tensor blocks = at::cat({fixed.unsqueeze(0).expand({h, m, 5}), random_blocks.to(q.device())}, 2);  // (H, m, 5 + r)
+  const int64_t n = 5 + r;
+  auto gathered = [&](const at::Tensor& x) {  // (B, H, T, hd) -> (B, H·m, n·bs, hd)
+    const at::Tensor at_blocks = blocks.reshape({1, h, m * n, 1, 1}).expand({b, h, m * n, bs, hd});
+    return x.view({b, h, nb, bs, hd}).gather(2, at_blocks).reshape({b, h * m, n * bs, hd});
+  };
+  // Each key block once: block 0 is also block i − 1 of i = 1, block nb − 1 also i + 1 of i = nb − 2.
+  at::Tensor once = at::ones({m, n}, opts.dtype(at::kBool));
+  once.index_put_({0, 1}, false);
+  once.index_put_({m - 1, 3}, false);
+  const at::Tensor key_blocks = real.view({b, 1, nb, bs}).expand({b, h, nb, bs})
+                                    .gather(2, blocks.reshape({1, h, m * n, 1}).expand({b, h, m * n, bs}));  // (B, H, m·n, bs)
+  const at::Tensor allowed = key_blocks.view({b, h, m, n, bs}).logical_and(once.view({1, 1, m, n, 1}));
+  const at::Tensor qm = q.slice(2, bs, t - bs).reshape({b, h * m, bs, hd});
+  const at::Tensor ym = scaled_dot_product(qm, gathered(k), gathered(v), bias_of(allowed.reshape({b, h * m, 1, n * bs})),
+                                           scale, 0.0, false);  // (B, H·m, bs, hd)
+  const at::Tensor y = at::cat({yg.slice(2, 0, bs), ym.reshape({b, h, m * bs, hd}), yg.slice(2, bs, 2 * bs)}, 2);
+  return y.masked_fill(real.logical_not().view({b, 1, t, 1}), 0);  // HF: times from_mask
+}
+
+at::Tensor draw_random_blocks(int64_t heads, int64_t blocks, int64_t r, at::Device device) {
+  const int64_t m = blocks - 2;
+  const auto opts = at::TensorOptions().device(device);
+  // A uniform draw for each (head, query block, candidate); the r highest legal ones are a
+  // uniformly random r-subset of the legal blocks.
+  at::Tensor score = at::rand({heads, m, blocks}, opts.dtype(at::kFloat));
+  const at::Tensor i = at::arange(1, blocks - 1, opts.dtype(at::kLong)).view({1, m, 1});
+  const at::Tensor j = at::arange(blocks, opts.dtype(at::kLong)).view({1, 1, blocks});
+  const at::Tensor legal = j.ge(1).logical_and(j.le(blocks - 2)).logical_and((j - i).abs().gt(1));
+  score = score.masked_fill(legal.logical_not(), -1.0);
+  return std::get<1>(score.topk(r, -1));  // (H, m, r)
+}
+
 at::Tensor sliding_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                     const at::Tensor& key_padding_mask, int64_t window, double scale, double dropout,
                                     bool training) {
@@ -226,6 +277,26 @@ at::Tensor MultiHeadAttentionImpl::global_rows(const at::Tensor& x, const at::Te
   return at::where(global.view({b, 1, t, 1}), rows, y);
 }
 
+at::Tensor MultiHeadAttentionImpl::block_sparse(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh,
+                                                const at::Tensor& bias, double scale) {
+  const int64_t b = qh.size(0), h = qh.size(1), t = qh.size(2), bs = options.block_size();
+  const int64_t padded = (t + bs - 1) / bs * bs, nb = padded / bs, r = options.random_blocks();
+  check_input(!bias.defined() || bias.numel() == bias.size(0) * t, "attention: BigBird takes a key-padding bias (B, 1, 1, T)");
+  at::Tensor real = bias.defined() ? bias.reshape({-1, t}).expand({b, t}).eq(0) : at::ones({b, t}, qh.options().dtype(at::kBool));
+  real = at::constant_pad_nd(real.to(at::kByte), {0, padded - t}).ne(0);  // HF pads to whole blocks with masked keys
+  auto pad = [&](const at::Tensor& x) { return at::constant_pad_nd(x, {0, 0, 0, padded - t}); };
+  at::Tensor blocks = random_blocks;
+  if (!blocks.defined()) {
+    blocks = is_training() ? draw_random_blocks(h, nb, r, qh.device()) : at::zeros({h, nb - 2, r}, qh.options().dtype(at::kLong));
+  }
+  check_input(blocks.dim() == 3 && blocks.size(0) == h && blocks.size(1) == nb - 2 && blocks.size(2) == r,
+              "attention: BigBird's random blocks must be (" + std::to_string(h) + ", " + std::to_string(nb - 2) + ", " +
+                  std::to_string(r) + ") for " + std::to_string(t) + " positions, got " + c10::str(blocks.sizes()));
+  check_input(blocks.numel() == 0 || (blocks.min().item<int64_t>() >= 0 && blocks.max().item<int64_t>() < nb),
+              "attention: BigBird's random blocks must be block numbers in [0, " + std::to_string(nb) + ")");
+  return block_sparse_attention(pad(qh), pad(kh), pad(vh), real, bs, blocks, scale).slice(2, 0, t);
+}
+
 std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
   const int64_t b = x.size(0), t = x.size(1), h = options.num_heads();
   if (n == 3 && options.qkv_per_head()) return x.view({b, t, h, n, head_dim_}).permute({3, 0, 2, 1, 4}).unbind(0);
@@ -258,6 +329,9 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
     }
   }
   const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
+  if (options.block_size() > 0 && t > (5 + 2 * options.random_blocks()) * options.block_size()) {
+    return linear(out, block_sparse(qh, kh, vh, bias, scale).transpose(1, 2).reshape({b, t, inner_dim()}));
+  }
   if (q_global) return linear(out, local_global(x, qh, kh, vh, bias, scale).transpose(1, 2).reshape({b, t, inner_dim()}));
   if (linformer_e.defined()) {
     std::tie(kh, vh) = linformer_keys(kh, vh, bias);  // (B, H, k, hd): no key is padding any more

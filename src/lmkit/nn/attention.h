@@ -57,6 +57,20 @@ at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const at::Tensor& global_key = {}, const at::Tensor& global_value = {},
                             const at::Tensor& global_ok = {});
 
+/// BigBird's block-sparse attention (Zaheer et al. 2020), as HF's BigBirdBlockSparseAttention:
+/// the T positions (a multiple of block_size, `bs`) in nb blocks; the first and last query
+/// blocks see every key, query block i of the others sees key blocks 0, i − 1, i, i + 1,
+/// nb − 1 (each once) and the r blocks random_blocks (H, nb − 2, r) names for it, O(T·(5 + r)·bs).
+///   q, k, v (B, H, T, hd); key_ok (B, T) bool or undefined. No dropout on the probabilities
+///   (HF's has none); padded query rows (not key_ok) give 0.
+at::Tensor block_sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_ok,
+                                  int64_t block_size, const at::Tensor& random_blocks, double scale);
+
+/// BigBird's random blocks for nb blocks: for each of `heads` heads and each query block i in
+/// 1 .. nb − 2, r distinct blocks drawn from lmkit's generator among 1 .. nb − 2 less i − 1, i,
+/// i + 1 (the window; blocks 0 and nb − 1 are global). (H, nb − 2, r) int64 on `device`.
+at::Tensor draw_random_blocks(int64_t heads, int64_t blocks, int64_t r, at::Device device);
+
 /// Causal self-attention within a sliding window of `window` positions (query i sees keys
 /// i − window + 1 .. i) at O(T·window) time and memory: banded_attention with before =
 /// window − 1, after 0.
@@ -120,6 +134,11 @@ struct MultiHeadAttentionOptions {
   /// their own projections (q_global, kv_global); 0: full attention. The bias then carries
   /// each key's state, as HF's Longformer mask: < 0 padding, 0 local, > 0 global.
   TORCH_ARG(int64_t, local_window) = 0;
+  /// BigBird's block-sparse attention (block_sparse_attention) in blocks of this many
+  /// positions, each query block seeing random_blocks random ones; 0: full attention. An
+  /// input of at most (5 + 2·random_blocks)·block_size positions takes full attention, as HF's.
+  TORCH_ARG(int64_t, block_size) = 0;
+  TORCH_ARG(int64_t, random_blocks) = 0;
 };
 
 /// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
@@ -149,6 +168,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   at::Tensor linformer_f;          ///< its value projection (k, n); undefined: E projects the values too
   torch::nn::Linear q_global{nullptr};   ///< Longformer's global queries: weight (H·hd, D)
   torch::nn::Linear kv_global{nullptr};  ///< and the keys and values they see: weight (2·H·hd, D)
+  /// BigBird's random blocks (H, nb − 2, r) for the next calls, or undefined: drawn in
+  /// training, the first block in eval (HF draws none at inference). A test hook: HF's draws.
+  at::Tensor random_blocks;
 
  private:
   /// Linformer's keys and values: padded positions (where the key-padding `mask` is not 0)
@@ -162,6 +184,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// the G `slots` (B, G) where `ok`.
   at::Tensor global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots, const at::Tensor& ok,
                          const at::Tensor& padded, double scale);
+  /// BigBird's attention of qh, kh, vh (B, H, T, hd) under the key-padding `bias`: padded to
+  /// whole blocks, block-sparse, cut back to T.
+  at::Tensor block_sparse(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& bias, double scale);
   /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
   std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
   int64_t head_dim_;

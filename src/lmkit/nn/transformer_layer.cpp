@@ -22,7 +22,9 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .linformer_k(cross ? 0 : o.linformer_k())
                                   .linformer_length(o.linformer_length())
                                   .linformer_projections(o.linformer_projections())
-                                  .local_window(cross ? 0 : o.local_window()));
+                                  .local_window(cross ? 0 : o.local_window())
+                                  .block_size(cross ? 0 : o.block_size())
+                                  .random_blocks(o.random_blocks()));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };
   self_attn = register_module("self_attn", attention(false));

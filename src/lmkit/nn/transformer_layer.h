@@ -54,6 +54,9 @@ struct TransformerLayerOptions {
   TORCH_ARG(int, linformer_projections) = 2;
   /// Longformer's local window, either side (MultiHeadAttentionOptions::local_window); 0: full attention.
   TORCH_ARG(int64_t, local_window) = 0;
+  /// BigBird's block-sparse attention (MultiHeadAttentionOptions::block_size, random_blocks); 0: full attention.
+  TORCH_ARG(int64_t, block_size) = 0;
+  TORCH_ARG(int64_t, random_blocks) = 0;
 };
 
 /// Per-layer caches for incremental decoding.

@@ -142,11 +142,35 @@ FamilySpec t5() {
   return f;
 }
 
+FamilySpec big_bird() {
+  FamilySpec f;
+  f.name = "big_bird";
+  f.hf_classes = {"BigBird"};
+  f.hf_model_types = {"big_bird"};
+  f.detect_piece = "[CLS]";
+  f.specials = {{"pad_token", "<pad>"}, {"eos_token", "</s>"}, {"bos_token", "<s>"}, {"unk_token", "<unk>"},
+                {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"}, {"mask_token", "[MASK]"}};
+  f.required = {"cls_token", "sep_token", "mask_token", "pad_token"};
+  f.bos_key = "cls_token";
+  // HF's BigBirdTokenizer: SentencePiece unigram, <pad>=0 </s>=1 <s>=2 <unk>=3 as its fresh vocabulary.
+  f.training_arguments = {{"model_type", "unigram"}, {"pad_id", "0"}, {"pad_piece", "<pad>"}, {"eos_id", "1"},
+                          {"eos_piece", "</s>"}, {"bos_id", "2"}, {"bos_piece", "<s>"}, {"unk_id", "3"},
+                          {"unk_piece", "<unk>"}, {"control_symbols", "[CLS],[SEP],[MASK]"}};
+  f.make_template = [](const SpecialTokens& s) {
+    // As HF's BigBirdTokenizer: [CLS] A [SEP], and [CLS] A [SEP] B [SEP] with B's part type 1.
+    Template t;
+    t.single = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}};
+    t.pair = {Item{s.cls, 0, 0}, Item{-1, 0, 0}, Item{s.sep, 0, 0}, Item{-1, 1, 1}, Item{s.sep, 0, 1}};
+    return t;
+  };
+  return f;
+}
+
 }  // namespace
 
 const std::vector<FamilySpec>& family_specs() {
   // Detection tries the entries in this order: more specific pieces first.
-  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), llama(), t5(), bloom()};
+  static const std::vector<FamilySpec> all = {bert(), gpt2(), roberta(), llama(), t5(), bloom(), big_bird()};
   return all;
 }
 
