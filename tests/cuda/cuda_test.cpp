@@ -41,6 +41,13 @@ Json tiny(const std::string& family) {
     j["linformer_sharing"] = "layerwise";
     return j;
   }
+  if (family == "longformer" || family == "big_bird") {  // 16-token rows: a window of 2 either side; 8 blocks of 2
+    Json j = tiny("bert");
+    j["model_type"] = family;
+    if (family == "longformer") j["attention_window"] = 4, j["pad_token_id"] = 1, j["max_position_embeddings"] = 34;
+    if (family == "big_bird") j["block_size"] = 2, j["num_random_blocks"] = 1;
+    return j;
+  }
   if (family == "bert") {
     return {{"model_type", "bert"}, {"vocab_size", 120}, {"hidden_size", 32}, {"num_hidden_layers", 2},
             {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 32},
@@ -75,7 +82,13 @@ void check_steps_agree(const std::string& family, const std::string& architectur
   }
   gpu->to(kCuda);
   auto cpu_opt = train::make_adamw(*cpu, {1e-2}), gpu_opt = train::make_adamw(*gpu, {1e-2});
-  Batch batch = padded_batch(family.rfind("bert", 0) == 0);
+  Batch batch = padded_batch(family != "gpt2");
+  if (family == "longformer") {  // two global tokens a row
+    batch.extra[kGlobalAttentionMask] = at::zeros_like(batch.input_ids).index_fill_(1, at::tensor({0, 5}), 1);
+  }
+  if (family == "big_bird") {  // the same random blocks on both devices (a CUDA draw is not a CPU draw)
+    batch.extra[kBigBirdRandomBlocks] = at::randint(1, 7, {2, 4, 6, 1}, at::kLong);
+  }
   if (!padded) batch.attention_mask = at::Tensor(), batch.labels = batch.input_ids.clone();
   for (int step = 0; step < 2; ++step) {
     auto a = train::train_step(*cpu, *cpu_opt, {batch}, /*clip=*/0.5, false);
@@ -104,6 +117,13 @@ TEST_CASE("cuda: a BERT MLM training step on the GPU matches the CPU step", "[cu
 TEST_CASE("cuda: a Linformer BERT step (layerwise projection) on the GPU matches the CPU step", "[cuda]") {
   LMKIT_REQUIRE_CUDA();
   check_steps_agree("bert-linformer", "BertForMaskedLM");
+}
+
+TEST_CASE("cuda: a Longformer step (window, global tokens) and a BigBird step (block-sparse) match the CPU step",
+          "[cuda]") {
+  LMKIT_REQUIRE_CUDA();
+  check_steps_agree("longformer", "LongformerForMaskedLM");
+  check_steps_agree("big_bird", "BigBirdForMaskedLM");
 }
 
 TEST_CASE("cuda: a GPT causal-LM training step on the GPU matches the CPU step", "[cuda]") {
