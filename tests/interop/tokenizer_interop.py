@@ -277,7 +277,7 @@ def apps(family, bin_dir, work):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf", "apps"])
-    p.add_argument("family", choices=["bert", "bert_cased", "gpt2", "t5", "bert_bpe", "roberta", "llama", "bloom"])
+    p.add_argument("family", choices=["bert", "bert_cased", "gpt2", "t5", "bert_bpe", "roberta", "llama", "bloom", "big_bird"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
     a = p.parse_args()
@@ -297,7 +297,8 @@ def main():
     else:
         family, model_type = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
                               "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"),
-                              "roberta": ("roberta", "bpe"), "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe")}[a.family]
+                              "roberta": ("roberta", "bpe"), "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe"),
+                              "big_bird": ("big_bird", "unigram")}[a.family]
         out = os.path.join(a.work, "lmkit")
         cmd = [os.path.join(a.bin, "lmkit-tokenize"), "train", "--family", family, "--model-type", model_type,
                "--vocab-size", str(VOCAB), "--input", TRAIN, "--output", out, "--threads", "2"]
