@@ -3,13 +3,13 @@
 # column), several seeds, at a budget this 2-core machine reaches.
 #
 #   bash scripts/listops_experiment.sh [--bin build/bin] [--work runs/listops-exp] [--train 2400]
-#        [--epochs 1] [--max-tokens 2000] [--seeds "1 2 3"] [--attentions "full linformer longformer bigbird"]
+#        [--epochs 2] [--lr 2e-3] [--max-tokens 2000] [--seeds "1 2 3"] [--attentions "full linformer longformer bigbird"]
 #
 # Data: scripts/listops.py with seed 0, LRA's trees (depth <= 10, 2 to 10 arguments) and input
 # (the parentheses stripped), lengths from 500 to --max-tokens (LRA's: 2,000), --train
 # examples, 200 for dev and 500 for test, the same for every run. Each attention gets the same small encoder trained from scratch with
-# lmkit-finetune --init random (2 layers, d 64, 4 heads, FFN 128, max length 2,048, lr 1e-3,
-# batch 16); the tokenizer is each family's SentencePiece model on the training text (its ~20
+# lmkit-finetune --init random (2 layers, d 64, 4 heads, FFN 128, batch 16, --lr with warmup and
+# linear decay, --epochs); the tokenizer is each family's SentencePiece model on the training text (its ~20
 # symbols and the specials, one token a symbol):
 #   full       BERT, full attention
 #   linformer  BERT with "attention": "linformer", k 128, headwise sharing
@@ -22,16 +22,18 @@ set -euo pipefail
 bin=build/bin
 work=runs/listops-exp
 train=2400
-epochs=1
+epochs=2
+lr=2e-3
 max_tokens=2000
 seeds="1 2 3"
-attentions="full linformer longformer bigbird"
+attentions="linformer longformer bigbird full"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --train) train="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
+    --lr) lr="$2"; shift 2 ;;
     --max-tokens) max_tokens="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
     --attentions) attentions="$2"; shift 2 ;;
@@ -73,7 +75,7 @@ for a in $attentions; do
     if [[ ! -f "$run/test.json" ]]; then
       "$bin/lmkit-finetune" --init random --model "$work/$a.json" --tokenizer "$tok/tokenizer.model" \
         --train "$data/train.tsv" --dev "$data/valid.tsv" --output "$run" --overwrite --epochs "$epochs" \
-        --batch-size 16 --max-length $((max_tokens + 48)) --lr 1e-3 --seed "$seed" > "$run.log" 2>&1
+        --batch-size 16 --max-length $((max_tokens + 48)) --lr "$lr" --seed "$seed" > "$run.log" 2>&1
       "$bin/lmkit-evaluate" --checkpoint "$run/best" --data "$data/test.tsv" --metric classification \
         --output "$run/test.json" >> "$run.log" 2>&1
     fi

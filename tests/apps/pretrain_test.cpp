@@ -125,6 +125,31 @@ TEST_CASE("pretrain: a resumed run logs exactly what an uninterrupted one does",
   CHECK(read_file(dir / "once/final/model.safetensors") == read_file(dir / "twice/final/model.safetensors"));
 }
 
+TEST_CASE("pretrain: BigBird (random blocks drawn each step) and Longformer resume bitwise", "[apps][pretrain]") {
+  test::TempDir dir;
+  // Rows of 64 in blocks of 4 with 2 random blocks: block-sparse (above 36), blocks drawn every step.
+  const Json big_bird = {{"model_type", "big_bird"}, {"vocab_size", 2000}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                         {"num_attention_heads", 4}, {"intermediate_size", 128}, {"max_position_embeddings", 128},
+                         {"block_size", 4}, {"num_random_blocks", 2}};
+  Json longformer = big_bird;
+  longformer["model_type"] = "longformer", longformer["max_position_embeddings"] = 130;
+  longformer["pad_token_id"] = 1, longformer["attention_window"] = 8;
+  longformer.erase("block_size"), longformer.erase("num_random_blocks");
+  for (const auto& [name, config] : {std::pair{std::string("big_bird"), big_bird}, std::pair{std::string("longformer"), longformer}}) {
+    INFO(name);
+    const std::string preset = dir / (name + ".json");
+    { std::ofstream(preset) << config.dump(); }
+    auto args = [&](const std::string& out) {
+      return "lmkit-pretrain --model " + preset + " --train " + test::sample("valid.txt") + " --output " + out +
+             " --objective mlm --vocab-size 2000 --steps 6 --batch-size 4 --seq-len 64 --threads 1 --seed 3";
+    };
+    REQUIRE(run(args(dir / (name + "-once"))).code == 0);
+    REQUIRE(run(args(dir / (name + "-twice")) + " --stop-at 3").code == 0);
+    REQUIRE(run(args(dir / (name + "-twice")) + " --resume").code == 0);
+    CHECK(read_file(dir / (name + "-once/final/model.safetensors")) == read_file(dir / (name + "-twice/final/model.safetensors")));
+  }
+}
+
 TEST_CASE("pretrain: a checkpoint holds every generator and resumes on another device kind with one warning",
           "[apps][pretrain][generators]") {
   test::TempDir dir;
