@@ -126,6 +126,12 @@ TEST_CASE("big_bird: random blocks of another shape, a block size of 0, an unkno
   zero["block_size"] = 0;
   CHECK_THROWS_WITH(models::create_model(zero, "b.json"), Catch::Contains("b.json: key 'block_size'"));
   CHECK_THROWS_WITH(models::create_model(big_bird_config("sparse"), "b.json"), Catch::Contains("key 'attention_type' must be one of"));
+  // BigBird's default separator (66) under a smaller vocabulary is none; given, it is checked.
+  Json small = big_bird_config();
+  small["vocab_size"] = 30;
+  CHECK(models::create_model(small, "b.json")->config_json()["sep_token_id"].is_null());
+  small["sep_token_id"] = 66;
+  CHECK_THROWS_WITH(models::create_model(small, "b.json"), Catch::Contains("key 'sep_token_id' = 66 is outside the vocabulary"));
   auto bert = models::create_model({{"model_type", "bert"}, {"vocab_size", 64}, {"hidden_size", 32}, {"num_hidden_layers", 1},
                                     {"num_attention_heads", 4}, {"intermediate_size", 64}},
                                    "r.json", "BertForMaskedLM");

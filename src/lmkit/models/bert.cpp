@@ -140,6 +140,9 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
   read_hf_config(table(), j, file, c);
   // The padding row is one of the embedding's (a default pad too: RoBERTa's 1).
   check_config_token_ids(j, file, c.vocab_size, {{"pad_token_id", c.pad_token_id}});
+  // A default separator outside a smaller vocabulary (BigBird's 66 under a trained tokenizer of 30
+  // pieces) is none, not a config that the checkpoint written from it could not load again.
+  if (c.sep_token_id >= c.vocab_size && !j.contains("sep_token_id")) c.sep_token_id = -1;
   if (c.hidden_size % c.num_attention_heads != 0) {
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads));
