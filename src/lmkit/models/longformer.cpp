@@ -16,8 +16,7 @@ BertConfig longformer_defaults() {
 }
 
 Family longformer_family() {
-  Family f = roberta_style_family("longformer", longformer_defaults,
-                                  [](const BertConfig& c) { return std::make_shared<LongformerImpl>(c); });
+  Family f = roberta_style_family<LongformerImpl>("longformer", longformer_defaults);
   f.objectives = {{"mlm", "LongformerForMaskedLM"}};
   return f;
 }

@@ -80,9 +80,11 @@ double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys) 
     }
     const double inner = static_cast<double>(layer->self_attn->inner_dim());
     // Linformer: scores and values over k projected keys, and the projections E·K, F·V (k per token each);
-    // Longformer: over the 2w + 1 keys of its window.
-    const int64_t k = layer->self_attn->options.linformer_k(), w = layer->self_attn->options.local_window();
-    const int64_t seen = w > 0 ? std::min(keys, 2 * w + 1) : keys;
+    // Longformer: over the 2w + 1 keys of its window; BigBird, block-sparse: over (5 + r) blocks.
+    const auto& o = layer->self_attn->options;
+    const int64_t k = o.linformer_k(), w = o.local_window(), bs = o.block_size(), r = o.random_blocks();
+    int64_t seen = w > 0 ? std::min(keys, 2 * w + 1) : keys;
+    if (bs > 0 && keys > (5 + 2 * r) * bs) seen = (5 + r) * bs;
     flops += k > 0 ? 8.0 * static_cast<double>(k) * inner : 4.0 * static_cast<double>(seen) * inner;  // self-attention
     if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
   }

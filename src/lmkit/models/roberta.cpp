@@ -35,8 +35,8 @@ BertConfig roberta_config(const Json& j, const std::string& file, BertConfig def
   return c;
 }
 
-Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)(),
-                           const std::function<std::shared_ptr<Model>(const BertConfig&)>& make) {
+template <class Impl>
+Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)()) {
   Family f;
   f.model_type = model_type;
   f.architectures = bert_architectures(model_type).names();
@@ -46,22 +46,18 @@ Family roberta_style_family(const std::string& model_type, BertConfig (*defaults
   auto config_of = [defaults](const Json& j, const std::string& file) { return roberta_config(j, file, defaults()); };
   f.max_length_of = [config_of](const Json& config) { return bert_max_length(config_of(config, "config.json")); };
   f.metrics = {"mlm-perplexity", "pseudo-perplexity"};
-  const ArchitectureTable<BertHead> table = bert_architectures(model_type);
-  f.create = [table, config_of, make](const Json& config, const std::string& file, const std::string& arch) {
-    BertConfig c = config_of(config, file);
-    c.head = table.head(arch);
-    return make(c);
-  };
+  f.create = family_creator<Impl, BertConfig>(bert_architectures(model_type), config_of);
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t pad, int32_t) {
     config["vocab_size"] = vocab_size;
     config["pad_token_id"] = pad;  // positions count from it
   };
   return f;
 }
+template Family roberta_style_family<RobertaImpl>(const std::string&, BertConfig (*)());
+template Family roberta_style_family<LongformerImpl>(const std::string&, BertConfig (*)());
 
 Family roberta_family() {
-  Family f = roberta_style_family("roberta", roberta_defaults,
-                                  [](const BertConfig& c) { return std::make_shared<RobertaImpl>(c); });
+  Family f = roberta_style_family<RobertaImpl>("roberta", roberta_defaults);
   f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   return f;
 }

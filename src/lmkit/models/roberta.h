@@ -7,8 +7,6 @@
 // and kTokenClassification.
 #pragma once
 
-#include <functional>
-#include <memory>
 #include <string>
 
 #include "lmkit/models/bert.h"
@@ -34,9 +32,9 @@ struct Family;
 /// The roberta family (family.h).
 Family roberta_family();
 /// What the RoBERTa-style families (roberta, longformer) share: architectures, the roberta
-/// tokenizer, positions from padding_idx, the config read over `defaults()`, `make` building
-/// the model; the objectives are the family's.
-Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)(),
-                            const std::function<std::shared_ptr<Model>(const BertConfig&)>& make);
+/// tokenizer, positions from padding_idx, the config read over `defaults()`, `Impl` the model
+/// (RobertaImpl or LongformerImpl, instantiated in roberta.cpp); the objectives are the family's.
+template <class Impl>
+Family roberta_style_family(const std::string& model_type, BertConfig (*defaults)());
 
 }  // namespace lmkit::models

@@ -26,6 +26,24 @@ double mask_value(at::ScalarType dtype) {
   }
 }
 
+namespace {
+
+// The additive bias of a boolean "may attend" mask: 0 where allowed, the dtype's lowest value elsewhere.
+at::Tensor bias_of(const at::Tensor& allowed, at::ScalarType dtype) {
+  const auto opts = at::TensorOptions().dtype(dtype).device(allowed.device());
+  return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
+}
+
+// The per-key values (B, T) of a key bias (B|1, 1, 1, T), or undefined without one; `what` names
+// the attention that reads it.
+at::Tensor key_bias(const at::Tensor& bias, int64_t b, int64_t t, const char* what) {
+  if (!bias.defined()) return {};
+  check_input(bias.numel() == bias.size(0) * t, std::string("attention: ") + what + " takes a per-key bias (B, 1, 1, T)");
+  return bias.reshape({-1, t}).expand({b, t});
+}
+
+}  // namespace
+
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
                           at::ScalarType dtype, at::Device device, bool causal_in_kernel, int64_t window) {
   if (window >= k_len) window = 0;  // every key is within the window
@@ -48,8 +66,7 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
     allowed = allowed.defined() ? allowed.logical_and(causal_ok) : causal_ok;
   }
   if (!allowed.defined()) return {};
-  auto opts = at::TensorOptions().dtype(dtype).device(device);
-  return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
+  return bias_of(allowed, dtype);
 }
 
 void KVCache::keep_last(int64_t n) {
@@ -91,9 +108,7 @@ at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::
     const at::Tensor seen = global_ok.to(q.device()).view({b, 1, 1, 1, g}).expand({b, n, 1, s, g}).reshape({b * n, 1, s, g});
     allowed = at::cat({seen, allowed.expand({b * n, 1, s, nk})}, 3);  // (B·n, 1, s, G + nk)
   }
-  const auto opts = q.options();
-  const at::Tensor bias = at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
-  const at::Tensor y = scaled_dot_product(qb, kb, vb, bias, scale, dropout, training);  // (B·n, H, s, hd)
+  const at::Tensor y = scaled_dot_product(qb, kb, vb, bias_of(allowed, q.scalar_type()), scale, dropout, training);  // (B·n, H, s, hd)
   return y.view({b, n, h, s, hd}).permute({0, 2, 1, 3, 4}).reshape({b, h, padded, hd}).slice(2, 0, t);
 }
 
@@ -105,12 +120,10 @@ at::Tensor block_sparse_attention(const at::Tensor& q, const at::Tensor& k, cons
               "block_sparse_attention: whole blocks, at least 5, random blocks (H, nb - 2, r)");
   const auto opts = q.options();
   const at::Tensor real = key_ok.defined() ? key_ok.to(q.device()) : at::ones({b, t}, opts.dtype(at::kBool));
-  auto bias_of = [&](const at::Tensor& allowed) {
-    return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(q.scalar_type()), opts));
-  };
+  const auto dtype = q.scalar_type();
   // The first and last query blocks see every key.
   const at::Tensor qg = at::cat({q.slice(2, 0, bs), q.slice(2, t - bs, t)}, 2);  // (B, H, 2bs, hd)
-  const at::Tensor yg = scaled_dot_product(qg, k, v, bias_of(real.view({b, 1, 1, t})), scale, 0.0, false);
+  const at::Tensor yg = scaled_dot_product(qg, k, v, bias_of(real.view({b, 1, 1, t}), dtype), scale, 0.0, false);
   // Query block i (1 .. nb − 2): key blocks 0, i − 1, i, i + 1, nb − 1, then its random ones.
   const auto long_opts = opts.dtype(at::kLong);
   const at::Tensor i = at::arange(1, nb - 1, long_opts).view({m, 1});
@@ -129,7 +142,7 @@ at::Tensor block_sparse_attention(const at::Tensor& q, const at::Tensor& k, cons
                                     .gather(2, blocks.reshape({1, h, m * n, 1}).expand({b, h, m * n, bs}));  // (B, H, m·n, bs)
   const at::Tensor allowed = key_blocks.view({b, h, m, n, bs}).logical_and(once.view({1, 1, m, n, 1}));
   const at::Tensor qm = q.slice(2, bs, t - bs).reshape({b, h * m, bs, hd});
-  const at::Tensor ym = scaled_dot_product(qm, gathered(k), gathered(v), bias_of(allowed.reshape({b, h * m, 1, n * bs})),
+  const at::Tensor ym = scaled_dot_product(qm, gathered(k), gathered(v), bias_of(allowed.reshape({b, h * m, 1, n * bs}), dtype),
                                            scale, 0.0, false);  // (B, H·m, bs, hd)
   const at::Tensor y = at::cat({yg.slice(2, 0, bs), ym.reshape({b, h, m * bs, hd}), yg.slice(2, bs, 2 * bs)}, 2);
   return y.masked_fill(real.logical_not().view({b, 1, t, 1}), 0);  // HF: times from_mask
@@ -239,8 +252,8 @@ at::Tensor MultiHeadAttentionImpl::local_global(const at::Tensor& x, const at::T
                                                 const at::Tensor& vh, const at::Tensor& bias, double scale) {
   const int64_t b = x.size(0), t = x.size(1), w = options.local_window();
   const double p = is_training() ? options.dropout() : 0.0;
-  check_input(!bias.defined() || bias.numel() == bias.size(0) * t, "attention: Longformer takes a key-state bias (B, 1, 1, T)");
-  const at::Tensor state = bias.defined() ? bias.reshape({-1, t}).expand({b, t}) : at::zeros({b, t}, x.options());
+  at::Tensor state = key_bias(bias, b, t, "Longformer");
+  if (!state.defined()) state = at::zeros({b, t}, x.options());
   const at::Tensor padded = state.lt(0), global = state.gt(0), local = state.eq(0);  // (B, T)
   // The most global tokens of a row (HF reads it to the host too, to size its tensors).
   const int64_t g = global.sum(1).max().item<int64_t>();
@@ -250,30 +263,28 @@ at::Tensor MultiHeadAttentionImpl::local_global(const at::Tensor& x, const at::T
   } else {
     // Row r's global positions in order, in its first slots; a row with fewer fills the rest
     // with non-global positions, which `ok` marks.
-    const at::Tensor order = at::where(global, at::zeros({}, kh.options().dtype(at::kLong)), at::ones({}, kh.options().dtype(at::kLong)));
-    const at::Tensor slots = std::get<1>(at::sort(order, /*stable=*/true, 1, false)).slice(1, 0, g);  // (B, G)
+    const at::Tensor slots = std::get<1>(at::sort(global.logical_not().to(at::kLong), /*stable=*/true, 1, false)).slice(1, 0, g);  // (B, G)
     const at::Tensor ok = global.gather(1, slots);
     const at::Tensor at_slots = slots.view({b, 1, g, 1}).expand({b, kh.size(1), g, head_dim_});
     y = banded_attention(qh, kh, vh, local, w, w, scale, p, true, kh.gather(2, at_slots), vh.gather(2, at_slots), ok);
-    y = global_rows(x, y, slots, ok, padded, scale);
+    y = global_rows(x, y, slots, ok, padded, global, scale);
   }
   return y.masked_fill(padded.view({b, 1, t, 1}), 0);  // HF zeroes the padding rows' probabilities
 }
 
 at::Tensor MultiHeadAttentionImpl::global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots,
-                                               const at::Tensor& ok, const at::Tensor& padded, double scale) {
+                                               const at::Tensor& ok, const at::Tensor& padded, const at::Tensor& global,
+                                               double scale) {
   const int64_t b = x.size(0), t = x.size(1), g = slots.size(1), h = options.num_heads();
   const double p = is_training() ? options.dropout() : 0.0;
   const at::Tensor xg = x.gather(1, slots.unsqueeze(-1).expand({b, g, x.size(2)}));  // (B, G, D)
   const at::Tensor qg = split_heads(linear(q_global, xg), 1)[0];                   // (B, H, G, hd)
   const auto kvg = split_heads(linear(kv_global, x), 2);                           // 2 x (B, H, T, hd)
-  const auto opts = y.options();
-  const at::Tensor keys = at::where(padded, at::full({}, mask_value(y.scalar_type()), opts), at::zeros({}, opts)).view({b, 1, 1, t});
+  const at::Tensor keys = bias_of(padded.logical_not().view({b, 1, 1, t}), y.scalar_type());
   const at::Tensor yg = scaled_dot_product(qg, kvg[0], kvg[1], keys, scale, p, true);  // (B, H, G, hd)
   // Written at each slot's position; a slot that holds no global token writes past the end.
   const at::Tensor to = at::where(ok, slots, at::full({}, t, slots.options())).view({b, 1, g, 1}).expand({b, h, g, head_dim_});
-  const at::Tensor rows = at::zeros({b, h, t + 1, head_dim_}, opts).scatter(2, to, yg).slice(2, 0, t);
-  at::Tensor global = at::zeros({b, t}, ok.options()).scatter(1, slots, ok);
+  const at::Tensor rows = at::zeros({b, h, t + 1, head_dim_}, y.options()).scatter(2, to, yg).slice(2, 0, t);
   return at::where(global.view({b, 1, t, 1}), rows, y);
 }
 
@@ -281,19 +292,20 @@ at::Tensor MultiHeadAttentionImpl::block_sparse(const at::Tensor& qh, const at::
                                                 const at::Tensor& bias, double scale) {
   const int64_t b = qh.size(0), h = qh.size(1), t = qh.size(2), bs = options.block_size();
   const int64_t padded = (t + bs - 1) / bs * bs, nb = padded / bs, r = options.random_blocks();
-  check_input(!bias.defined() || bias.numel() == bias.size(0) * t, "attention: BigBird takes a key-padding bias (B, 1, 1, T)");
-  at::Tensor real = bias.defined() ? bias.reshape({-1, t}).expand({b, t}).eq(0) : at::ones({b, t}, qh.options().dtype(at::kBool));
+  const at::Tensor keys = key_bias(bias, b, t, "BigBird");
+  at::Tensor real = keys.defined() ? keys.eq(0) : at::ones({b, t}, qh.options().dtype(at::kBool));
   real = at::constant_pad_nd(real.to(at::kByte), {0, padded - t}).ne(0);  // HF pads to whole blocks with masked keys
   auto pad = [&](const at::Tensor& x) { return at::constant_pad_nd(x, {0, 0, 0, padded - t}); };
   at::Tensor blocks = random_blocks;
-  if (!blocks.defined()) {
+  if (blocks.defined()) {  // given (the test hook): checked; drawn ones are valid by construction, with no host sync
+    check_input(blocks.dim() == 3 && blocks.size(0) == h && blocks.size(1) == nb - 2 && blocks.size(2) == r,
+                "attention: BigBird's random blocks must be (" + std::to_string(h) + ", " + std::to_string(nb - 2) + ", " +
+                    std::to_string(r) + ") for " + std::to_string(t) + " positions, got " + c10::str(blocks.sizes()));
+    check_input(blocks.numel() == 0 || (blocks.min().item<int64_t>() >= 0 && blocks.max().item<int64_t>() < nb),
+                "attention: BigBird's random blocks must be block numbers in [0, " + std::to_string(nb) + ")");
+  } else {
     blocks = is_training() ? draw_random_blocks(h, nb, r, qh.device()) : at::zeros({h, nb - 2, r}, qh.options().dtype(at::kLong));
   }
-  check_input(blocks.dim() == 3 && blocks.size(0) == h && blocks.size(1) == nb - 2 && blocks.size(2) == r,
-              "attention: BigBird's random blocks must be (" + std::to_string(h) + ", " + std::to_string(nb - 2) + ", " +
-                  std::to_string(r) + ") for " + std::to_string(t) + " positions, got " + c10::str(blocks.sizes()));
-  check_input(blocks.numel() == 0 || (blocks.min().item<int64_t>() >= 0 && blocks.max().item<int64_t>() < nb),
-              "attention: BigBird's random blocks must be block numbers in [0, " + std::to_string(nb) + ")");
   return block_sparse_attention(pad(qh), pad(kh), pad(vh), real, bs, blocks, scale).slice(2, 0, t);
 }
 

@@ -180,10 +180,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// key states `bias` (MultiHeadAttentionOptions::local_window), before the output projection.
   at::Tensor local_global(const at::Tensor& x, const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh,
                           const at::Tensor& bias, double scale);
-  /// The global rows' own attention over every real key, written over `y` (B, H, T, hd) at
-  /// the G `slots` (B, G) where `ok`.
+  /// The global rows' own attention over every real key (not `padded`), written over `y`
+  /// (B, H, T, hd) at the G `slots` (B, G) where `ok`: the rows `global` (B, T) marks.
   at::Tensor global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots, const at::Tensor& ok,
-                         const at::Tensor& padded, double scale);
+                         const at::Tensor& padded, const at::Tensor& global, double scale);
   /// BigBird's attention of qh, kh, vh (B, H, T, hd) under the key-padding `bias`: padded to
   /// whole blocks, block-sparse, cut back to T.
   at::Tensor block_sparse(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& bias, double scale);
