@@ -13,7 +13,8 @@
 #
 # Optional: DEVICE (cuda), DTYPE (bf16), STEPS (pretraining steps, even; 20), FAMILIES (every
 # one below), PLUGIN (liblmkit_electra.so: adds the electra family), THREADS (CPU threads, 0 = all),
-# CUDA_TESTS (1: run lmkit_tests "[cuda]" first; 0 where a parallel group already does).
+# CUDA_TESTS (1: run lmkit_tests "[cuda]" first; 0 where a parallel group already does), SIGTERM
+# (1: the SIGTERM check; 0 where a parallel group already runs it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BIN=${BIN:-build/bin}
@@ -122,11 +123,13 @@ sigterm() {
   "$BIN/lmkit-pretrain" "${run[@]}" --resume --stop-at $((step + 2)) || { echo "FAIL: --resume after SIGTERM"; return 1; }
 }
 
+# The test binary reads the checkout and the apps from here, not from the build machine's paths.
+export LMKIT_TEST_SOURCE_DIR=${LMKIT_TEST_SOURCE_DIR:-$PWD} LMKIT_TEST_BIN_DIR=${LMKIT_TEST_BIN_DIR:-$(realpath "$BIN")}
 echo "gpu_verify: $DEVICE $DTYPE, $STEPS steps, families: $FAMILIES; summary in $summary"
 if [ -x "$BIN/lmkit_tests" ] && [ "$DEVICE" != cpu ] && [ "${CUDA_TESTS:-1}" = 1 ]; then
   check cuda-tests "$BIN/lmkit_tests" "[cuda]"
 fi
 for f in $FAMILIES; do family "$f"; done
-check sigterm-resume sigterm
+[ "${SIGTERM:-1}" = 1 ] && check sigterm-resume sigterm
 echo "$failed failed; $summary"
 [ $failed -eq 0 ]

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -40,8 +41,15 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
-inline std::string source_dir() { return LMKIT_SOURCE_DIR; }
-inline std::string bin_dir() { return LMKIT_BIN_DIR; }
+/// The checkout (models/, data/, tests/fixtures/) and the apps' folder: the build tree's
+/// unless LMKIT_TEST_SOURCE_DIR / LMKIT_TEST_BIN_DIR name others, as on a GPU machine that
+/// runs scripts/gpu_bundle.sh's binaries from another checkout (scripts/gpu_verify.sh sets both).
+inline std::string dir_from_env(const char* name, const char* built_in) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string(built_in);
+}
+inline std::string source_dir() { return dir_from_env("LMKIT_TEST_SOURCE_DIR", LMKIT_SOURCE_DIR); }
+inline std::string bin_dir() { return dir_from_env("LMKIT_TEST_BIN_DIR", LMKIT_BIN_DIR); }
 // A model preset shipped in models/ ("bert-tiny" -> .../models/bert-tiny.json).
 inline std::string model_preset(const std::string& name) { return source_dir() + "/models/" + name + ".json"; }
 

@@ -23,7 +23,7 @@ void expect(bool ok, const char* what) {
   }
 }
 
-// counter (c0, c1, c2, c3) and key (k0, k1) as Random123 writes them: group = c1:c0, offset = c3:c2, seed = k1:k0.
+// counter (c0, c1, c2, c3) and key (k0, k1) as Random123 writes them: lo = c1:c0, hi = c3:c2, seed = k1:k0.
 bool matches(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1, const uint32_t (&want)[4]) {
   const uint64_t group = (static_cast<uint64_t>(c1) << 32) | c0, offset = (static_cast<uint64_t>(c3) << 32) | c2;
   const uint64_t seed = (static_cast<uint64_t>(k1) << 32) | k0;
@@ -61,6 +61,17 @@ int main() {
   expect(same > 1800 && same < 2300, "masks at two offsets agree on about half the elements");
   Dropout none;
   expect(keep(none, 7), "threshold 0 keeps everything");
+  // ATen's counter layout (curand_init(seed, subsequence, offset)): words 0-1 the generator's offset / 4,
+  // words 2-3 the subsequence (the element's group of four). Element 4k + j at offset 8 is word j of the
+  // block at counter (2, k); the old layout (k, offset) put a call's groups on another call's offsets.
+  Dropout layout;
+  layout.seed = 77, layout.offset = 8, layout.threshold = 1u << 31;
+  bool aten_layout = true;
+  for (int64_t i = 0; i < 64; ++i) {
+    const bool want = philox(77, 2, static_cast<uint64_t>(i / 4), static_cast<int>(i % 4)) >= (1u << 31);
+    aten_layout = aten_layout && keep(layout, i) == want;
+  }
+  expect(aten_layout, "keep() reads counter (offset / 4, element / 4), ATen's curand_init layout");
   // GELU (Hendrycks & Gimpel): x·Φ(x), and GPT-2's tanh approximation; the derivative against (f(x+h) − f(x−h)) / 2h.
   auto gelu = [](double x, bool tanh_approx) {
     if (tanh_approx) return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));

@@ -58,7 +58,8 @@ __global__ void softmax_cross_entropy_rows(T* logits, const int64_t* targets, co
   block_softmax_stats(m, l, zsum);
   const float lse = m + logf(l);
   const int64_t t = targets[row];
-  const float zt = load(z, t);
+  const bool valid = t >= 0 && t < vocab;  // out of range: a NaN loss, no read outside the row
+  const float zt = valid ? load(z, t) : NAN;
   __syncthreads();  // every thread has read z[t] before any thread overwrites it
   if (threadIdx.x == 0) {
     const float nll = lse - zt;

@@ -16,6 +16,7 @@
 
 #ifdef LMKIT_WITH_CUDA_KERNELS
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -92,6 +93,7 @@ kernels::Dropout load_dropout(AutogradContext* ctx) {
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& h_in,
                                const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps) {
+    const c10::cuda::CUDAGuard guard(x_in.device());  // the kernel launches on the tensors' device, not device 0
     const at::Tensor x = x_in.contiguous(), h = h_in.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
     const kernels::Dropout dropout = draw_dropout(p, x.device());
@@ -114,6 +116,7 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &s = saved[0], &mean = saved[1], &rstd = saved[2], &weight = saved[3];
+    const c10::cuda::CUDAGuard guard(s.device());
     const bool rms = ctx->saved_data["rms"].toBool();
     const int64_t d = s.size(-1), rows = s.numel() / d;
     const at::Tensor gs = grads[0].defined() ? grads[0].to(s.scalar_type()).contiguous() : at::Tensor();
@@ -152,6 +155,7 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x2 = saved[0], &weight = saved[1], &pre = saved[2];
+    const c10::cuda::CUDAGuard guard(pre.device());
     const at::Tensor gy = grads[0].reshape(pre.sizes()).to(pre.scalar_type()).contiguous();
     const int64_t rows = pre.size(0), d = pre.size(1);
     at::Tensor gpre = at::empty_like(pre);
@@ -219,6 +223,7 @@ at::Tensor softmax_cross_entropy_(at::Tensor& logits, const at::Tensor& targets,
                                   double smoothing) {
   check_input(softmax_cross_entropy_applies(logits), "softmax_cross_entropy_: not a chunk the fused kernel takes");
 #ifdef LMKIT_WITH_CUDA_KERNELS
+  const c10::cuda::CUDAGuard guard(logits.device());
   const at::Tensor t = targets.reshape({-1}).to(at::kLong).contiguous(), s = share.to(at::kFloat).contiguous();
   at::Tensor per_row = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
   kernels::softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(), s.data_ptr<float>(),

@@ -16,7 +16,8 @@ namespace lmkit::nn::kernels {
 enum class Dtype { kFloat = 0, kBFloat16 = 1 };
 
 /// Dropout drawn inside a kernel: element i of a call is kept when Philox4x32-10 at key
-/// `seed`, counter (i / 4, offset) gives, in lane i % 4, a word >= threshold (threshold =
+/// `seed`, counter words 0-1 = offset / 4 and 2-3 = i / 4 (ATen's curand_init(seed,
+/// subsequence i / 4, offset)) gives, in lane i % 4, a word >= threshold (threshold =
 /// p · 2^32); kept values are scaled by `scale` = 1 / (1 − p). threshold 0 means no dropout.
 struct Dropout {
   uint64_t seed = 0, offset = 0;
@@ -53,8 +54,9 @@ void gelu_bias_backward(const void* gy, const void* pre, void* gpre, Dtype type,
 /// logits a matmul produced, never a float32 copy), in place: per row, loss[r] = the
 /// (label-smoothed) negative log-likelihood of target[r] over the first `vocab` columns,
 /// and the logits are overwritten with dL/dlogits · share[r] = share[r]·(softmax − (1−ε)·onehot
-/// − ε/vocab), zero in the padding columns [vocab, padded). Targets are valid indices
-/// (the caller masks ignored rows with share 0).
+/// − ε/vocab), zero in the padding columns [vocab, padded). The caller masks ignored rows
+/// with share 0 and a valid index; a target outside [0, vocab) is never read through: its
+/// row's loss is NaN (the composite's device assert, without poisoning the context).
 void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, const float* share, float* loss,
                            int64_t rows, int64_t vocab, int64_t padded, float smoothing, void* stream);
 

@@ -46,10 +46,11 @@ __host__ __device__ __forceinline__ uint32_t mulhi32(uint32_t a, uint32_t b) {
 #endif
 }
 
-// Salmon et al. 2011, Philox4x32-10: word `lane` of the block at counter (group, offset), key seed.
-__host__ __device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t group, uint64_t offset, int lane) {
-  uint32_t c0 = static_cast<uint32_t>(group), c1 = static_cast<uint32_t>(group >> 32);
-  uint32_t c2 = static_cast<uint32_t>(offset), c3 = static_cast<uint32_t>(offset >> 32);
+// Salmon et al. 2011, Philox4x32-10: word `lane` of the block at counter (lo, hi) = words
+// 0-1 and 2-3, key seed.
+__host__ __device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t lo, uint64_t hi, int lane) {
+  uint32_t c0 = static_cast<uint32_t>(lo), c1 = static_cast<uint32_t>(lo >> 32);
+  uint32_t c2 = static_cast<uint32_t>(hi), c3 = static_cast<uint32_t>(hi >> 32);
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
 #pragma unroll
   for (int round = 0; round < 10; ++round) {
@@ -61,10 +62,13 @@ __host__ __device__ __forceinline__ uint32_t philox(uint64_t seed, uint64_t grou
   return lane == 0 ? c0 : lane == 1 ? c1 : lane == 2 ? c2 : c3;
 }
 
-// Whether element i survives dropout (Dropout in kernels.h).
+// Whether element i survives dropout (Dropout in kernels.h). ATen's layout of the counter
+// (curand_init(seed, subsequence, offset)): words 0-1 the generator's offset / 4, words 2-3
+// the subsequence, here the element's group of four; so a fused call's draws are the blocks
+// an ATen kernel given the same philox_engine_inputs would draw, never another call's.
 __host__ __device__ __forceinline__ bool keep(const Dropout& d, int64_t i) {
   if (d.threshold == 0) return true;
-  return philox(d.seed, static_cast<uint64_t>(i) >> 2, d.offset, static_cast<int>(i & 3)) >= d.threshold;
+  return philox(d.seed, d.offset >> 2, static_cast<uint64_t>(i) >> 2, static_cast<int>(i & 3)) >= d.threshold;
 }
 
 // d gelu(x) / dx: exact (erf) GELU, or the tanh approximation (GPT-2's gelu_new).

@@ -106,6 +106,7 @@ unsigned row_blocks(int64_t rows) { return static_cast<unsigned>((rows * 32 + 25
 void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
                            float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
                            bool rms, Dropout dropout, void* stream) {
+  if (rows == 0) return;  // a zero grid is a launch error
   with_type(x_type, [&](auto* xt) {
     with_type(h_type, [&](auto* ht) {
       with_type(s_type, [&](auto* st) {
@@ -128,6 +129,7 @@ void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtyp
                             float* gw, float* gb, float* partials, int64_t rows, int64_t d, bool rms, Dropout dropout,
                             void* stream) {
   auto* st = static_cast<cudaStream_t>(stream);
+  if (rows > 0) {  // a zero grid is a launch error; the column sums below still write gw, gb = 0
   with_type(x_type, [&](auto* xt) {
     with_type(h_type, [&](auto* ht) {
       with_type(s_type, [&](auto* sp) {
@@ -142,6 +144,8 @@ void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtyp
     });
   });
   check_launch("lmkit residual_norm_backward");
+  }
+  if (d == 0) return;
   const int slices = column_slices(rows);
   const dim3 grid(static_cast<unsigned>((d + kColumnTile - 1) / kColumnTile), static_cast<unsigned>(slices));
   with_type(s_type, [&](auto* sp) {
