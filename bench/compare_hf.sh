@@ -12,9 +12,9 @@
 # HF runs also include torch.compile (HF_COMPILE=1), and GPT-2 shapes add the compact
 # plain-PyTorch peer bench/gpt_peer.py, eager and (HF_COMPILE=1) compiled. TF32=1 lets fp32
 # matmuls use TensorFloat-32 on every side. Peak GPU memory (MiB, allocated) follows each
-# row, from the last round, lmkit first. HF_PEERS="sdpa" runs fewer HF variants. FUSED=1 runs
-# lmkit with its fused CUDA kernels (LMKIT_ENABLE=fused: the "lmkit" column) and adds lmkit
-# without them as a peer ("lmkit-unfused": its ratio is the kernels' speed-up).
+# row, from the last round, lmkit first. HF_PEERS="sdpa" runs fewer HF variants. lmkit runs
+# with its fused CUDA kernels (the default); FUSED=1 adds lmkit without them as a peer
+# ("lmkit-unfused", LMKIT_DISABLE=fused: its ratio is the kernels' speed-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/bench-hf}
@@ -26,8 +26,7 @@ shapes=${SHAPES:-"bert-mini-30522 gpt-mini-8000 t5-mini-8000"}
 dtypes=${DTYPES:-"fp32 bf16"}
 hf_peers=${HF_PEERS:-"eager sdpa"}
 [ "${HF_COMPILE:-0}" = 1 ] && hf_peers="$hf_peers sdpa-compiled"
-lmkit_env=()
-if [ "${FUSED:-0}" = 1 ]; then lmkit_env=(LMKIT_ENABLE=fused) hf_peers="lmkit-unfused $hf_peers"; fi
+if [ "${FUSED:-0}" = 1 ]; then hf_peers="lmkit-unfused $hf_peers"; fi
 tf32=(); [ "${TF32:-0}" = 1 ] && tf32=(--tf32)
 
 shape_args() {  # NAME -> the model and shape arguments both sides take
@@ -56,7 +55,7 @@ peers_of() {  # SHAPE -> the peers that run it
 run_peer() {  # PEER LOG ARGS...
   local p=$1 log=$2; shift 2
   case $p in
-    lmkit-unfused) env -u LMKIT_ENABLE $lmkit train "$@" "${tf32[@]}" ;;
+    lmkit-unfused) env LMKIT_DISABLE=fused $lmkit train "$@" "${tf32[@]}" ;;
     compact*) $py bench/gpt_peer.py "$@" "${tf32[@]}" $([ "$p" = compact-compiled ] && echo --compile) ;;
     *) $py bench/hf_train.py "$@" "${tf32[@]}" --attn "${p%%-*}" $([ "$p" = sdpa-compiled ] && echo --compile) ;;
   esac > "$log" 2>&1
@@ -72,7 +71,7 @@ for shape in $shapes; do
     declare -A r=() m=()
     for round in $(seq "$rounds"); do
       log=$out/$shape-$dtype-lmkit-$round.log
-      env "${lmkit_env[@]}" $lmkit train $args --steps "$steps" --dtype "$dtype" --threads "$threads" --device "$device" \
+      $lmkit train $args --steps "$steps" --dtype "$dtype" --threads "$threads" --device "$device" \
         "${tf32[@]}" > "$log" 2>&1
       r[lmkit]="${r[lmkit]:-} $(rate "$log")" m[lmkit]=$(memory "$log")
       for p in $peers; do

@@ -10,7 +10,7 @@
 #      scripts/gpu_verify.sh for every family in parallel groups. A failing check's whole log
 #      (the full Catch report for the test binary) comes back in OUT/failures/.
 #   B, measure: bench/compare_hf.sh, bf16, one round, lmkit with its fused kernels
-#      (LMKIT_ENABLE=fused) and without ("lmkit-unfused"), HF sdpa compiled and the compact
+#      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact
 #      GPT-2 (eager and compiled) for gpt2-small B16x1024, then bert-base and t5-base B32x512;
 #      then a kernel-time profile of one gpt2-small step fused and unfused.
 #   AB: A then B in one call (when a machine may not come back for a second).
@@ -150,7 +150,7 @@ measure() {
   : >"$OUT/profile.txt"
   local mode
   for mode in fused unfused; do
-    env $([ $mode = fused ] && echo LMKIT_ENABLE=fused) timeout -k 5 "${PROFILE_S:-30}" "$BIN/lmkit-bench" train \
+    env $([ $mode = unfused ] && echo LMKIT_DISABLE=fused) timeout -k 5 "${PROFILE_S:-30}" "$BIN/lmkit-bench" train \
       "${profile_shape[@]}" --steps 3 --dtype "$dtype" --device "$DEVICE" --threads 8 --profile "$WORK/trace-$mode.json" \
       --overwrite >"$WORK/profile-$mode.log" 2>&1
     { echo "== $mode: $(grep -E '^tokens_per_sec' "$WORK/profile-$mode.log") $(grep -E 'peak GPU memory' "$WORK/profile-$mode.log")"

@@ -84,7 +84,7 @@ void check_steps_agree(const std::string& family, const std::string& architectur
   auto cpu_opt = train::make_adamw(*cpu, {1e-2}), gpu_opt = train::make_adamw(*gpu, {1e-2});
   Batch batch = padded_batch(family != "gpt2");
   if (family == "longformer") {  // two global tokens a row
-    batch.extra[kGlobalAttentionMask] = at::zeros_like(batch.input_ids).index_fill_(1, at::tensor({0, 5}), 1);
+    batch.extra[kGlobalAttentionMask] = at::zeros_like(batch.input_ids).index_fill_(1, at::tensor({0, 5}, at::kLong), 1);
   }
   if (family == "big_bird") {  // the same random blocks on both devices (a CUDA draw is not a CPU draw)
     batch.extra[kBigBirdRandomBlocks] = at::randint(1, 7, {2, 4, 6, 1}, at::kLong);

@@ -43,16 +43,16 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// Whether a hand-made speed-up is switched off for this process, by name, in the
 /// comma-separated LMKIT_DISABLE environment variable: "allocator" (the caching CPU
 /// allocator), "dropout" (lmkit's CPU dropout: at::dropout instead), "flash" (causal
-/// attention masked in the kernel: an explicit causal bias instead) or "chunked_ce"
-/// (models::linear_cross_entropy: full logits, then cross-entropy). Each falls back
+/// attention masked in the kernel: an explicit causal bias instead), "chunked_ce"
+/// (models::linear_cross_entropy: full logits, then cross-entropy) or "fused" (lmkit's
+/// fused CUDA kernels, nn/fused.h: ATen's composites instead). Each falls back
 /// to what LibTorch does natively, with the same results up to rounding;
 /// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);
 
 /// Whether an opt-in speed-up is switched on for this process, by name, in the
-/// comma-separated LMKIT_ENABLE environment variable: "fused" (lmkit's fused CUDA
-/// kernels, nn/fused.h; opt-in until their [cuda] parity tests and benchmarks have run
-/// on a GPU, docs/benchmarks.md).
+/// comma-separated LMKIT_ENABLE environment variable (none at present: "fused", opt-in
+/// until its first GPU run, is now on unless LMKIT_DISABLE=fused).
 bool lever_enabled(const std::string& name);
 
 /// Installs the caching CPU allocator (install_caching_cpu_allocator), sets the

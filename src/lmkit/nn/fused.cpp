@@ -32,7 +32,7 @@ bool fused_kernels_built() {
 
 namespace {
 std::atomic<bool>& fused_switch() {
-  static std::atomic<bool> on{fused_kernels_built() && lever_enabled("fused")};
+  static std::atomic<bool> on{fused_kernels_built() && !lever_disabled("fused")};
   return on;
 }
 }  // namespace

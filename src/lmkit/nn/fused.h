@@ -1,6 +1,7 @@
 // The training step's fused ops: each is the ATen composite on the CPU (and wherever a
 // kernel does not apply), and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
-// has them and LMKIT_ENABLE=fused switches them on. Forward and backward agree with the
+// has them, unless LMKIT_DISABLE=fused switches them off (the default since their first GPU
+// run, 2026-11-27: parity, memcheck and exact resume pass; docs/benchmarks.md). Forward and backward agree with the
 // composite within rounding ([cuda] tests, tests/cuda/fused_test.cpp); dropout inside a
 // fused op draws from the device's generator, so exact resume holds either way.
 #pragma once
@@ -17,7 +18,7 @@ namespace lmkit::nn {
 /// Whether this build compiled the fused CUDA kernels (the CUDA toolkit was found).
 bool fused_kernels_built();
 
-/// Whether CUDA tensors take the fused kernels: built, and "fused" in LMKIT_ENABLE
+/// Whether CUDA tensors take the fused kernels: built, and "fused" not in LMKIT_DISABLE
 /// (or switched by set_fused_kernels_enabled).
 bool fused_kernels_enabled();
 
