@@ -1,8 +1,11 @@
-// lmkit's fused CUDA kernels (nn/fused.h) against the ATen composites they replace,
-// forward and backward. Tolerances: float32 inputs 1e-5 (absolute, on values of order 1;
-// the kernels sum in another order), bf16 inputs 2e-2 relative to the largest value (one
-// bf16 rounding of an intermediate the composite rounds elsewhere). Skipped without a
-// CUDA device; the CPU test at the end checks that the CPU takes the composite.
+// lmkit's fused kernels (nn/fused.h) against the ATen composites they replace, forward and
+// backward, on the GPU ("[cuda][fused]", skipped without a CUDA device) and, through the
+// kernels' host implementation (the same row math, kernel_rows.h, one worker a row), on the
+// CPU in every CI run ("[fused][host]": the autograd wiring, saved tensors, gradient count,
+// dtypes and the replayed dropout mask). Tolerances: float32 inputs 1e-5 (absolute, on values
+// of order 1; the kernels sum in another order), bf16 inputs 2e-2 relative to the largest
+// value (one bf16 rounding of an intermediate the composite rounds elsewhere). The last tests
+// check that the CPU takes the composite unless the host path is switched on.
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
@@ -10,6 +13,7 @@
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "lmkit/core/autocast.h"
@@ -29,12 +33,16 @@ bool no_cuda() {
   return true;
 }
 
-// Runs fn with the fused kernels on (true) or off, restoring the setting after.
+const c10::Device kHost(c10::kCPU);
+
+// Runs fn with the device's fused path (the CUDA kernels, or their host implementation on the
+// CPU) on (true) or off, restoring the setting after.
 template <typename Fn>
-auto with_fused(bool on, Fn&& fn) {
-  const bool before = nn::set_fused_kernels_enabled(on);
+auto with_fused(const c10::Device& device, bool on, Fn&& fn) {
+  auto set = [&](bool v) { return device.is_cuda() ? nn::set_fused_kernels_enabled(v) : nn::set_host_kernels_enabled(v); };
+  const bool before = set(on);
   auto out = fn();
-  nn::set_fused_kernels_enabled(before);
+  set(before);
   return out;
 }
 
@@ -60,10 +68,7 @@ std::vector<at::Tensor> residual_step(nn::Norm& norm, const at::Tensor& x0, cons
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forward and backward", "[cuda][fused]") {
-  if (no_cuda()) return;
+void residual_norm_parity(const c10::Device& dev) {
   at::manual_seed(11);
   for (const NormCase c : {NormCase{nn::NormType::kLayerNorm, at::kFloat, at::kFloat},
                            NormCase{nn::NormType::kLayerNorm, at::kFloat, at::kBFloat16},
@@ -73,18 +78,18 @@ TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forwar
     for (int64_t d : {64, 768, 1000}) {  // one warp's share per row: under, over and not a multiple of 32
       INFO("norm " << static_cast<int>(c.type) << " x " << c.x_type << " h " << c.h_type << " d " << d);
       nn::Norm norm(nn::NormOptions(d).type(c.type).eps(1e-5));
-      norm->to(kGpu);
+      norm->to(dev);
       {
         at::NoGradGuard no_grad;
         norm->weight.copy_(at::randn({d}) * 0.5 + 1);
         if (norm->bias.defined()) norm->bias.copy_(at::randn({d}) * 0.1);
       }
-      const at::Tensor x = at::randn({3, 37, d}, at::TensorOptions().device(kGpu)).to(c.x_type);
-      const at::Tensor h = at::randn({3, 37, d}, at::TensorOptions().device(kGpu)).to(c.h_type);
+      const at::Tensor x = at::randn({3, 37, d}, at::TensorOptions().device(dev)).to(c.x_type);
+      const at::Tensor h = at::randn({3, 37, d}, at::TensorOptions().device(dev)).to(c.h_type);
       const at::Tensor gs = at::randn({3, 37, d}, x.options().dtype(at::kFloat));
       const at::Tensor gy = at::randn({3, 37, d}, x.options().dtype(at::kFloat));
-      auto fused = with_fused(true, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
-      auto composite = with_fused(false, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
+      auto fused = with_fused(dev, true, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
+      auto composite = with_fused(dev, false, [&] { return residual_step(norm, x, h, 0.0, gs, gy); });
       const bool reduced = c.x_type == at::kBFloat16 || c.h_type == at::kBFloat16;
       const double tol = reduced ? 2e-2 : 1e-5;
       const char* names[] = {"s", "y", "dx", "dh", "dw", "db"};
@@ -99,13 +104,11 @@ TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forwar
   }
 }
 
-TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask backward, and is deterministic",
-          "[cuda][fused]") {
-  if (no_cuda()) return;
+void residual_dropout_replay(const c10::Device& dev) {
   const int64_t d = 512;
   nn::Norm norm{nn::NormOptions(d)};
-  norm->to(kGpu);
-  const auto opts = at::TensorOptions().device(kGpu);
+  norm->to(dev);
+  const auto opts = at::TensorOptions().device(dev);
   at::manual_seed(12);
   // |h| >= 0.5 everywhere, so a kept element moves the sum by at least 0.5 / (1 - p) and a dropped one
   // by exactly 0: the mask read back from s - x below is the kernel's own (randn + 3 put ~8 kept
@@ -115,9 +118,9 @@ TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask back
   const at::Tensor gs = at::randn_like(x), gy = at::randn_like(x);
   const double p = 0.1;
   at::manual_seed(13);
-  auto a = with_fused(true, [&] { return residual_step(norm, x, h, p, gs, gy); });
+  auto a = with_fused(dev, true, [&] { return residual_step(norm, x, h, p, gs, gy); });
   at::manual_seed(13);
-  auto b = with_fused(true, [&] { return residual_step(norm, x, h, p, gs, gy); });
+  auto b = with_fused(dev, true, [&] { return residual_step(norm, x, h, p, gs, gy); });
   for (size_t i = 0; i < 5; ++i) CHECK(at::equal(a[i], b[i]));  // the same generator state, the same bits
   const at::Tensor kept = (a[0] - x).abs().gt(0.25);             // where h reached the sum
   const double dropped = 1.0 - kept.to(at::kDouble).mean().item<double>();
@@ -126,7 +129,7 @@ TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask back
   const at::Tensor mask = kept.to(at::kFloat) / (1 - p);
   at::Tensor xr = x.clone().requires_grad_(true), hr = h.clone().requires_grad_(true);
   for (auto& q : norm->parameters()) q.mutable_grad() = at::Tensor();
-  at::Tensor s = xr + hr * mask, y = with_fused(false, [&] { return norm(s); });
+  at::Tensor s = xr + hr * mask, y = with_fused(dev, false, [&] { return norm(s); });
   ((s * gs).sum() + (y * gy).sum()).backward();
   CHECK(test::max_abs_diff(a[0], s.detach()) < 1e-5);
   CHECK(test::max_abs_diff(a[1], y.detach()) < 1e-4);
@@ -135,23 +138,22 @@ TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask back
   CHECK(rel(a[4], norm->weight.grad()) < 1e-4);
 }
 
-TEST_CASE("cuda: fused GELU backward with the bias gradient equals the composite", "[cuda][fused]") {
-  if (no_cuda()) return;
+void gelu_bias_parity(const c10::Device& dev) {
   at::manual_seed(14);
   for (bool bf16 : {false, true}) {
     for (bool tanh_approx : {false, true}) {
       INFO("bf16 " << bf16 << " tanh " << tanh_approx);
       torch::nn::Linear layer(torch::nn::LinearOptions(96, 384));
-      layer->to(kGpu);
-      const at::Tensor x0 = at::randn({4, 50, 96}, at::TensorOptions().device(kGpu));
+      layer->to(dev);
+      const at::Tensor x0 = at::randn({4, 50, 96}, at::TensorOptions().device(dev));
       const at::Tensor gy = at::randn({4, 50, 384}, x0.options());
       auto run = [&](bool fused) {
-        return with_fused(fused, [&] {
+        return with_fused(dev, fused, [&] {
           at::Tensor x = x0.clone().requires_grad_(true);
           layer->weight.mutable_grad() = at::Tensor(), layer->bias.mutable_grad() = at::Tensor();
           at::Tensor y;
           {
-            AutocastGuard autocast(kGpu, bf16);
+            AutocastGuard autocast(dev, bf16);
             y = nn::linear_gelu(layer, x, tanh_approx);
           }
           (y.to(at::kFloat) * gy).sum().backward();
@@ -170,10 +172,9 @@ TEST_CASE("cuda: fused GELU backward with the bias gradient equals the composite
   }
 }
 
-TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite chunked loss", "[cuda][fused]") {
-  if (no_cuda()) return;
+void cross_entropy_parity(const c10::Device& dev) {
   at::manual_seed(15);
-  const auto opts = at::TensorOptions().device(kGpu);
+  const auto opts = at::TensorOptions().device(dev);
   for (bool bf16 : {false, true}) {
     for (double smoothing : {0.0, 0.1}) {
       for (bool with_bias : {false, true}) {
@@ -184,12 +185,12 @@ TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite ch
         at::Tensor targets = at::randint(0, 1000, {300}, opts.dtype(at::kLong));
         targets.index_put_({at::indexing::Slice(0, 300, 9)}, -100);
         auto run = [&](bool fused) {
-          return with_fused(fused, [&] {
+          return with_fused(dev, fused, [&] {
             at::Tensor hidden = hidden0.clone().requires_grad_(true), weight = weight0.clone().requires_grad_(true);
             at::Tensor bias = with_bias ? bias0.clone().requires_grad_(true) : at::Tensor();
             at::Tensor loss;
             {
-              AutocastGuard autocast(kGpu, bf16);
+              AutocastGuard autocast(dev, bf16);
               loss = models::linear_cross_entropy(hidden, weight, bias, targets, smoothing, 1000 * 128);  // 3 chunks
             }
             loss.backward();
@@ -207,6 +208,66 @@ TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite ch
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forward and backward", "[cuda][fused]") {
+  if (no_cuda()) return;
+  residual_norm_parity(kGpu);
+}
+
+TEST_CASE("fused ops on the host: residual + LayerNorm/RMSNorm equals the composite, forward and backward",
+          "[fused][host]") {
+  residual_norm_parity(kHost);
+}
+
+TEST_CASE("cuda: fused residual dropout drops at its rate, replays its mask backward, and is deterministic",
+          "[cuda][fused]") {
+  if (no_cuda()) return;
+  residual_dropout_replay(kGpu);
+}
+
+TEST_CASE("fused ops on the host: residual dropout drops at its rate, replays its mask backward, is deterministic",
+          "[fused][host]") {
+  residual_dropout_replay(kHost);
+}
+
+TEST_CASE("cuda: fused GELU backward with the bias gradient equals the composite", "[cuda][fused]") {
+  if (no_cuda()) return;
+  gelu_bias_parity(kGpu);
+}
+
+TEST_CASE("fused ops on the host: GELU backward with the bias gradient equals the composite", "[fused][host]") {
+  gelu_bias_parity(kHost);
+}
+
+TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite chunked loss", "[cuda][fused]") {
+  if (no_cuda()) return;
+  cross_entropy_parity(kGpu);
+}
+
+TEST_CASE("fused ops on the host: the LM-head softmax cross-entropy equals the composite chunked loss",
+          "[fused][host]") {
+  cross_entropy_parity(kHost);
+}
+
+TEST_CASE("fused ops on the host: a target outside the vocabulary gives a NaN loss, zero rows give empty outputs",
+          "[fused][host]") {
+  const bool before = nn::set_host_kernels_enabled(true);
+  at::Tensor logits = at::randn({3, 64});
+  const at::Tensor targets = at::tensor({int64_t{5}, int64_t{64}, int64_t{-7}});  // 64: one past the vocabulary
+  const at::Tensor loss = nn::softmax_cross_entropy_(logits, targets, at::ones({3}), 64, 0.0);
+  CHECK(std::isfinite(loss[0].item<double>()));
+  CHECK(std::isnan(loss[1].item<double>()));
+  CHECK(std::isnan(loss[2].item<double>()));
+  nn::Norm norm{nn::NormOptions(8)};
+  const at::Tensor x = at::randn({0, 8}, at::TensorOptions().requires_grad(true));
+  auto [s, y] = nn::residual_norm(x, at::randn({0, 8}), 0.1, true, norm);
+  CHECK(s.numel() == 0);
+  y.sum().backward();
+  CHECK(at::equal(norm->weight.grad(), at::zeros({8})));
+  nn::set_host_kernels_enabled(before);
 }
 
 TEST_CASE("fused ops: the CPU takes the composite whatever the switch", "[nn][fused]") {

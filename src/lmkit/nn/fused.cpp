@@ -1,6 +1,7 @@
 #include "lmkit/nn/fused.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -42,10 +43,26 @@ bool fused_kernels_enabled() { return fused_switch().load(std::memory_order_rela
 bool set_fused_kernels_enabled(bool on) { return fused_switch().exchange(on && fused_kernels_built()); }
 
 namespace {
+std::atomic<bool>& host_switch() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+}  // namespace
+
+bool host_kernels_enabled() { return host_switch().load(std::memory_order_relaxed); }
+
+bool set_host_kernels_enabled(bool on) { return host_switch().exchange(on); }
+
+namespace {
 
 at::Tensor composite_gelu(const at::Tensor& x, bool tanh_approx) { return tanh_approx ? at::gelu(x, "tanh") : at::gelu(x); }
 
-#ifdef LMKIT_WITH_CUDA_KERNELS
+// Whether a tensor's device takes the kernels: CUDA when built and enabled, the CPU when the
+// host path is switched on.
+bool takes_kernels(const at::Tensor& t) {
+  if (t.is_cuda()) return fused_kernels_enabled();
+  return t.is_cpu() && host_kernels_enabled();
+}
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -56,19 +73,48 @@ kernels::Dtype dtype_of(const at::Tensor& t) {
   return t.scalar_type() == at::kFloat ? kernels::Dtype::kFloat : kernels::Dtype::kBFloat16;
 }
 
+#ifdef LMKIT_WITH_CUDA_KERNELS
 void* stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+#endif
+
+// Runs the CUDA kernel for a CUDA tensor (on its device and stream) and the host version otherwise.
+template <typename Gpu, typename Host>
+void launch(const at::Tensor& t, Gpu&& gpu, Host&& host) {
+#ifdef LMKIT_WITH_CUDA_KERNELS
+  if (t.is_cuda()) {
+    const c10::cuda::CUDAGuard guard(t.device());  // the kernel launches on the tensor's device, not device 0
+    gpu(stream_of(t));
+    return;
+  }
+#else
+  (void)gpu;
+#endif
+  check_input(t.is_cpu(), "lmkit's fused ops: a " + t.device().str() + " tensor on a build without its kernels");
+  host();
+}
 
 // A fused op's dropout: one Philox key and offset from the device's default generator (the
-// one ATen's dropout draws from, which the checkpoint saves), advanced for this call.
+// one ATen's dropout draws from, which the checkpoint saves), advanced for this call; on the
+// host a key from the CPU generator.
 kernels::Dropout draw_dropout(double p, c10::Device device) {
   kernels::Dropout d;
   if (p <= 0) return d;
-  auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(std::nullopt,
-                                                                  at::cuda::detail::getDefaultCUDAGenerator(device.index()));
-  std::lock_guard<std::mutex> lock(gen->mutex_);
-  const auto [seed, offset] = gen->philox_engine_inputs(4);
-  d.seed = seed;
-  d.offset = offset;
+#ifdef LMKIT_WITH_CUDA_KERNELS
+  if (device.is_cuda()) {
+    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+        std::nullopt, at::cuda::detail::getDefaultCUDAGenerator(device.index()));
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    const auto [seed, offset] = gen->philox_engine_inputs(4);
+    d.seed = seed;
+    d.offset = offset;
+  }
+#endif
+  if (device.is_cpu()) {
+    auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    d.seed = gen->random64();
+    d.offset = 0;
+  }
   d.threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   d.scale = static_cast<float>(4294967296.0 / (4294967296.0 - static_cast<double>(d.threshold)));  // 1 / (1 − p drawn)
   return d;
@@ -93,7 +139,6 @@ kernels::Dropout load_dropout(AutogradContext* ctx) {
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& h_in,
                                const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps) {
-    const c10::cuda::CUDAGuard guard(x_in.device());  // the kernel launches on the tensors' device, not device 0
     const at::Tensor x = x_in.contiguous(), h = h_in.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
     const kernels::Dropout dropout = draw_dropout(p, x.device());
@@ -101,10 +146,21 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     at::Tensor y = at::empty(x.sizes(), x.options().dtype(at::kFloat));
     at::Tensor mean = at::empty({rows}, y.options()), rstd = at::empty({rows}, y.options());
     const bool rms = !bias.has_value();
-    kernels::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(), dtype_of(s),
-                                   y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                   weight.data_ptr<float>(), rms ? nullptr : bias->data_ptr<float>(), rows, d,
-                                   static_cast<float>(eps), rms, dropout, stream_of(x));
+    const float* b = rms ? nullptr : bias->data_ptr<float>();
+    launch(
+        x,
+        [&](auto* stream) {
+          kernels::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(), dtype_of(s),
+                                         y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                         weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms, dropout,
+                                         stream);
+        },
+        [&] {
+          kernels::host::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(),
+                                               dtype_of(s), y.data_ptr<float>(), mean.data_ptr<float>(),
+                                               rstd.data_ptr<float>(), weight.data_ptr<float>(), b, rows, d,
+                                               static_cast<float>(eps), rms, dropout);
+        });
     ctx->save_for_backward({s, mean, rstd, weight});
     save_dropout(ctx, dropout);
     ctx->saved_data["rms"] = rms;
@@ -116,7 +172,6 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &s = saved[0], &mean = saved[1], &rstd = saved[2], &weight = saved[3];
-    const c10::cuda::CUDAGuard guard(s.device());
     const bool rms = ctx->saved_data["rms"].toBool();
     const int64_t d = s.size(-1), rows = s.numel() / d;
     const at::Tensor gs = grads[0].defined() ? grads[0].to(s.scalar_type()).contiguous() : at::Tensor();
@@ -125,12 +180,24 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const auto h_type = static_cast<at::ScalarType>(ctx->saved_data["h_type"].toInt());
     at::Tensor gx = at::empty(s.sizes(), s.options().dtype(x_type)), gh = at::empty(s.sizes(), s.options().dtype(h_type));
     at::Tensor gw = at::empty({d}, mean.options()), gb = rms ? at::Tensor() : at::empty({d}, mean.options());
-    at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, mean.options());
-    kernels::residual_norm_backward(gy.data_ptr<float>(), gs.defined() ? gs.data_ptr() : nullptr, s.data_ptr(),
-                                    dtype_of(s), mean.data_ptr<float>(), rstd.data_ptr<float>(), weight.data_ptr<float>(),
-                                    gx.data_ptr(), dtype_of(gx), gh.data_ptr(), dtype_of(gh), gw.data_ptr<float>(),
-                                    rms ? nullptr : gb.data_ptr<float>(), partials.data_ptr<float>(), rows, d, rms,
-                                    load_dropout(ctx), stream_of(s));
+    const void* gs_ptr = gs.defined() ? gs.data_ptr() : nullptr;
+    float* gb_ptr = rms ? nullptr : gb.data_ptr<float>();
+    const kernels::Dropout dropout = load_dropout(ctx);
+    launch(
+        s,
+        [&](auto* stream) {
+          at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, mean.options());
+          kernels::residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s), mean.data_ptr<float>(),
+                                          rstd.data_ptr<float>(), weight.data_ptr<float>(), gx.data_ptr(), dtype_of(gx),
+                                          gh.data_ptr(), dtype_of(gh), gw.data_ptr<float>(), gb_ptr,
+                                          partials.data_ptr<float>(), rows, d, rms, dropout, stream);
+        },
+        [&] {
+          kernels::host::residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s),
+                                                mean.data_ptr<float>(), rstd.data_ptr<float>(), weight.data_ptr<float>(),
+                                                gx.data_ptr(), dtype_of(gx), gh.data_ptr(), dtype_of(gh),
+                                                gw.data_ptr<float>(), gb_ptr, rows, d, rms, dropout);
+        });
     return {gx, gh, gw, gb, at::Tensor(), at::Tensor()};
   }
 };
@@ -155,14 +222,22 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x2 = saved[0], &weight = saved[1], &pre = saved[2];
-    const c10::cuda::CUDAGuard guard(pre.device());
     const at::Tensor gy = grads[0].reshape(pre.sizes()).to(pre.scalar_type()).contiguous();
     const int64_t rows = pre.size(0), d = pre.size(1);
     at::Tensor gpre = at::empty_like(pre);
     at::Tensor gbias = at::empty({d}, pre.options().dtype(at::kFloat));
-    at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, gbias.options());
-    kernels::gelu_bias_backward(gy.data_ptr(), pre.data_ptr(), gpre.data_ptr(), dtype_of(pre), gbias.data_ptr<float>(),
-                                partials.data_ptr<float>(), rows, d, ctx->saved_data["tanh"].toBool(), stream_of(pre));
+    const bool tanh_approx = ctx->saved_data["tanh"].toBool();
+    launch(
+        pre,
+        [&](auto* stream) {
+          at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, gbias.options());
+          kernels::gelu_bias_backward(gy.data_ptr(), pre.data_ptr(), gpre.data_ptr(), dtype_of(pre),
+                                      gbias.data_ptr<float>(), partials.data_ptr<float>(), rows, d, tanh_approx, stream);
+        },
+        [&] {
+          kernels::host::gelu_bias_backward(gy.data_ptr(), pre.data_ptr(), gpre.data_ptr(), dtype_of(pre),
+                                            gbias.data_ptr<float>(), rows, d, tanh_approx);
+        });
     const auto x_type = static_cast<at::ScalarType>(ctx->saved_data["x_type"].toInt());
     at::Tensor gx = at::mm(gpre, weight.to(pre.scalar_type())).to(x_type).view(ctx->saved_data["x_sizes"].toIntVector());
     at::Tensor gw = at::mm(gpre.t(), x2).to(weight.scalar_type());                 // (out, in)
@@ -170,8 +245,6 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
     return {gx, gw, gbias.to(bias_type), at::Tensor(), at::Tensor()};
   }
 };
-
-#endif  // LMKIT_WITH_CUDA_KERNELS
 
 at::Tensor composite_residual(const at::Tensor& x, const at::Tensor& h, double p, bool training) {
   return x + (training && p > 0 ? nn::dropout(h, p, true) : h);
@@ -181,58 +254,55 @@ at::Tensor composite_residual(const at::Tensor& x, const at::Tensor& h, double p
 
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,
                                                 Norm& norm) {
-#ifdef LMKIT_WITH_CUDA_KERNELS
   const at::Tensor& w = norm->weight;
   const bool rms = norm->options.type() == NormType::kRmsNorm;
-  if (fused_kernels_enabled() && x.is_cuda() && h.is_cuda() && x.sizes() == h.sizes() && kernel_dtype(x) &&
+  if (takes_kernels(x) && x.device() == h.device() && x.sizes() == h.sizes() && kernel_dtype(x) &&
       kernel_dtype(h) && w.scalar_type() == at::kFloat && (rms || norm->bias.scalar_type() == at::kFloat) &&
       !(training && p >= 1.0)) {
     const std::optional<at::Tensor> bias = rms ? std::nullopt : std::optional<at::Tensor>(norm->bias);
     const auto out = ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps());
     return {out[0], out[1]};
   }
-#endif
   at::Tensor s = composite_residual(x, h, p, training);
   at::Tensor y = norm(s);
   return {s, y};
 }
 
 at::Tensor linear_gelu(torch::nn::Linear& layer, const at::Tensor& x, bool tanh_approx) {
-#ifdef LMKIT_WITH_CUDA_KERNELS
-  if (fused_kernels_enabled() && x.is_cuda() && layer->bias.defined() && x.numel() > 0) {
+  if (takes_kernels(x) && layer->bias.defined() && x.numel() > 0) {
+    const c10::DeviceType type = x.device().type();
     const at::ScalarType compute =
-        at::autocast::is_autocast_enabled(at::kCUDA) ? at::autocast::get_autocast_dtype(at::kCUDA) : x.scalar_type();
+        at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
     if (compute == at::kFloat || compute == at::kBFloat16) {
       return LinearGeluFunction::apply(x, layer->weight, layer->bias, tanh_approx, compute);
     }
   }
-#endif
   return composite_gelu(linear(layer, x), tanh_approx);
 }
 
 bool softmax_cross_entropy_applies(const at::Tensor& logits) {
-#ifdef LMKIT_WITH_CUDA_KERNELS
-  return fused_kernels_enabled() && logits.is_cuda() && logits.dim() == 2 && kernel_dtype(logits) &&
-         logits.is_contiguous();
-#else
-  return false;
-#endif
+  return takes_kernels(logits) && logits.dim() == 2 && kernel_dtype(logits) && logits.is_contiguous();
 }
 
 at::Tensor softmax_cross_entropy_(at::Tensor& logits, const at::Tensor& targets, const at::Tensor& share, int64_t vocab,
                                   double smoothing) {
   check_input(softmax_cross_entropy_applies(logits), "softmax_cross_entropy_: not a chunk the fused kernel takes");
-#ifdef LMKIT_WITH_CUDA_KERNELS
-  const c10::cuda::CUDAGuard guard(logits.device());
   const at::Tensor t = targets.reshape({-1}).to(at::kLong).contiguous(), s = share.to(at::kFloat).contiguous();
   at::Tensor per_row = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
-  kernels::softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(), s.data_ptr<float>(),
-                                 per_row.data_ptr<float>(), logits.size(0), vocab, logits.size(1),
-                                 static_cast<float>(smoothing), stream_of(logits));
+  const int64_t rows = logits.size(0), padded = logits.size(1);
+  launch(
+      logits,
+      [&](auto* stream) {
+        kernels::softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(), s.data_ptr<float>(),
+                                       per_row.data_ptr<float>(), rows, vocab, padded, static_cast<float>(smoothing),
+                                       stream);
+      },
+      [&] {
+        kernels::host::softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(),
+                                             s.data_ptr<float>(), per_row.data_ptr<float>(), rows, vocab, padded,
+                                             static_cast<float>(smoothing));
+      });
   return per_row;
-#else
-  return at::Tensor();
-#endif
 }
 
 }  // namespace lmkit::nn

@@ -26,6 +26,14 @@ bool fused_kernels_enabled();
 /// compare both paths in one program (tests, lmkit-bench); returns the previous setting.
 bool set_fused_kernels_enabled(bool on);
 
+/// Whether CPU tensors take the kernels' host implementation (kernels.h, namespace host)
+/// instead of the composite: off unless switched on, as the tests of the fused ops' wiring
+/// do ("[fused][host]"); slower than the composites, never a training path.
+bool host_kernels_enabled();
+
+/// Switches the host implementation on or off for this process; returns the previous setting.
+bool set_host_kernels_enabled(bool on);
+
 /// A Transformer layer's residual step: s = x + dropout(h, p) (p applies while training),
 /// y = norm(s) (float32, as Norm returns it). Returns {s, y}.
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,

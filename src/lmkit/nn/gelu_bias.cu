@@ -20,10 +20,7 @@ __global__ void gelu_bias_tiles(const T* gy, const T* pre, T* gpre, float* parti
   float sum = 0.0f;
   if (c < d) {
     for (int64_t row = first + threadIdx.y; row < last; row += kRowThreads) {
-      const int64_t i = row * d + c;
-      const float g = round_as(gpre, load(gy, i) * gelu_grad(load(pre, i), tanh_approx));
-      store(gpre, i, g);
-      sum += g;  // the bias sums gpre as stored, as the composite does
+      sum += gelu_grad_element(gy, pre, gpre, row * d + c, tanh_approx);
     }
   }
   sum = tile_sum(sum, shared);

@@ -3,6 +3,7 @@
 // LibTorch's headers. nn/fused.cpp wraps them in autograd functions and falls back to the
 // ATen composite wherever they do not apply; nothing else calls them. Declared whether or
 // not the kernels were built (LMKIT_WITH_CUDA_KERNELS); only fused.cpp's CUDA path links them.
+// Their per-row math is kernel_rows.h's, which the host versions below run too.
 //
 // Every kernel is deterministic: no atomics; sums over rows run in a fixed order (a
 // per-tile partial, then the partials in order), so two runs give the same bits.
@@ -59,5 +60,22 @@ void gelu_bias_backward(const void* gy, const void* pre, void* gpre, Dtype type,
 /// row's loss is NaN (the composite's device assert, without poisoning the context).
 void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, const float* share, float* loss,
                            int64_t rows, int64_t vocab, int64_t padded, float smoothing, void* stream);
+
+/// The same entry points on the host (kernels_host.cpp, always built): kernel_rows.h's row
+/// math with one worker a row, the column sums in row order. What the CPU runs when the
+/// fused ops' host path is switched on (nn::set_host_kernels_enabled): the tests of the fused
+/// ops' wiring, which need no GPU. c10::BFloat16 for Dtype::kBFloat16.
+namespace host {
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
+                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
+                           bool rms, Dropout dropout);
+void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
+                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
+                            float* gw, float* gb, int64_t rows, int64_t d, bool rms, Dropout dropout);
+void gelu_bias_backward(const void* gy, const void* pre, void* gpre, Dtype type, float* gbias, int64_t rows, int64_t d,
+                        bool tanh);
+void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, const float* share, float* loss,
+                           int64_t rows, int64_t vocab, int64_t padded, float smoothing);
+}  // namespace host
 
 }  // namespace lmkit::nn::kernels

@@ -8,60 +8,28 @@ namespace lmkit::nn::kernels {
 
 namespace {
 
+struct WarpSum {
+  __device__ float operator()(float v) const { return warp_sum(v); }
+};
+
+// One warp a row: kernel_rows.h's row math with 32 workers.
 template <typename TX, typename TH, typename TS>
 __global__ void forward_rows(const TX* x, const TH* h, TS* s, float* y, float* mean_out, float* rstd_out,
                              const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms,
                              Dropout dropout) {
   const int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const int64_t base = row * d;
-  float sum = 0.0f;
-  for (int64_t c = lane; c < d; c += 32) {
-    // As the composite: dropout's output in h's type, the sum in s's, the norm on the stored sum.
-    const float dropped = keep(dropout, base + c) ? round_as(h, load(h, base + c) * dropout.scale) : 0.0f;
-    const float v = round_as(s, load(x, base + c) + dropped);
-    store(s, base + c, v);
-    sum += v;
-  }
-  const float mean = rms ? 0.0f : warp_sum(sum) / static_cast<float>(d);
-  float var = 0.0f;
-  for (int64_t c = lane; c < d; c += 32) {
-    const float v = load(s, base + c) - mean;
-    var += v * v;
-  }
-  const float rstd = rsqrtf(warp_sum(var) / static_cast<float>(d) + eps);
-  for (int64_t c = lane; c < d; c += 32) {
-    const float xhat = (load(s, base + c) - mean) * rstd;
-    y[base + c] = b ? xhat * w[c] + b[c] : xhat * w[c];
-  }
-  if (lane == 0) mean_out[row] = mean, rstd_out[row] = rstd;
+  residual_norm_forward_row(x, h, s, y, mean_out, rstd_out, w, b, row, d, eps, rms, dropout,
+                            static_cast<int>(threadIdx.x % 32), 32, WarpSum{});
 }
 
-// d(norm)/ds row by row, plus the residual stream's own gradient, then through dropout.
 template <typename TX, typename TH, typename TS>
 __global__ void backward_rows(const float* gy, const TS* gs, const TS* s, const float* mean, const float* rstd,
                               const float* w, TX* gx, TH* gh, int64_t rows, int64_t d, bool rms, Dropout dropout) {
   const int64_t row = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const int64_t base = row * d;
-  const float mu = mean[row], r = rstd[row];
-  float m1 = 0.0f, m2 = 0.0f;  // Σ dxhat, Σ dxhat·xhat
-  for (int64_t c = lane; c < d; c += 32) {
-    const float dxhat = gy[base + c] * w[c];
-    m1 += dxhat;
-    m2 += dxhat * (load(s, base + c) - mu) * r;
-  }
-  m1 = rms ? 0.0f : warp_sum(m1) / static_cast<float>(d);
-  m2 = warp_sum(m2) / static_cast<float>(d);
-  for (int64_t c = lane; c < d; c += 32) {
-    const float xhat = (load(s, base + c) - mu) * r;
-    float g = r * (gy[base + c] * w[c] - m1 - xhat * m2);
-    if (gs) g += load(gs, base + c);
-    store(gx, base + c, g);
-    store(gh, base + c, keep(dropout, base + c) ? g * dropout.scale : 0.0f);
-  }
+  residual_norm_backward_row(gy, gs, s, mean, rstd, w, gx, gh, row, d, rms, dropout,
+                             static_cast<int>(threadIdx.x % 32), 32, WarpSum{});
 }
 
 // gw = Σ_rows gy·xhat and gb = Σ_rows gy: stage one of the column sums (kernels_common.cuh).
@@ -77,7 +45,7 @@ __global__ void weight_partials(const float* gy, const TS* s, const float* mean,
   if (c < d) {
     for (int64_t row = first + threadIdx.y; row < last; row += kRowThreads) {
       const float g = gy[row * d + c];
-      gw += g * (load(s, row * d + c) - mean[row]) * rstd[row];
+      gw += g * (Elem<TS>::load(s, row * d + c) - mean[row]) * rstd[row];
       gb += g;
     }
   }
