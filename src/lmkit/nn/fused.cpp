@@ -162,6 +162,7 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
                                                static_cast<float>(eps), rms, dropout);
         });
     ctx->save_for_backward({s, mean, rstd, weight});
+    ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined: no zeros made
     save_dropout(ctx, dropout);
     ctx->saved_data["rms"] = rms;
     ctx->saved_data["x_type"] = static_cast<int64_t>(x.scalar_type());
@@ -208,8 +209,14 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
     // The casts autocast would make, made here: backward runs outside autocast.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(compute).contiguous();  // (N, in)
-    const at::Tensor pre = at::addmm(bias.to(compute), x2, weight.to(compute).t());  // (N, out): cuBLASLt's bias epilogue
-    ctx->save_for_backward({x2, weight, pre});
+    // The weight cast once and kept for the backward pass (not cast again there). cuBLASLt adds
+    // the bias in its epilogue; GELU is ATen's kernel, since backward needs `pre` (cuBLASLt's
+    // GELU_AUX epilogue, which would write both, is not reachable through ATen).
+    const at::Tensor w = weight.to(compute);
+    const at::Tensor pre = at::addmm(bias.to(compute), x2, w.t());  // (N, out)
+    ctx->save_for_backward({x2, w, pre});
+    ctx->set_materialize_grads(false);
+    ctx->saved_data["weight_type"] = static_cast<int64_t>(weight.scalar_type());
     ctx->saved_data["tanh"] = tanh_approx;
     ctx->saved_data["bias_type"] = static_cast<int64_t>(bias.scalar_type());
     ctx->saved_data["x_type"] = static_cast<int64_t>(x.scalar_type());
@@ -221,7 +228,8 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor &x2 = saved[0], &weight = saved[1], &pre = saved[2];
+    const at::Tensor &x2 = saved[0], &w = saved[1], &pre = saved[2];
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const at::Tensor gy = grads[0].reshape(pre.sizes()).to(pre.scalar_type()).contiguous();
     const int64_t rows = pre.size(0), d = pre.size(1);
     at::Tensor gpre = at::empty_like(pre);
@@ -239,8 +247,9 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
                                             gbias.data_ptr<float>(), rows, d, tanh_approx);
         });
     const auto x_type = static_cast<at::ScalarType>(ctx->saved_data["x_type"].toInt());
-    at::Tensor gx = at::mm(gpre, weight.to(pre.scalar_type())).to(x_type).view(ctx->saved_data["x_sizes"].toIntVector());
-    at::Tensor gw = at::mm(gpre.t(), x2).to(weight.scalar_type());                 // (out, in)
+    const auto weight_type = static_cast<at::ScalarType>(ctx->saved_data["weight_type"].toInt());
+    at::Tensor gx = at::mm(gpre, w).to(x_type).view(ctx->saved_data["x_sizes"].toIntVector());
+    at::Tensor gw = at::mm(gpre.t(), x2).to(weight_type);  // (out, in)
     const auto bias_type = static_cast<at::ScalarType>(ctx->saved_data["bias_type"].toInt());
     return {gx, gw, gbias.to(bias_type), at::Tensor(), at::Tensor()};
   }

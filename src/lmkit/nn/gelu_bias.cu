@@ -1,7 +1,7 @@
 // GELU's backward pass with the bias gradient of the linear layer before it, in one pass
 // over (rows, d): the composite reads gy and pre for gelu_backward, writes gpre, and reads
-// gpre again for the bias's column sum. Forward, the bias and GELU are cuBLASLt's epilogue
-// (at::_addmm_activation) or ATen's gelu; nothing to write there.
+// gpre again for the bias's column sum. Forward, cuBLASLt adds the bias in its epilogue
+// (at::addmm) and ATen's gelu follows (backward needs the pre-activation); nothing to write there.
 #include "lmkit/nn/kernels_common.cuh"
 
 namespace lmkit::nn::kernels {
