@@ -72,13 +72,6 @@ int main() {
     aten_layout = aten_layout && keep(layout, i) == want;
   }
   expect(aten_layout, "keep() reads counter (offset / 4, element / 4), ATen's curand_init layout");
-  // keep4(), one Philox block for four elements (the kernels' rows of d % 4 == 0), equals keep() of each.
-  bool same4 = true;
-  for (int64_t g = 0; g < 4096; ++g) {
-    const unsigned mask = lmkit::nn::kernels::keep4(layout, g);
-    for (int j = 0; j < 4; ++j) same4 = same4 && (((mask >> j) & 1u) != 0) == keep(layout, 4 * g + j);
-  }
-  expect(same4, "keep4(g) bit j equals keep(4g + j)");
   // GELU (Hendrycks & Gimpel): x·Φ(x), and GPT-2's tanh approximation; the derivative against (f(x+h) − f(x−h)) / 2h.
   auto gelu = [](double x, bool tanh_approx) {
     if (tanh_approx) return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));

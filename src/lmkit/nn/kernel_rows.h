@@ -80,14 +80,6 @@ LMKIT_HD bool keep(const Dropout& d, int64_t i) {
   return dropout_block(d, i >> 2).w[i & 3] >= d.threshold;
 }
 
-// keep() of elements 4g .. 4g + 3 as bits 0-3, from one Philox block (keep() makes one a element).
-LMKIT_HD unsigned keep4(const Dropout& d, int64_t group) {
-  if (d.threshold == 0) return 0xFu;
-  const Words4 b = dropout_block(d, group);
-  return (b.w[0] >= d.threshold ? 1u : 0u) | (b.w[1] >= d.threshold ? 2u : 0u) | (b.w[2] >= d.threshold ? 4u : 0u) |
-         (b.w[3] >= d.threshold ? 8u : 0u);
-}
-
 // d gelu(x) / dx: exact (erf) GELU, or the tanh approximation (GPT-2's gelu_new).
 LMKIT_HD float gelu_grad(float x, bool tanh_approx) {
   if (tanh_approx) {
@@ -109,21 +101,15 @@ LMKIT_HD float gelu_grad_element(const T* gy, const T* pre, T* gpre, int64_t i, 
   return g;
 }
 
-// Calls fn(i, kept) for the elements of row `row` (d columns) that worker `lane` of `lanes`
-// owns. With d a multiple of 4 a worker owns runs of 4 consecutive elements, one Philox block
-// each (the row starts a group of four); otherwise every lanes-th element, a block each.
+// Calls fn(i, c, kept) for the elements of row `row` (d columns) that worker `lane` of `lanes`
+// owns: every lanes-th, so that a warp's loads and stores are coalesced. Each element takes
+// its word of its own Philox block: in a warp that is one Philox evaluation an iteration
+// for 32 elements either way, and giving each lane 4 consecutive elements (one block for
+// the four) measured 26% slower in backward_rows on an H100 (docs/benchmarks.md).
 LMKIT_HD_TEMPLATE <typename Fn>
 LMKIT_HD void for_row_elements(int64_t row, int64_t d, int lane, int lanes, const Dropout& dropout, Fn&& fn) {
   const int64_t base = row * d;
-  if (d % 4 == 0) {
-    for (int64_t c = 4 * static_cast<int64_t>(lane); c < d; c += 4 * static_cast<int64_t>(lanes)) {
-      const unsigned mask = keep4(dropout, (base + c) >> 2);
-LMKIT_UNROLL
-      for (int j = 0; j < 4; ++j) fn(base + c + j, c + j, (mask >> j) & 1u);
-    }
-  } else {
-    for (int64_t c = lane; c < d; c += lanes) fn(base + c, c, keep(dropout, base + c));
-  }
+  for (int64_t c = lane; c < d; c += lanes) fn(base + c, c, keep(dropout, base + c));
 }
 
 // A plain pass over the row's elements of one worker (no dropout).
