@@ -16,6 +16,7 @@
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/model.h"
 #include "lmkit/tokenizer/families.h"
@@ -124,7 +125,13 @@ struct TrainCommand {
     } else {
       check_output_file(options.output, overwrite);
     }
-    for (const auto& in : options.inputs) check_readable_file(in);
+    // SentencePiece's trainer reads the files itself, as plain text: a compressed or binary input is
+    // refused here by name (its bytes were learned as text).
+    for (const auto& in : options.inputs) {
+      check_input(data::sniff_text_file(in) == data::Compression::kNone,
+                  in + ": compressed; lmkit-tokenize train reads plain text (decompress it, or a sample of it, first; "
+                       "encode reads .gz and .zst)");
+    }
     options.family = tokenizer::parse_family(family);
     // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
     for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {

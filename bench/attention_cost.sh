@@ -23,6 +23,8 @@ budget=16
 attentions="linformer longformer bigbird"
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --bin | --lengths | --batch-size | --budget-gib | --attentions)
+      [[ $# -ge 2 ]] || { echo "error: $1 needs a value (see the comment at the top of $0)" >&2; exit 2; } ;;&
     --bin) bin="$2"; shift 2 ;;
     --lengths) lengths="$2"; shift 2 ;;
     --batch-size) batch="$2"; shift 2 ;;
@@ -30,6 +32,22 @@ while [[ $# -gt 0 ]]; do
     --attentions) attentions="$2"; shift 2 ;;
     *) echo "error: unknown option '$1' (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
+done
+# Every argument checked before anything runs (an empty, negative or unknown one gave empty rows and exit 0).
+usage_error() { echo "error: $*" >&2; exit 2; }
+is_count() { [[ $1 =~ ^[0-9]+$ ]] && (( 10#$1 > 0 )); }
+[[ -n ${lengths// /} ]] || usage_error "--lengths is empty: give one or more sequence lengths, e.g. \"1024 2048\""
+for t in $lengths; do
+  is_count "$t" || usage_error "--lengths: '$t' is not a positive whole number of tokens"
+  [[ " $attentions " != *" bigbird "* ]] || (( 10#$t % 64 == 0 )) ||
+    usage_error "--lengths: $t is not a multiple of 64 (BigBird's block_size)"
+done
+is_count "$batch" || usage_error "--batch-size: '$batch' is not a positive whole number"
+[[ $budget =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ $budget != 0 ]] && [[ ! $budget =~ ^0+([.]0*)?$ ]] ||
+  usage_error "--budget-gib: '$budget' is not a positive number of GiB"
+[[ -n ${attentions// /} ]] || usage_error "--attentions is empty: name one or more of linformer, longformer, bigbird"
+for a in $attentions; do
+  case $a in linformer | longformer | bigbird) ;; *) usage_error "--attentions: unknown attention '$a' (linformer, longformer or bigbird)" ;; esac
 done
 [[ -x "$bin/lmkit-bench" ]] || { echo "error: $bin/lmkit-bench not found (build first: bash scripts/build.sh)" >&2; exit 1; }
 

@@ -15,7 +15,10 @@ builds an operator's argument list is wrapped in `( ... )`, so the sequences are
 length counted; `--no-parens` leaves those tokens out.
 
 Writes DIR/train.tsv, DIR/valid.tsv and DIR/test.tsv in lmkit's classification format (a header
-`sentence<TAB>label`, then one example a line).
+`sentence<TAB>label`, then one example a line); files of those names already in DIR are replaced only
+with --overwrite. A window no tree can reach (e.g. --max-depth 1 with the default 500 minimum) is
+refused before anything is drawn, and 2,000,000 draws in a row without a new example stop the script
+with an error instead of looping forever.
 The label of every example is computed twice, from the tree as it is built and by evaluating the
 written text with a stack; a disagreement stops the script.
 """
@@ -86,9 +89,48 @@ def evaluate_text(text):
     raise ValueError("unbalanced example")
 
 
+def reachable_lengths(max_depth, max_args, limit):
+    """Every LRA length below `limit` a tree can have (bit n set), depth by depth from the leaves up."""
+    mask = (1 << limit) - 1
+    below = 1 << 1  # at max_depth: a digit
+    for _ in range(max_depth - 1):
+        sums, total = 1, 0  # sums: the lengths k subtrees can add up to (k = 0 first)
+        for k in range(1, max_args + 1):
+            nxt = 0
+            rest = below
+            while rest:  # sums + each subtree length
+                n = (rest & -rest).bit_length() - 1
+                nxt |= sums << n
+                rest &= rest - 1
+            sums = nxt & mask
+            if k >= 2:
+                total |= sums
+        below = ((total << 2) | (1 << 1)) & mask
+    return below
+
+
+def check_window(a):
+    """An error line when no tree can fall strictly between --min-length and --max-length."""
+    lengths = reachable_lengths(a.max_depth, a.max_args, a.max_length)
+    if lengths >> (a.min_length + 1) == 0:
+        return (f"error: no ListOps tree of --max-depth {a.max_depth} and --max-args {a.max_args} has a length "
+                f"strictly between --min-length {a.min_length} and --max-length {a.max_length}: widen the window or "
+                f"raise --max-depth / --max-args")
+    return None
+
+
+MAX_MISSES = 2_000_000  # draws in a row without a new example before the window is called too narrow
+
+
 def generate(rng, count, seen, a):
-    out = []
+    out, misses = [], 0
     while len(out) < count:
+        if misses >= MAX_MISSES:
+            print(f"error: {MAX_MISSES:,} draws in a row gave no new example between --min-length "
+                             f"{a.min_length} and --max-length {a.max_length} ({len(out)} of {count} made): "
+                  f"widen the window, raise --max-depth, or ask for fewer examples", file=sys.stderr)
+            sys.exit(2)
+        misses += 1
         tree, length = grow(rng, 1, a.max_depth, a.max_args)
         if not a.min_length < length < a.max_length:
             continue
@@ -96,6 +138,7 @@ def generate(rng, count, seen, a):
         if text in seen:
             continue
         seen.add(text)
+        misses = 0
         label = value_of(tree)
         if evaluate_text(text) != label:
             raise SystemExit(f"error: the tree says {label} and the text {evaluate_text(text)}: {text[:80]}")
@@ -120,11 +163,25 @@ def self_test():
     assert all(20 < n < 200 for n in lengths), lengths
     labels = {label for _, label in generate(random.Random(1), 300, set(), a)}
     assert labels == set(range(10)), labels
-    print("ok: ListOps evaluates as specified, a seed gives the same examples, lengths and labels in range")
+    # The window check: lengths a tree can reach, against brute force over small trees.
+    assert reachable_lengths(1, 10, 50) == 1 << 1  # depth 1: a digit only
+    assert reachable_lengths(2, 3, 50) == (1 << 1) | (1 << 4) | (1 << 5)  # a digit, or an operator over 2-3 digits
+    narrow = argparse.Namespace(max_depth=1, max_args=10, min_length=500, max_length=2000)
+    assert check_window(narrow) and check_window(argparse.Namespace(max_depth=10, max_args=10, min_length=1,
+                                                                     max_length=3))
+    assert check_window(argparse.Namespace(max_depth=10, max_args=10, min_length=500, max_length=2000)) is None
+    print("ok: ListOps evaluates as specified, a seed gives the same examples, lengths and labels in range, "
+          "an unreachable window is refused")
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one error line and exit 2, not argparse's usage block
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--output")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train", type=int, default=96000)
@@ -135,6 +192,7 @@ def main():
     ap.add_argument("--min-length", type=int, default=500)
     ap.add_argument("--max-length", type=int, default=2000)
     ap.add_argument("--no-parens", action="store_true")
+    ap.add_argument("--overwrite", action="store_true", help="replace train.tsv, valid.tsv, test.tsv already in --output")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
@@ -147,10 +205,24 @@ def main():
         print("error: need --max-args >= 2, --max-depth >= 1, --min-length < --max-length - 1 and counts >= 0",
               file=sys.stderr)
         return 2
+    window = check_window(a)
+    if window:
+        print(window, file=sys.stderr)
+        return 2
+    if os.path.exists(a.output) and not os.path.isdir(a.output):
+        print(f"error: --output {a.output} is a file, not a folder", file=sys.stderr)
+        return 2
+    present = [n + ".tsv" for n in ("train", "valid", "test") if os.path.exists(os.path.join(a.output, n + ".tsv"))]
+    if present and not a.overwrite:
+        print(f"error: --output {a.output} already holds {', '.join(present)}: pass --overwrite to replace them",
+              file=sys.stderr)
+        return 2
     os.makedirs(a.output, exist_ok=True)
     rng, seen = random.Random(a.seed), set()
-    for name, count in (("train", a.train), ("valid", a.valid), ("test", a.test)):
-        rows = generate(rng, count, seen, a)
+    splits = [(name, generate(rng, count, seen, a)) for name, count in
+              (("train", a.train), ("valid", a.valid), ("test", a.test))]  # all drawn before any file is written
+    for name, rows in splits:
+        count = len(rows)
         path = os.path.join(a.output, name + ".tsv")
         with open(path + ".tmp", "w") as f:
             f.write("sentence\tlabel\n")

@@ -46,7 +46,7 @@ mkdir -p "$work"
 
 data="$work/data"
 if [[ ! -f "$data/test.tsv" ]]; then
-  python3 "$here/listops.py" --output "$data" --seed 0 --train "$train" --valid 200 --test 500 --no-parens \
+  python3 "$here/listops.py" --output "$data" --overwrite --seed 0 --train "$train" --valid 200 --test 500 --no-parens \
     --max-length "$max_tokens"
 fi
 tail -n +2 "$data/train.tsv" | cut -f1 > "$work/train.txt"

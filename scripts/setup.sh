@@ -24,7 +24,7 @@ packages=(
   build-essential cmake ninja-build pkgconf ccache
   python3 python3-venv
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
-  nlohmann-json3-dev libcli11-dev catch2
+  nlohmann-json3-dev libcli11-dev catch2 zlib1g-dev libzstd-dev zstd
 )
 [ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev doxygen)
 

@@ -1,6 +1,7 @@
 // Runs an lmkit app as a user would: a shell command, its exit code and output.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -25,6 +26,15 @@ inline Run run_shell(const std::string& cmd) {
   while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
   const int status = ::pclose(pipe);
   return {WEXITSTATUS(status), out};
+}
+
+/// `cmd` with `FLAG VALUE`: the value replaced where the command gives FLAG already (the apps
+/// refuse a one-value flag given twice), appended otherwise.
+inline std::string with_flag(const std::string& cmd, const std::string& flag, const std::string& value) {
+  const size_t at = (cmd + " ").find(" " + flag + " ");
+  if (at == std::string::npos) return cmd + " " + flag + " " + value;
+  const size_t start = at + flag.size() + 2, end = std::min(cmd.find(' ', start), cmd.size());
+  return cmd.substr(0, start) + value + cmd.substr(end);
 }
 
 /// Runs `bin/ARGS` with stderr merged into the output.

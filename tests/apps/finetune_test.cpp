@@ -251,7 +251,8 @@ TEST_CASE("finetune: bad text-to-text input is one error line and exit 2", "[app
        "empty.tsv:2: empty target"},
       {base + gpt + data + " --target-column label --output " + (dir / "b"), "train.tsv:1: no column 'label'"},
       {base + test::model_preset("bert-tiny") + data + " --output " + (dir / "c"), "has no text-to-text head"},
-      {base + gpt + data + " --max-target-length 40 --output " + (dir / "d"), "exceeds the model's 64 positions"},
+      {test::with_flag(base + gpt + data, "--max-target-length", "40") + " --output " + (dir / "d"),
+       "exceeds the model's 64 positions"},
       {base + gpt + data + " --max-new-tokens 9 --output " + (dir / "e"), "--max-new-tokens 9 exceeds --max-target-length 8"},
       {base + gpt + data + " --source-lang de --output " + (dir / "f"), "need both --source-lang and --target-lang"},
       {"lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (*f.dir / "tok.model") + data +

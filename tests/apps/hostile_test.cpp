@@ -187,7 +187,8 @@ TEST_CASE("hostile: the probe's cases are one error line naming the fault, and n
       {"a gold index of 2^63", "lmkit-evaluate --checkpoint " + t5 + " --data " + (dir / "big-gold.jsonl") +
            " --metric multiple-choice --output " + (dir / "d.json"),
        2, "gold 9223372036854775808 is outside the 2 options", {}},
-      {"unbounded generation when finetuning", runs[2].second + " --max-new-tokens 1000000 --output " + (dir / "e"), 2,
+      {"unbounded generation when finetuning",
+       test::with_flag(runs[2].second, "--max-new-tokens", "1000000") + " --output " + (dir / "e"), 2,
        "--max-new-tokens 1000000 exceeds 4096", {}},
       {"unbounded generation when evaluating", "lmkit-evaluate --checkpoint " + t5 + " --data " +
            fixture_file("seq2seq/dev.tsv") + " --metric generation --max-new-tokens 1000000 --output " + (dir / "f.json"),

@@ -197,7 +197,8 @@ TEST_CASE("pretrain: the same command twice gives bitwise-identical losses and w
   for (const std::string mode : {"", "deterministic"}) {
     const std::string a = dir / (mode + "a"), b = dir / (mode + "b");
     for (const std::string& out : {a, b}) {
-      auto r = run(base_args("bert-tiny", out, 6) + " --threads 2 --seed 11" + (mode.empty() ? "" : " --deterministic"));
+      auto r = run(test::with_flag(base_args("bert-tiny", out, 6), "--threads", "2") + " --seed 11" +
+                   (mode.empty() ? "" : " --deterministic"));
       INFO(r.out);
       REQUIRE(r.code == 0);
     }
@@ -219,8 +220,9 @@ TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished
   test::TempDir dir;
   REQUIRE(run(base_args("bert-tiny", dir / "r", 4) + " --save-every 2 --stop-at 2").code == 0);
   // A different seed, batch size or step count would silently train another run.
-  for (const std::string& change : {" --seed 8", " --batch-size 4", " --seq-len 32"}) {
-    const auto r = run(base_args("bert-tiny", dir / "r", 4) + change + " --resume");
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--seed", "8"}, {"--batch-size", "4"}, {"--seq-len", "32"}}) {
+    const auto r = run(test::with_flag(base_args("bert-tiny", dir / "r", 4), flag, value) + " --resume");
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("error: --resume with flags that differ from") && Catch::Contains("(was "));
   }

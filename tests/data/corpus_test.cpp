@@ -2,11 +2,14 @@
 
 #include <fstream>
 
+#include "app_runner.h"
 #include "data_fixture.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/file.h"
+#include "lmkit/data/corpus.h"
 #include "lmkit/data/text.h"
+#include "lmkit/data/text_input.h"
 
 using namespace lmkit;
 
@@ -108,4 +111,132 @@ TEST_CASE("corpus: every index entry and token id is checked at open, not only t
     save_json_file(header, h);
     CHECK_THROWS_WITH(data::Corpus(dir / name), Catch::Contains("damaged corpus"));
   }
+}
+
+// Corpora as shipped (data/text_input.h): gzip and zstd JSONL, written by the reference writers
+// (Python's gzip module, the zstd command), encode to the same token corpus as the plain JSONL,
+// byte for byte; a damaged or truncated stream is an error naming the file and line; what is
+// not text (Parquet, other archives, NUL bytes, another encoding) is refused by name.
+namespace {
+
+// ~1.1 MB of JSONL (the sample's articles, one a line): several of the reader's buffers.
+std::string shipped_jsonl(const test::TempDir& dir) {
+  const auto docs = data::read_documents(test::sample("train.txt"));
+  std::ofstream out(dir / "plain.jsonl");
+  for (const auto& d : docs) {
+    std::string text;
+    for (const auto& s : d.sentences) text += (text.empty() ? "" : "\n") + s;
+    out << Json{{"text", text}, {"id", text.size()}}.dump() << "\n";
+  }
+  return dir / "plain.jsonl";
+}
+
+void run_reference_writer(const std::string& cmd) {
+  const auto r = test::run_shell(cmd + " 2>&1");
+  INFO(cmd << "\n" << r.out);
+  REQUIRE(r.code == 0);
+}
+
+// The corpus files of encoding `input` into `out`.
+std::vector<std::string> shipped_corpus_files(const tokenizer::Tokenizer& tok, const std::string& input, const std::string& out) {
+  data::encode_corpus(tok, {{input}, data::TextFormat::kAuto, "text", out, 2});
+  return {read_file(out + "/tokens.bin"), read_file(out + "/sentences.bin"), read_file(out + "/documents.bin")};
+}
+
+void write_raw_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+}  // namespace
+
+TEST_CASE("text input: gzip and zstd JSONL encode to the plain JSONL's corpus, byte for byte", "[data][text]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  run_reference_writer("python3 -c \"import gzip, shutil; shutil.copyfileobj(open('" + plain + "', 'rb'), gzip.open('" + (dir / "a.jsonl.gz") +
+        "', 'wb'))\"");
+  run_reference_writer("zstd -q -19 -o " + (dir / "a.jsonl.zst") + " " + plain);
+  // C4's naming (.json.gz), and two gzip members one after the other (as pigz or cat of shards writes them).
+  run_reference_writer("head -c 500000 " + plain + " | head -n -1 > " + (dir / "first") + " && tail -n +$(($(wc -l < " + (dir / "first") +
+        ") + 1)) " + plain + " > " + (dir / "second") + " && gzip -c " + (dir / "first") + " > " + (dir / "c4.json.gz") +
+        " && gzip -c " + (dir / "second") + " >> " + (dir / "c4.json.gz"));
+  // Two zstd frames likewise.
+  run_reference_writer("zstd -q -c " + (dir / "first") + " > " + (dir / "two.jsonl.zst") + " && zstd -q -c " + (dir / "second") + " >> " +
+        (dir / "two.jsonl.zst"));
+  const auto want = shipped_corpus_files(*f.tok, plain, dir / "c-plain");
+  CHECK(data::sniff_text_file(dir / "a.jsonl.gz") == data::Compression::kGzip);
+  CHECK(data::sniff_text_file(dir / "a.jsonl.zst") == data::Compression::kZstd);
+  for (const std::string name : {"a.jsonl.gz", "a.jsonl.zst", "c4.json.gz", "two.jsonl.zst"}) {
+    INFO(name);
+    CHECK(shipped_corpus_files(*f.tok, dir / name, dir / ("c-" + name)) == want);
+  }
+}
+
+TEST_CASE("text input: a truncated or damaged stream names the file and line, never a shorter corpus", "[data][text]") {
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  run_reference_writer("gzip -c " + plain + " > " + (dir / "a.jsonl.gz") + " && zstd -q -c " + plain + " > " + (dir / "a.jsonl.zst"));
+  for (const std::string ext : {"gz", "zst"}) {
+    INFO(ext);
+    const std::string whole = read_file(dir / ("a.jsonl." + ext));
+    write_raw_bytes(dir / ("cut.jsonl." + ext), whole.substr(0, whole.size() * 2 / 3));
+    CHECK_THROWS_WITH(data::read_documents(dir / ("cut.jsonl." + ext)),
+                      Catch::Contains("cut.jsonl." + ext + ":") && Catch::Contains("truncated"));
+    // A damaged checksum (gzip's CRC-32 trailer, zstd's frame checksum): the stream's own check fails.
+    std::string damaged = whole;
+    const size_t crc = ext == "gz" ? damaged.size() - 8 : damaged.size() - 4;
+    damaged[crc] = static_cast<char>(damaged[crc] ^ 0x5a);
+    write_raw_bytes(dir / ("bad.jsonl." + ext), damaged);
+    CHECK_THROWS_WITH(data::read_documents(dir / ("bad.jsonl." + ext)),
+                      Catch::Contains("bad.jsonl." + ext + ":") && Catch::Contains("damaged " + std::string(ext == "gz" ? "gzip" : "zstd")));
+    // Damaged bytes in the middle: an error naming the file and a line, whichever check meets them first
+    // (the decompressor's, or the JSON reader's on what it made of them).
+    damaged = whole;
+    for (size_t i = damaged.size() / 2; i < damaged.size() / 2 + 64; ++i) damaged[i] = static_cast<char>(damaged[i] ^ 0x5a);
+    write_raw_bytes(dir / ("mid.jsonl." + ext), damaged);
+    CHECK_THROWS_WITH(data::read_documents(dir / ("mid.jsonl." + ext)),
+                      Catch::Matches(".*mid\\.jsonl\\." + ext + ":[0-9]+: .*(damaged|malformed JSON|no string field).*",
+                                     Catch::CaseSensitive::Yes));
+  }
+}
+
+TEST_CASE("text input: Parquet, other archives, NUL bytes and another encoding are refused by name", "[data][text]") {
+  test::TempDir dir;
+  write_raw_bytes(dir / "shard.parquet", std::string("PAR1\x15\x04\x15\x10", 8) + std::string(100, 'x'));
+  CHECK_THROWS_WITH(data::read_documents(dir / "shard.parquet"), Catch::Contains("shard.parquet: a Parquet file"));
+  write_raw_bytes(dir / "a.txt.bz2", "BZh91AY&SY" + std::string(64, '\x01'));
+  CHECK_THROWS_WITH(data::read_documents(dir / "a.txt.bz2"), Catch::Contains("bzip2-compressed"));
+  write_raw_bytes(dir / "a.txt.xz", std::string("\xfd" "7zXZ\0\0\x04", 8) + std::string(64, 'y'));
+  CHECK_THROWS_WITH(data::read_documents(dir / "a.txt.xz"), Catch::Contains("xz-compressed"));
+  write_raw_bytes(dir / "model.bin", std::string("text\0\0\0\x01more", 12));
+  CHECK_THROWS_WITH(data::read_documents(dir / "model.bin"), Catch::Contains("model.bin: holds NUL bytes"));
+  std::string latin1;
+  for (int i = 0; i < 200; ++i) latin1 += "caf\xe9 cr\xe8me ";
+  write_raw_bytes(dir / "latin1.txt", latin1);
+  CHECK_THROWS_WITH(data::read_documents(dir / "latin1.txt"), Catch::Contains("latin1.txt: is not UTF-8 text"));
+  // Compressed bytes that are not text inside: refused after decompression, by name.
+  run_reference_writer("head -c 4096 /dev/urandom | gzip -c > " + (dir / "noise.jsonl.gz"));
+  CHECK_THROWS_WITH(data::read_documents(dir / "noise.jsonl.gz"), Catch::Contains("noise.jsonl.gz: its decompressed data"));
+  // A few accented letters in UTF-8 text are text.
+  write_raw_bytes(dir / "ok.txt", "Caf\xc3\xa9 cr\xc3\xa8me . Fin .\n");
+  CHECK(data::read_documents(dir / "ok.txt").size() == 1);
+}
+
+TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, and refuses a Parquet file with one error line", "[apps][text]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  run_reference_writer("gzip -c " + plain + " > " + (dir / "a.jsonl.gz"));
+  const std::string tok = *f.dir / "tok.model";
+  auto r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "gz") + " --input " + (dir / "a.jsonl.gz"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pl") + " --input " + plain);
+  REQUIRE(r.code == 0);
+  CHECK(read_file(dir / "gz/tokens.bin") == read_file(dir / "pl/tokens.bin"));
+  write_raw_bytes(dir / "shard.parquet", std::string("PAR1", 4) + std::string(100, 'x'));
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains("a Parquet file"));
+  r = test::run("lmkit-tokenize train --family bert --vocab-size 200 --output " + (dir / "t") + " --input " + (dir / "a.jsonl.gz"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("compressed; lmkit-tokenize train reads plain text"));
 }

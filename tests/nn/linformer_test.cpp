@@ -94,7 +94,14 @@ TEST_CASE("linformer: a k above the positions or the input, a sharing it lacks, 
   auto model = models::create_model(linformer_bert("headwise"), "m.json", "BertForMaskedLM");
   Batch shorter;
   shorter.input_ids = at::randint(1, 64, {1, 6}, at::kLong);
-  CHECK_THROWS_WITH(model->check_batch(shorter), Catch::Contains("input_ids has 6 positions, fewer than linformer_k 8"));
+  // Refused by the forward pass itself, which training, finetuning, evaluation and lmkit-forward all take
+  // (check_batch, lmkit-forward's alone, once held this check: training on short inputs went through).
+  CHECK_NOTHROW(model->check_batch(shorter));
+  model->train();
+  CHECK_THROWS_WITH(model->forward(shorter), Catch::Contains("input of 6 positions, fewer than linformer_k 8"));
+  model->eval();
+  at::NoGradGuard no_grad;
+  CHECK_THROWS_WITH(model->forward(shorter), Catch::Contains("input of 6 positions, fewer than linformer_k 8"));
   const Json gpt = {{"model_type", "gpt2"}, {"vocab_size", 64}, {"n_embd", 32}, {"n_layer", 1}, {"n_head", 4},
                     {"n_positions", 32}, {"attention", "linformer"}};
   CHECK_THROWS_WITH(models::create_model(gpt, "g.json"), Catch::Contains("g.json: unknown key 'attention'"));

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/core/autocast.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/recompute.h"
 
@@ -23,13 +24,29 @@ struct StepGrads {
   double next_draw = 0;  // the generator after the step
 };
 
-StepGrads recompute_step(const Json& config, const std::string& architecture, const Batch& batch, bool recompute) {
+// How the step computes: float32, bf16 autocast over float32 weights (--dtype bf16), or bf16
+// autocast over parameters holding their bf16 rounding (--dtype bf16-weights, as the trainer's
+// Bf16Weights sets them for forward and backward).
+enum class Dtype { kFp32, kBf16, kBf16Weights };
+
+StepGrads recompute_step(const Json& config, const std::string& architecture, const Batch& batch, bool recompute,
+                         Dtype dtype = Dtype::kFp32) {
   at::manual_seed(5);
   auto model = models::create_model(config, "tiny.json", architecture);
   model->train();
+  if (dtype == Dtype::kBf16Weights) {
+    at::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) {
+      if (p.scalar_type() == at::kFloat) p.set_data(p.data().to(at::kBFloat16));
+    }
+  }
   at::manual_seed(9);  // the dropout draws
   const nn::RecomputeScope scope(recompute);
-  const at::Tensor loss = model->forward(batch).loss;
+  at::Tensor loss;
+  {
+    AutocastGuard autocast(c10::kCPU, dtype != Dtype::kFp32);  // forward only, as the trainer
+    loss = model->forward(batch).loss;
+  }
   StepGrads s;
   std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
   std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
@@ -41,7 +58,9 @@ StepGrads recompute_step(const Json& config, const std::string& architecture, co
   }
   loss.backward();
   s.loss = loss.item<double>();
-  for (const auto& p : model->parameters()) s.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+  for (const auto& p : model->parameters()) {
+    s.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
+  }
   s.next_draw = at::rand({1}).item<double>();
   return s;
 }
@@ -56,11 +75,12 @@ Batch recompute_batch(bool encoder_decoder) {
   return b;
 }
 
-void check_same(const Json& config, const std::string& architecture, bool encoder_decoder, double tolerance) {
+void check_same(const Json& config, const std::string& architecture, bool encoder_decoder, double tolerance,
+                Dtype dtype = Dtype::kFp32) {
   const Batch batch = recompute_batch(encoder_decoder);
-  const StepGrads stored = recompute_step(config, architecture, batch, false);
-  const StepGrads recomputed = recompute_step(config, architecture, batch, true);
-  INFO(architecture);
+  const StepGrads stored = recompute_step(config, architecture, batch, false, dtype);
+  const StepGrads recomputed = recompute_step(config, architecture, batch, true, dtype);
+  INFO(architecture << ", dtype " << static_cast<int>(dtype));
   CHECK_FALSE(stored.recomputed);
   CHECK(recomputed.recomputed);  // the layers did go through nn::recompute
   CHECK(recomputed.loss == stored.loss);
@@ -88,6 +108,25 @@ TEST_CASE("recompute: dropout replayed, the stored path's loss and gradients bit
               {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 64},
               {"max_position_embeddings", 32}, {"attention_dropout", 0.2}},
              "LlamaForCausalLM", false, 0.0);
+}
+
+TEST_CASE("recompute: under bf16 autocast and bf16 weights, the stored path's loss and gradients bit for bit",
+          "[nn][recompute]") {
+  // The block runs again in backward under the first run's autocast: without it, bf16 weights met float32
+  // activations ("mat1 and mat2 must have the same dtype") and --dtype bf16 recomputed in float32.
+  const Json gpt = {{"model_type", "gpt2"}, {"vocab_size", 97}, {"n_embd", 32}, {"n_layer", 2}, {"n_head", 4},
+                    {"n_positions", 32}, {"resid_pdrop", 0.2}, {"attn_pdrop", 0.2}};
+  const Json bert = {{"model_type", "bert"}, {"vocab_size", 97}, {"hidden_size", 32}, {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 32},
+                     {"hidden_dropout_prob", 0.2}, {"attention_probs_dropout_prob", 0.2}};
+  Json linformer = bert;
+  linformer["attention"] = "linformer";
+  linformer["linformer_k"] = 8;
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kBf16Weights}) {
+    check_same(gpt, "GPT2LMHeadModel", false, 0.0, dtype);
+    check_same(bert, "BertForMaskedLM", false, 0.0, dtype);
+    check_same(linformer, "BertForMaskedLM", false, 0.0, dtype);
+  }
 }
 
 TEST_CASE("recompute: T5's relative bias, shared by every layer, gets the stored path's gradient", "[nn][recompute]") {

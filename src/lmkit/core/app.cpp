@@ -181,6 +181,26 @@ void check_numbers(const CLI::App& app) {
   for (const CLI::App* sub : const_cast<CLI::App&>(app).get_subcommands([](CLI::App*) { return true; })) check_numbers(*sub);
 }
 
+// An option that takes one value, given twice (--metric objective --metric mlm-perplexity):
+// refused, in the app and its subcommands, instead of the last silently winning. Options that
+// collect values (TakeAll, lists) and switches without a value may repeat.
+void check_repeats(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_type_size() == 0 || o->get_items_expected_max() > 1 || o->count() <= 1) continue;
+    if (o->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll ||
+        o->get_multi_option_policy() == CLI::MultiOptionPolicy::Join) {
+      continue;
+    }
+    std::string values;
+    for (const std::string& v : o->results()) values += (values.empty() ? "" : ", ") + v.substr(0, 40);
+    throw InputError(o->get_name(false, true) + " is given " + std::to_string(o->count()) + " times (" + values +
+                     "): it takes one value");
+  }
+  for (const CLI::App* sub : const_cast<CLI::App&>(app).get_subcommands([](CLI::App*) { return true; })) {
+    check_repeats(*sub);
+  }
+}
+
 int fail(const std::string& message, ExitCode code) {
   // One line: the first line of the message is what the user needs.
   std::cerr << "error: " << message.substr(0, message.find('\n')) << std::endl;
@@ -343,7 +363,10 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
         check_subcommand_word(app, args);
         std::reverse(args.begin(), args.end());
         // After parsing, before any callback: subcommands' bodies run inside parse().
-        app.parse_complete_callback([&app] { check_numbers(app); });
+        app.parse_complete_callback([&app] {
+          check_repeats(app);
+          check_numbers(app);
+        });
         app.parse(args);
         body();
       },

@@ -1,5 +1,7 @@
 #include "lmkit/data/text.h"
 
+#include "lmkit/data/text_input.h"
+
 #include <cctype>
 #include <fstream>
 
@@ -13,6 +15,10 @@
 namespace lmkit::data {
 
 namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -123,11 +129,13 @@ std::vector<Document> read_blank_line_documents(std::istream& in) {
 }  // namespace
 
 std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
-  check_readable_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
+  TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
+  std::istream& in = input.stream();
   if (format == TextFormat::kAuto) {
-    format = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl" ? TextFormat::kJsonl : TextFormat::kBlankLine;
+    // *.jsonl, and compressed *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz).
+    const std::string name = strip_compression_suffix(path);
+    const bool jsonl = ends_with(name, ".jsonl") || (input.compression() != Compression::kNone && ends_with(name, ".json"));
+    format = jsonl ? TextFormat::kJsonl : TextFormat::kBlankLine;
   }
   if (format == TextFormat::kJsonl) return read_jsonl_documents(in, path, text_field);
   if (format == TextFormat::kBlankLine) return read_blank_line_documents(in);

@@ -178,11 +178,6 @@ void check_encoder_batch(const Batch& b, const std::string& architecture, const 
                      std::to_string(bert_max_length(c)) + " (max_position_embeddings " +
                      std::to_string(c.max_position_embeddings) + " less padding_idx + 1)");
   }
-  if (c.attention == "linformer" && b.input_ids.size(1) < c.linformer_k) {
-    throw InputError("input_ids has " + std::to_string(b.input_ids.size(1)) + " positions, fewer than linformer_k " +
-                     std::to_string(c.linformer_k) + ": Linformer projects the keys to k rows (give a longer input or a "
-                     "smaller linformer_k)");
-  }
   check_token_ids(b.token_type_ids, c.type_vocab_size, "token_type_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
   check_same_shape(b.token_type_ids, b.input_ids, "token_type_ids", "input_ids");

@@ -236,6 +236,11 @@ std::pair<at::Tensor, at::Tensor> MultiHeadAttentionImpl::linformer_keys(const a
   const int64_t t = kh.size(2);
   check_input(t <= linformer_e.size(1), "attention: an input of " + std::to_string(t) + " positions is longer than Linformer's " +
                                             std::to_string(linformer_e.size(1)));
+  // The one place every app's forward passes (training, finetuning, evaluation, lmkit-forward):
+  // an input shorter than k trained and evaluated here, then was refused by lmkit-forward.
+  check_input(t >= linformer_e.size(0),
+              "input of " + std::to_string(t) + " positions, fewer than linformer_k " + std::to_string(linformer_e.size(0)) +
+                  ": Linformer projects the keys to k rows (give longer inputs, e.g. --seq-len, or a smaller linformer_k)");
   at::Tensor k = kh, v = vh;
   if (mask.defined()) {  // a key-padding bias (B|1, 1, 1, T): 0 where a key is real
     check_input(mask.size(-2) == 1, "attention: Linformer takes a key-padding mask only");

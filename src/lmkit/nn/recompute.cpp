@@ -2,11 +2,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 namespace lmkit::nn {
 
@@ -42,11 +45,61 @@ struct Generators {
   }
 };
 
+// Autocast as the first run had it, for the inputs' device type and the CPU: backward runs
+// outside autocast, and a block run again without it computes in another dtype (float32
+// activations against the bf16 weights of --dtype bf16-weights: "mat1 and mat2 must have the
+// same dtype"; float32 matmuls where the first run's were bf16 under --dtype bf16).
+struct AutocastState {
+  struct One {
+    c10::DeviceType type = c10::DeviceType::CPU;
+    bool on = false;
+    c10::ScalarType dtype = c10::kBFloat16;
+  };
+  std::vector<One> types;
+
+  static AutocastState capture(c10::Device device) {
+    AutocastState a;
+    for (c10::DeviceType t : {c10::DeviceType::CPU, device.type()}) {
+      if (!a.types.empty() && a.types[0].type == t) continue;
+      a.types.push_back({t, at::autocast::is_autocast_enabled(t), at::autocast::get_autocast_dtype(t)});
+    }
+    return a;
+  }
+};
+
+// Puts an AutocastState in place while it lives, then the one before it.
+class AutocastRestore {
+ public:
+  explicit AutocastRestore(const AutocastState& want) {
+    for (const auto& one : want.types) {
+      before_.types.push_back({one.type, at::autocast::is_autocast_enabled(one.type), at::autocast::get_autocast_dtype(one.type)});
+      at::autocast::set_autocast_enabled(one.type, one.on);
+      at::autocast::set_autocast_dtype(one.type, one.dtype);
+    }
+    any_on_ = std::any_of(want.types.begin(), want.types.end(), [](const AutocastState::One& o) { return o.on; });
+    if (any_on_) at::autocast::increment_nesting();
+  }
+  ~AutocastRestore() {
+    if (any_on_ && at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    for (const auto& one : before_.types) {
+      at::autocast::set_autocast_enabled(one.type, one.on);
+      at::autocast::set_autocast_dtype(one.type, one.dtype);
+    }
+  }
+  AutocastRestore(const AutocastRestore&) = delete;
+  AutocastRestore& operator=(const AutocastRestore&) = delete;
+
+ private:
+  AutocastState before_;
+  bool any_on_ = false;
+};
+
 // The function and the generator states travel to backward in a capsule of the context.
 // Only the defined inputs pass through autograd; `defined` puts the others back.
 struct Saved : torch::CustomClassHolder {
   RecomputedFn fn;
   Generators generators;
+  AutocastState autocast;
   std::vector<bool> defined;
 
   at::Tensor run(const std::vector<at::Tensor>& given) const {
@@ -75,6 +128,7 @@ struct Recompute : torch::autograd::Function<Recompute> {
     at::Tensor out;
     {
       at::AutoGradMode enable(true);
+      const AutocastRestore autocast(saved->autocast);  // the first run's dtypes
       out = saved->run(inputs);
     }
     now.restore();
@@ -100,6 +154,7 @@ at::Tensor recompute(const RecomputedFn& fn, const std::vector<at::Tensor>& inpu
     if (x.is_cuda()) device = x.device();
   }
   saved->generators = Generators::capture(device);
+  saved->autocast = AutocastState::capture(device);
   return Recompute::apply(saved, at::TensorList(given));
 }
 

@@ -1,0 +1,221 @@
+#include "lmkit/data/text_input.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <streambuf>
+#include <vector>
+
+#include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
+
+namespace lmkit::data {
+
+namespace {
+
+constexpr size_t kSniffBytes = 64 * 1024;
+
+bool starts_with(const std::string& s, const char* magic, size_t n) { return s.size() >= n && std::memcmp(s.data(), magic, n) == 0; }
+
+// Invalid UTF-8 sequences in `s` (a truncated sequence at the very end is not counted).
+size_t invalid_utf8(const std::string& s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0) {
+      ++bad, ++i;
+      continue;
+    }
+    if (i + n > s.size()) break;
+    bool ok = true;
+    for (size_t k = 1; k < n; ++k) ok = ok && (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (!ok) {
+      ++bad, ++i;
+      continue;
+    }
+    i += n;
+  }
+  return bad;
+}
+
+// Refuses bytes that are not text: NULs, or more than 5% invalid UTF-8 (at least 16 sequences).
+void check_text_bytes(const std::string& sample, const std::string& path, const std::string& what) {
+  if (sample.find('\0') != std::string::npos) {
+    throw InputError(path + ": " + what + "holds NUL bytes: not a text file (lmkit reads UTF-8 text, JSONL, and "
+                     "gzip- or zstd-compressed JSONL)");
+  }
+  const size_t bad = invalid_utf8(sample);
+  if (bad >= 16 && bad * 20 > sample.size()) {
+    throw InputError(path + ": " + what + "is not UTF-8 text (" + std::to_string(bad) + " invalid sequences in its first " +
+                     std::to_string(sample.size()) + " bytes; convert it, e.g. iconv -f latin1 -t utf-8)");
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+// The decompressing stream buffer: one compressed chunk read, one output buffer filled, at a time.
+class DecompressBuf : public std::streambuf {
+ public:
+  DecompressBuf(const std::string& path, Compression c) : path_(path), kind_(c), in_(path, std::ios::binary) {
+    if (!in_) throw InputError(path + ": cannot open file");
+    if (kind_ == Compression::kGzip) {
+      std::memset(&z_, 0, sizeof(z_));
+      if (inflateInit2(&z_, 15 + 32) != Z_OK) throw Error(ExitCode::kRuntime, path + ": zlib could not start");
+    } else {
+      zstd_ = ZSTD_createDStream();
+      if (zstd_ == nullptr) throw Error(ExitCode::kRuntime, path + ": libzstd could not start");
+    }
+    out_.resize(1 << 18);
+    setg(out_.data(), out_.data(), out_.data());
+  }
+  ~DecompressBuf() override {
+    if (kind_ == Compression::kGzip) inflateEnd(&z_);
+    if (zstd_) ZSTD_freeDStream(zstd_);
+  }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    count_lines(eback(), egptr());  // every byte handed out so far has been read
+    size_t produced = 0;
+    while (produced == 0) {
+      if (pos_ == avail_ && !pending_) {  // input used up and nothing held back: read more
+        if (!refill()) {
+          if (!finished_) fail("the " + name() + " stream is truncated (it ends inside a frame)");
+          return traits_type::eof();
+        }
+      }
+      produced = kind_ == Compression::kGzip ? inflate_some() : zstd_some();
+    }
+    if (!sniffed_) {
+      sniffed_ = true;
+      check_text_bytes(std::string(out_.data(), std::min(produced, kSniffBytes)), path_, "its decompressed data ");
+    }
+    setg(out_.data(), out_.data(), out_.data() + produced);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string name() const { return kind_ == Compression::kGzip ? "gzip" : "zstd"; }
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw InputError(path_ + ":" + std::to_string(lines_ + 1) + ": " + why);
+  }
+
+  void count_lines(const char* from, const char* to) { lines_ += std::count(from, to, '\n'); }
+
+  bool refill() {
+    in_.read(raw_.data(), raw_.size());
+    avail_ = static_cast<size_t>(in_.gcount()), pos_ = 0;
+    if (in_.bad()) fail("read error");
+    return avail_ > 0;
+  }
+
+  size_t inflate_some() {
+    if (finished_) {  // gzip members one after another (as pigz and concatenated shards write them)
+      if (inflateReset(&z_) != Z_OK) fail("damaged gzip data");
+      finished_ = false;
+    }
+    z_.next_in = reinterpret_cast<Bytef*>(raw_.data() + pos_);
+    z_.avail_in = static_cast<uInt>(avail_ - pos_);
+    z_.next_out = reinterpret_cast<Bytef*>(out_.data());
+    z_.avail_out = static_cast<uInt>(out_.size());
+    const int rc = inflate(&z_, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      fail(std::string("damaged gzip data (zlib: ") + (z_.msg ? z_.msg : "error " + std::to_string(rc)) + ")");
+    }
+    pos_ = avail_ - z_.avail_in;
+    finished_ = rc == Z_STREAM_END;
+    pending_ = z_.avail_out == 0;  // the output filled up: zlib may hold more
+    return out_.size() - z_.avail_out;
+  }
+
+  size_t zstd_some() {
+    ZSTD_inBuffer input{raw_.data(), avail_, pos_};
+    ZSTD_outBuffer output{out_.data(), out_.size(), 0};
+    const size_t rc = ZSTD_decompressStream(zstd_, &output, &input);
+    if (ZSTD_isError(rc)) fail(std::string("damaged zstd data (libzstd: ") + ZSTD_getErrorName(rc) + ")");
+    pos_ = input.pos;
+    finished_ = rc == 0;  // a frame ended: more may follow
+    pending_ = output.pos == output.size;  // the output filled up: libzstd may hold more
+    return output.pos;
+  }
+
+  std::string path_;
+  Compression kind_;
+  std::ifstream in_;
+  std::array<char, 1 << 16> raw_{};
+  size_t avail_ = 0, pos_ = 0;
+  std::vector<char> out_;
+  z_stream z_{};
+  ZSTD_DStream* zstd_ = nullptr;
+  bool finished_ = false, sniffed_ = false, pending_ = false;
+  int64_t lines_ = 0;
+};
+
+}  // namespace detail
+
+Compression sniff_text_file(const std::string& path) {
+  check_readable_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::string head(kSniffBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (starts_with(head, "\x1f\x8b", 2)) return Compression::kGzip;
+  if (starts_with(head, "\x28\xb5\x2f\xfd", 4)) return Compression::kZstd;
+  const char* format = starts_with(head, "PAR1", 4)                 ? "a Parquet file"
+                       : starts_with(head, "BZh", 3)                ? "bzip2-compressed"
+                       : starts_with(head, "\xfd" "7zXZ", 5)        ? "xz-compressed"
+                       : starts_with(head, "PK\x03\x04", 4)         ? "a zip archive"
+                       : starts_with(head, "7z\xbc\xaf\x27\x1c", 6) ? "a 7z archive"
+                                                                    : nullptr;
+  if (format) {
+    throw InputError(path + ": " + format + ", which lmkit does not read (it reads UTF-8 text, JSONL, and gzip- or "
+                     "zstd-compressed JSONL: .jsonl.gz, .json.gz, .jsonl.zst)");
+  }
+  check_text_bytes(head, path, "");
+  return Compression::kNone;
+}
+
+std::string strip_compression_suffix(const std::string& path) {
+  for (const char* suffix : {".gz", ".zst"}) {
+    const size_t n = std::strlen(suffix);
+    if (path.size() > n && path.compare(path.size() - n, n, suffix) == 0) return path.substr(0, path.size() - n);
+  }
+  return path;
+}
+
+struct TextInput::Impl {
+  Compression compression = Compression::kNone;
+  std::unique_ptr<detail::DecompressBuf> buf;
+  std::ifstream plain;
+  std::unique_ptr<std::istream> stream;
+};
+
+TextInput::TextInput(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->compression = sniff_text_file(path);
+  if (impl_->compression == Compression::kNone) {
+    impl_->plain.open(path, std::ios::binary);
+    if (!impl_->plain) throw InputError(path + ": cannot open file");
+    return;
+  }
+  impl_->buf = std::make_unique<detail::DecompressBuf>(path, impl_->compression);
+  impl_->stream = std::make_unique<std::istream>(impl_->buf.get());
+  impl_->stream->exceptions(std::ios::badbit);  // the buffer's InputError reaches the reader
+}
+
+TextInput::~TextInput() = default;
+
+std::istream& TextInput::stream() { return impl_->stream ? *impl_->stream : static_cast<std::istream&>(impl_->plain); }
+
+Compression TextInput::compression() const { return impl_->compression; }
+
+}  // namespace lmkit::data

@@ -1,0 +1,43 @@
+// Text inputs as corpora are shipped: plain, gzip (C4's and Dolma's .json.gz) or zstd
+// (The Pile's and SlimPajama's .jsonl.zst), recognised by their first bytes and decompressed
+// as they are read, a buffer at a time (bounded memory). Whatever is not text — a Parquet
+// shard, another archive format, bytes with NULs or mostly invalid UTF-8 — is refused by
+// name before a byte of it is taken for text. A damaged or truncated compressed stream is an
+// InputError naming the file and the line it broke in, never a silently shorter corpus.
+#pragma once
+
+#include <istream>
+#include <memory>
+#include <string>
+
+namespace lmkit::data {
+
+enum class Compression { kNone, kGzip, kZstd };
+
+/// What a file's first bytes say it is: a compression lmkit reads, or an InputError naming the
+/// format it does not read ("Parquet", "bzip2", "xz", "zip") or why it is not text (NUL bytes,
+/// invalid UTF-8). Reads at most the first 64 KiB.
+Compression sniff_text_file(const std::string& path);
+
+/// `path` without a trailing ".gz" or ".zst" ("c4.json.gz" -> "c4.json").
+std::string strip_compression_suffix(const std::string& path);
+
+/// An open text input: stream() yields the decompressed bytes. Reading past a damaged or
+/// truncated compressed stream throws an InputError "PATH:LINE: ..." out of the stream's
+/// reads (the stream's badbit is an exception).
+class TextInput {
+ public:
+  explicit TextInput(const std::string& path);
+  ~TextInput();
+  TextInput(const TextInput&) = delete;
+  TextInput& operator=(const TextInput&) = delete;
+
+  std::istream& stream();
+  Compression compression() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lmkit::data
