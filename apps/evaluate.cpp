@@ -3,6 +3,8 @@
 // pseudo-perplexity, span loss, the pretraining objective, BLEU, in-context scores —
 // every finetuning task's, and those plugins register. This file is the flags; the checks
 // every metric shares, the result file and its table are tasks/evaluation.h's.
+#include <optional>
+
 #include "lmkit/core/app.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/plugin.h"
@@ -31,6 +33,8 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const
   // One evaluation writes an --output at a time: a second is refused naming the first's process
   // (both used to finish, and one result was lost).
   const OutputLock lock(r.result_path());
+  std::optional<OutputLock> predictions_lock;  // and of --predictions
+  if (!r.predictions.empty()) predictions_lock.emplace(r.predictions, "--predictions");
   tasks::check_request(r, m);
   const auto tok = tokenizer::Tokenizer::load(r.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end

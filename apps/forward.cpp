@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
     const c10::Device device = lmkit::init_runtime(runtime);
+    // One writer of --output at a time: two runs into one new file both passed the check below and
+    // both reported success, the later silently replacing the other's outputs.
+    const lmkit::OutputLock lock(output);
     lmkit::check_output_file(output, overwrite);
     const lmkit::Batch batch = read_inputs(inputs);
     auto model = lmkit::models::load_pretrained(checkpoint, architecture, nullptr, lmkit::Json::object(), new_head);

@@ -116,6 +116,7 @@ struct TrainCommand {
     // The files of a tokenizer already there are replaced only with --overwrite.
     // Its folders are made as encode's are: DIR itself, or PATH.model's folder.
     std::error_code ec;
+    const OutputLock lock(options.output);  // one tokenizer training into --output at a time
     const bool model_file = fs::path(options.output).extension() == ".model";
     if (!model_file) make_output_directory(options.output);
     else if (fs::path(options.output).has_parent_path()) make_output_directory(fs::path(options.output).parent_path().string());
@@ -277,7 +278,8 @@ struct InspectCommand {
   void run() const {
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     if (corpus_path.empty()) return describe(tok);
-    if (!dump.empty()) check_output_file(dump, overwrite, "--dump");
+    std::optional<OutputLock> dump_lock;  // one writer of --dump at a time
+    if (!dump.empty()) dump_lock.emplace(dump, "--dump"), check_output_file(dump, overwrite, "--dump");
     auto corpus = std::make_shared<const data::Corpus>(corpus_path);
     corpus->check_tokenizer(tok);
     data::MaskingOptions masking;

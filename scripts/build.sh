@@ -17,7 +17,8 @@ if [ -x .venv/bin/python ]; then
   args+=(-DLMKIT_PYTHON="$PWD/.venv/bin/python")
   case " $* " in
     *CMAKE_PREFIX_PATH*) ;;
-    *) args+=(-DCMAKE_PREFIX_PATH="$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')") ;;
+    # -W ignore: torch without NumPy (the main job's environment) warns on import about nothing lmkit uses.
+    *) args+=(-DCMAKE_PREFIX_PATH="$(.venv/bin/python -W ignore -c 'import torch; print(torch.utils.cmake_prefix_path)')") ;;
   esac
 fi
 # A CUDA-enabled LibTorch needs the CUDA toolkit to configure; take the standard one when CMake would not find it.

@@ -23,6 +23,11 @@ TEST_CASE("progress: durations and rendered fields", "[core][progress]") {
   CHECK_THAT(line, Catch::Contains("2.5/s"));
   CHECK_THAT(line, Catch::Contains("eta 0:30"));  // 75 left at 2.5/s
   CHECK_THAT(line, Catch::Contains("loss=3.2"));
+  // Resumed at 20 of 100: the 5 steps done in these 10 s set the rate, not the 20 done before.
+  bar.started_at = 20;
+  line = bar.render(25, {}, 10.0);
+  CHECK_THAT(line, Catch::Contains("0.5/s"));
+  CHECK_THAT(line, Catch::Contains("eta 2:30"));  // 75 left at 0.5/s
 }
 
 TEST_CASE("progress: plain lines off a terminal - redrawn in place on one", "[core][progress]") {

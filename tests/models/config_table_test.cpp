@@ -125,6 +125,8 @@ TEST_CASE("config table: variants lmkit does not implement are refused by name, 
   refused("llama-mini", {{"rope_parameters", {{"rope_type", "linear"}, {"factor", 2.0}}}},
           "rope type 'linear' is not supported (lmkit implements rope_type 'default')");
   refused("llama-mini", {{"rope_scaling", {{"type", "dynamic"}}}}, "rope type 'dynamic' is not supported");
+  refused("llama-mini", {{"rope_scaling", {{"type", 5}}}}, "rope type '5' is not supported");  // not nlohmann's type_error
+  refused("llama-mini", {{"rope_scaling", {{"factor", 2.0}}}}, "rope type '{\"factor\":2.0}' is not supported");
   refused("llama-mini", {{"rope_parameters", {{"rope_type", "default"}, {"rope_thetta", 5000.0}}}},
           "unknown key 'rope_parameters.rope_thetta' (did you mean 'rope_parameters.rope_theta'?)");
   refused("llama-mini", {{"rope_theta", 0}}, "key 'rope_theta' must be a positive number");

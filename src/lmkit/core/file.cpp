@@ -261,7 +261,7 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
-OutputLock::OutputLock(const std::string& output) {
+OutputLock::OutputLock(const std::string& output, const std::string& flag) {
   const std::filesystem::path target = std::filesystem::path(output).lexically_normal();
   const std::filesystem::path parent = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   std::error_code ec;
@@ -270,8 +270,8 @@ OutputLock::OutputLock(const std::string& output) {
   std::string holder;
   fd_ = lock_or_holder(path_, holder);
   if (fd_ < 0) {
-    throw RuntimeError("--output " + output + " is being written by another process (" + holder +
-                       "): wait for it or choose another --output");
+    throw RuntimeError(flag + " " + output + " is being written by another process (" + holder + "): wait for it or choose another " +
+                       flag);
   }
   const std::string me = "pid " + std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {

@@ -114,7 +114,8 @@ class RunLock {
 /// finishing and the later one silently replacing the other's output.
 class OutputLock {
  public:
-  explicit OutputLock(const std::string& output);
+  /// `flag` names the output in the error ("--output", "--dump", "--predictions").
+  explicit OutputLock(const std::string& output, const std::string& flag = "--output");
   ~OutputLock();
   OutputLock(const OutputLock&) = delete;
   OutputLock& operator=(const OutputLock&) = delete;

@@ -50,7 +50,8 @@ std::string ProgressBar::render(int64_t done, const Fields& fields, double elaps
   } else {
     line << done;
   }
-  const double rate = elapsed_s > 0 ? done / elapsed_s : 0.0;
+  // The rate of the units done since this bar started: a resumed run's earlier steps took no time here.
+  const double rate = elapsed_s > 0 ? static_cast<double>(std::max<int64_t>(0, done - started_at)) / elapsed_s : 0.0;
   line << " " << fmt(rate, 3) << "/s";
   if (total_ > 0 && rate > 0) line << " eta " << format_duration((total_ - done) / rate);
   line << " elapsed " << format_duration(elapsed_s);

@@ -35,6 +35,9 @@ class ProgressBar {
   void finish();
 
   double log_every_s = 30.0;
+  /// Units done before this bar started (a resumed run's steps): the rate and ETA count only
+  /// the units done since (`eta 0:14` after a resume once counted the steps before it).
+  int64_t started_at = 0;
   /// A bar inside other work (dev evaluation during training): nothing for work that
   /// ends within a second, and on a terminal the line is erased when it finishes.
   bool transient = false;

@@ -42,7 +42,11 @@ ConfigField<LlamaConfig> rope_field() {
     theta(r);
     Json scaling, params;
     if (r.get("rope_scaling", scaling) && !scaling.is_null()) {
-      scaled(scaling.is_object() ? scaling.value("rope_type", scaling.value("type", std::string("?"))) : scaling.dump());
+      // The type as written, whatever its JSON type ({"type": 5} once gave nlohmann's raw type_error.302).
+      const Json* type = !scaling.is_object() ? nullptr : scaling.contains("rope_type") ? &scaling["rope_type"]
+                                                        : scaling.contains("type")       ? &scaling["type"]
+                                                                                         : nullptr;
+      scaled(type == nullptr ? scaling.dump() : type->is_string() ? type->get<std::string>() : type->dump());
     }
     if (!r.get("rope_parameters", params) || params.is_null()) return;
     ConfigReader p(params, r.file(), "rope_parameters");

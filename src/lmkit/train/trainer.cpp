@@ -259,9 +259,11 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
     archive.load_from(dir + "/optimizer.pt");
     optimizer_->load(archive);
     at::Tensor rng;
-    archive.read("cpu_rng_state", rng);
     // Checkpoints before exact resume on CUDA hold rank 0's CPU generator alone.
-    if (!archive.try_read("cpu_rng_states", generators.cpu)) generators.cpu = rng.unsqueeze(0);
+    const bool all_ranks = archive.try_read("cpu_rng_states", generators.cpu), rank0 = archive.try_read("cpu_rng_state", rng);
+    check_input(all_ranks || rank0, dir + "/optimizer.pt: holds no CPU generator state (neither cpu_rng_states nor "
+                                          "cpu_rng_state): damaged, or not an optimizer state lmkit wrote");
+    if (!all_ranks) generators.cpu = rng.unsqueeze(0);
     archive.try_read("cuda_rng_states", generators.device);  // CPU runs saved none: it stays undefined
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
@@ -313,7 +315,9 @@ struct Trainer::Loop {
       : loader(t.train_, t.train_loader_, position),
         bar(t.o_.steps, "train", t.writer() ? nullptr : &quiet, t.writer() ? -1 : 0),
         checkpoints(t.o_.output),
-        step(t.start_step_) {}
+        step(t.start_step_) {
+    bar.started_at = step;  // a resumed run's rate and ETA from the steps it runs
+  }
 
   std::ostringstream quiet;  // ranks other than 0 draw no progress bar
   data::Loader loader;
