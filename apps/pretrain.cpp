@@ -39,6 +39,7 @@ struct Args {
   int64_t max_span = 10;
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
   bool recompute = false;
+  bool seq_len_given = false;  // --seq-len on the command line or in --config, not its default
 };
 
 std::string side(const std::string& prefix, const std::string& lang) { return prefix + "." + lang; }
@@ -106,7 +107,9 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   const int64_t longest = family.max_length(mc);
   if (longest > 0 && a.seq_len > longest) {
     const int64_t reserved = mc[family.positions_key].get<int64_t>() - longest;
-    throw InputError("--seq-len " + std::to_string(a.seq_len) + " exceeds the model's " + family.positions_key + " (" +
+    // "128 positions" read as the user's own number where --seq-len was not given: say it is the default.
+    throw InputError("--seq-len " + std::to_string(a.seq_len) + (a.seq_len_given ? "" : " (its default)") + " exceeds the model's " +
+                     family.positions_key + " (" +
                      mc[family.positions_key].dump() + ")" +
                      (reserved > 0 ? " less the " + std::to_string(reserved) + " positions it reserves" : ""));
   }
@@ -323,5 +326,8 @@ int main(int argc, char** argv) {
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
-  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
+  return run_app(app, argc, argv, [&] {
+    a.seq_len_given = app.count("--seq-len") > 0;
+    run(a, resolved_options(app));
+  });
 }

@@ -320,6 +320,10 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
   test::TempDir dir;
   { std::ofstream(dir / "empty.txt") << "\n\n"; }
   { std::ofstream(dir / "run.json") << R"({"steps": 3, "batch-sise": 4})"; }
+  {
+    std::ofstream(dir / "short.json") << R"({"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64})";
+  }
   const std::string tok_run = dir / "tok";
   REQUIRE(run(base_args("bert-tiny", tok_run, 2)).code == 0);
   const std::string bert_tok = tok_run + "/tokenizer.model";
@@ -335,6 +339,9 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o4") +
            " --tokenizer " + bert_tok + " --seq-len 1024",
        "--seq-len 1024 exceeds the model's max_position_embeddings (512)"},
+      {"lmkit-pretrain --model " + (dir / "short.json") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o8") +
+           " --tokenizer " + bert_tok,
+       "--seq-len 128 (its default) exceeds the model's max_position_embeddings (64)"},
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + tok_run + "/cache/" +
            fs::directory_iterator(tok_run + "/cache")->path().filename().string() + " --output " + (dir / "o5") +
            " --tokenizer " + (dir / "other/tokenizer.model"),

@@ -122,6 +122,14 @@ TEST_CASE("big_bird: random blocks of another shape, a block size of 0, an unkno
   CHECK_THROWS_WITH(model->forward(b), Catch::Contains("BigBird's random blocks must be (4, 8, 1) for 20 positions"));
   b.extra[kBigBirdRandomBlocks] = at::full({2, 4, 8, 1}, 10, at::kLong);
   CHECK_THROWS_WITH(model->forward(b), Catch::Contains("block numbers in [0, 10)"));
+  b.extra[kBigBirdRandomBlocks] = at::zeros({2, 4, 8, 1}, at::kFloat);
+  CHECK_THROWS_WITH(model->forward(b), Catch::Contains("must be an integer tensor of block numbers, got Float"));
+  Json huge = big_bird_config();
+  huge["block_size"] = int64_t{1000000000000000000};  // once overflowed int64 into a 4e18-byte allocation
+  CHECK_THROWS_WITH(models::create_model(huge, "b.json"), Catch::Contains("b.json: key 'block_size' = 1000000000000000000 is above"));
+  huge = big_bird_config();
+  huge["num_random_blocks"] = int64_t{1000000000000000000};
+  CHECK_THROWS_WITH(models::create_model(huge, "b.json"), Catch::Contains("b.json: key 'num_random_blocks' = 1000000000000000000 is above"));
   Json zero = big_bird_config();
   zero["block_size"] = 0;
   CHECK_THROWS_WITH(models::create_model(zero, "b.json"), Catch::Contains("b.json: key 'block_size'"));

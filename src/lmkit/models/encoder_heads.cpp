@@ -117,6 +117,16 @@ double head_dropout(const BertConfig& c) {
 
 void check_attention_config(const BertConfig& c, const std::string& file) {
   if (c.model_type == "longformer") check_longformer_windows(c, file);
+  // BigBird's block sizes bounded by the positions (block_size 1e18 overflowed int64 into a 4e18-byte allocation).
+  if (c.model_type == "big_bird" && c.block_size > c.max_position_embeddings) {
+    throw InputError(file + ": key 'block_size' = " + std::to_string(c.block_size) + " is above max_position_embeddings " +
+                     std::to_string(c.max_position_embeddings) + " (a block is a run of positions)");
+  }
+  if (c.model_type == "big_bird" && c.num_random_blocks > c.max_position_embeddings / std::max<int64_t>(1, c.block_size)) {
+    throw InputError(file + ": key 'num_random_blocks' = " + std::to_string(c.num_random_blocks) + " is above the " +
+                     std::to_string(c.max_position_embeddings / std::max<int64_t>(1, c.block_size)) +
+                     " blocks max_position_embeddings holds");
+  }
   if (c.attention == "linformer" && c.linformer_k > c.max_position_embeddings) {
     throw InputError(file + ": key 'linformer_k' = " + std::to_string(c.linformer_k) + " is above max_position_embeddings " +
                      std::to_string(c.max_position_embeddings) + " (Linformer projects at most that many positions to k)");

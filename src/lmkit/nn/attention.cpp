@@ -303,6 +303,10 @@ at::Tensor MultiHeadAttentionImpl::block_sparse(const at::Tensor& qh, const at::
   auto pad = [&](const at::Tensor& x) { return at::constant_pad_nd(x, {0, 0, 0, padded - t}); };
   at::Tensor blocks = random_blocks;
   if (blocks.defined()) {  // given (the test hook): checked; drawn ones are valid by construction, with no host sync
+    // Integers, named (float32 blocks reached gather() and its raw error).
+    check_input(at::isIntegralType(blocks.scalar_type(), /*includeBool=*/false),
+                "attention: BigBird's random blocks must be an integer tensor of block numbers, got " +
+                    std::string(c10::toString(blocks.scalar_type())));
     check_input(blocks.dim() == 3 && blocks.size(0) == h && blocks.size(1) == nb - 2 && blocks.size(2) == r,
                 "attention: BigBird's random blocks must be (" + std::to_string(h) + ", " + std::to_string(nb - 2) + ", " +
                     std::to_string(r) + ") for " + std::to_string(t) + " positions, got " + c10::str(blocks.sizes()));
