@@ -33,9 +33,9 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const
   // One evaluation writes an --output at a time: a second is refused naming the first's process
   // (both used to finish, and one result was lost).
   const OutputLock lock(r.result_path());
+  tasks::check_request(r, m);  // refuses --predictions naming the --output file, before its lock below
   std::optional<OutputLock> predictions_lock;  // and of --predictions
   if (!r.predictions.empty()) predictions_lock.emplace(r.predictions, "--predictions");
-  tasks::check_request(r, m);
   const auto tok = tokenizer::Tokenizer::load(r.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
   const tasks::MetricInputs in{r.checkpoint, r.data,    tok,           device,      a.batch_size, a.seq_len,

@@ -292,7 +292,8 @@ int main(int argc, char** argv) {
   app.add_option("--vocab-size", a.vocab_size, "vocabulary of a tokenizer trained here")->check(in_range(128, 1 << 20));
   app.add_option("--steps", a.steps, "optimizer steps")->check(positive());
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
-  app.add_option("--seq-len", a.seq_len, "tokens per sequence (an encoder-decoder's: its input length)")->check(in_range(8, 1 << 16));
+  app.add_option("--seq-len", a.seq_len, "tokens per sequence (an encoder-decoder's: its input length)")->check(in_range(8, 1 << 16))
+      ->each([&a](const std::string&) { a.seq_len_given = true; });
   app.add_option("--lr", a.lr, "peak learning rate")->check(positive());
   app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(non_negative());
   app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
@@ -326,8 +327,5 @@ int main(int argc, char** argv) {
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
-  return run_app(app, argc, argv, [&] {
-    a.seq_len_given = app.count("--seq-len") > 0;
-    run(a, resolved_options(app));
-  });
+  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
 }
