@@ -171,7 +171,8 @@ struct EncodeCommand {
   CLI::App* add(CLI::App& app) {
     auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
     e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-    e->add_option("--input", inputs, "text files")->required()->expected(1, -1);
+    e->add_option("--input", inputs, "text files (plain, .gz or .zst), directories of them or quoted glob patterns "
+                                     "('shards/*.jsonl.zst'), read in name order")->required()->expected(1, -1);
     e->add_option("--output", output, "corpus directory to write")->required();
     e->add_option("--format", format, "auto, blank-line, lines or jsonl");
     e->add_option("--text-field", text_field, "JSONL field holding the text");
@@ -194,10 +195,11 @@ struct EncodeCommand {
   void run() const {
     const OutputLock lock(output);  // one writer of --output at a time
     check_output();
-    for (const auto& in : inputs) check_readable_file(in);
+    const std::vector<std::string> files = data::expand_inputs(inputs);  // directories and patterns: their files
+    for (const auto& in : files) check_readable_file(in);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     ProgressBar bar(0, "encode");
-    const Json h = data::encode_corpus(tok, {inputs, data::parse_text_format(format), text_field, output, threads}, &bar);
+    const Json h = data::encode_corpus(tok, {files, data::parse_text_format(format), text_field, output, threads}, &bar);
     std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
                 static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
                 static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "app_runner.h"
@@ -12,6 +13,7 @@
 #include "lmkit/data/text_input.h"
 
 using namespace lmkit;
+namespace fs = std::filesystem;
 
 TEST_CASE("text: WikiText articles become documents and paragraphs become sentences", "[data][text]") {
   auto docs = data::read_documents(test::sample("train.txt"));
@@ -220,7 +222,7 @@ TEST_CASE("text input: Parquet, other archives, NUL bytes and another encoding a
   CHECK(data::read_documents(dir / "ok.txt").size() == 1);
 }
 
-TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, and refuses a Parquet file with one error line", "[apps][text]") {
+TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, a directory or pattern of shards, and refuses a Parquet file", "[apps][text]") {
   const auto& f = test::data_fixture("bert");
   test::TempDir dir;
   const std::string plain = shipped_jsonl(dir);
@@ -232,6 +234,22 @@ TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, and refuses a Parquet fi
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pl") + " --input " + plain);
   REQUIRE(r.code == 0);
   CHECK(read_file(dir / "gz/tokens.bin") == read_file(dir / "pl/tokens.bin"));
+  // Shards: a directory of them, or a quoted pattern, read in name order, is the corpus of the whole.
+  fs::create_directories(dir / "shards");
+  run_reference_writer("cd " + (dir / "shards") + " && split -l 20 -d --additional-suffix=.jsonl " + plain + " part- && for f in part-*; do zstd -q --rm $f; done"
+                       " && touch .hidden");
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "dir") + " --input " + (dir / "shards"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(read_file(dir / "dir/tokens.bin") == read_file(dir / "pl/tokens.bin"));
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "glob") + " --input '" + (dir / "shards") +
+                "/part-*.zst'");
+  REQUIRE(r.code == 0);
+  CHECK(read_file(dir / "glob/tokens.bin") == read_file(dir / "pl/tokens.bin"));
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "none") + " --input '" + (dir / "shards") +
+                "/*.parquet'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("the pattern matches no file"));
   write_raw_bytes(dir / "shard.parquet", std::string("PAR1", 4) + std::string(100, 'x'));
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
   CHECK(r.code == 2);

@@ -1,11 +1,13 @@
 #include "lmkit/data/text_input.h"
 
+#include <glob.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <streambuf>
 #include <vector>
@@ -183,6 +185,36 @@ Compression sniff_text_file(const std::string& path) {
   }
   check_text_bytes(head, path, "");
   return Compression::kNone;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& in : inputs) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      for (const auto& e : fs::directory_iterator(in, ec)) {
+        const std::string name = e.path().filename().string();
+        if (!name.empty() && name[0] != '.' && e.is_regular_file(ec)) found.push_back(e.path().string());
+      }
+      check_input(!ec, in + ": cannot list the directory (" + ec.message() + ")");
+      check_input(!found.empty(), in + ": a directory with no file to read");
+    } else if (in.find_first_of("*?[") != std::string::npos && !fs::exists(in, ec)) {
+      glob_t g{};
+      const int rc = ::glob(in.c_str(), 0, nullptr, &g);
+      for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) {
+        if (fs::is_regular_file(g.gl_pathv[i], ec)) found.emplace_back(g.gl_pathv[i]);
+      }
+      ::globfree(&g);
+      check_input(!found.empty(), "'" + in + "': the pattern matches no file");
+    } else {
+      found.push_back(in);
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
 }
 
 std::string strip_compression_suffix(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace lmkit::data {
 
@@ -21,6 +22,12 @@ Compression sniff_text_file(const std::string& path);
 
 /// `path` without a trailing ".gz" or ".zst" ("c4.json.gz" -> "c4.json").
 std::string strip_compression_suffix(const std::string& path);
+
+/// The files `inputs` name, in order: a file as it is; a directory, its files (not its hidden
+/// ones, not its subdirectories) sorted by name, as shards are numbered (c4-train.00000-of-01024);
+/// a quoted glob pattern ("shards/*.jsonl.zst"), its matches sorted. A directory or pattern that
+/// yields no file is an InputError, never an empty input.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
 
 /// An open text input: stream() yields the decompressed bytes. Reading past a damaged or
 /// truncated compressed stream throws an InputError "PATH:LINE: ..." out of the stream's
