@@ -90,7 +90,10 @@ class DecompressBuf : public std::streambuf {
     while (produced == 0) {
       if (pos_ == avail_ && !pending_) {  // input used up and nothing held back: read more
         if (!refill()) {
-          if (!finished_) fail("the " + name() + " stream is truncated (it ends inside a frame)");
+          if (!finished_) {
+            fail("the " + name() + " stream is truncated (it ends inside a " +
+                 (kind_ == Compression::kGzip ? "member" : "frame") + ")");
+          }
           return traits_type::eof();
         }
       }
