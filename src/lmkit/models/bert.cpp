@@ -147,7 +147,7 @@ BertConfig BertConfig::from_json(const Json& j, const std::string& file, BertCon
     throw InputError(file + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                      std::to_string(c.num_attention_heads));
   }
-  check_attention_config(c, file);
+  check_attention_config(c, j, file);
   return c;
 }
 

@@ -115,22 +115,23 @@ double head_dropout(const BertConfig& c) {
   return c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob;
 }
 
-void check_attention_config(const BertConfig& c, const std::string& file) {
+void check_attention_config(const BertConfig& c, const Json& j, const std::string& file) {
   if (c.model_type == "longformer") check_longformer_windows(c, file);
+  // "key 'linformer_k' = 256" read as the file's own value where the file never set it.
+  auto value = [&](const char* key, int64_t v) {
+    return "key '" + std::string(key) + "' = " + std::to_string(v) + (j.contains(key) ? "" : " (its default)");
+  };
+  const int64_t positions = c.max_position_embeddings, blocks = positions / std::max<int64_t>(1, c.block_size);
   // BigBird's block sizes bounded by the positions (block_size 1e18 overflowed int64 into a 4e18-byte allocation).
-  if (c.model_type == "big_bird" && c.block_size > c.max_position_embeddings) {
-    throw InputError(file + ": key 'block_size' = " + std::to_string(c.block_size) + " is above max_position_embeddings " +
-                     std::to_string(c.max_position_embeddings) + " (a block is a run of positions)");
-  }
-  if (c.model_type == "big_bird" && c.num_random_blocks > c.max_position_embeddings / std::max<int64_t>(1, c.block_size)) {
-    throw InputError(file + ": key 'num_random_blocks' = " + std::to_string(c.num_random_blocks) + " is above the " +
-                     std::to_string(c.max_position_embeddings / std::max<int64_t>(1, c.block_size)) +
-                     " blocks max_position_embeddings holds");
-  }
-  if (c.attention == "linformer" && c.linformer_k > c.max_position_embeddings) {
-    throw InputError(file + ": key 'linformer_k' = " + std::to_string(c.linformer_k) + " is above max_position_embeddings " +
-                     std::to_string(c.max_position_embeddings) + " (Linformer projects at most that many positions to k)");
-  }
+  check_input(c.model_type != "big_bird" || c.block_size <= positions,
+              file + ": " + value("block_size", c.block_size) + " is above max_position_embeddings " +
+                  std::to_string(positions) + " (a block is a run of positions)");
+  check_input(c.model_type != "big_bird" || c.num_random_blocks <= blocks,
+              file + ": " + value("num_random_blocks", c.num_random_blocks) + " is above the " + std::to_string(blocks) +
+                  " blocks max_position_embeddings holds");
+  check_input(c.attention != "linformer" || c.linformer_k <= positions,
+              file + ": " + value("linformer_k", c.linformer_k) + " is above max_position_embeddings " +
+                  std::to_string(positions) + " (Linformer projects at most that many positions to k)");
 }
 
 at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,

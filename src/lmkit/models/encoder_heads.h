@@ -57,7 +57,8 @@ void check_encoder_batch(const Batch& batch, const std::string& architecture, co
 int64_t bert_max_length(const BertConfig& config);
 /// The attention keys against the config: Linformer's k within max_position_embeddings,
 /// Longformer's windows even and one for every layer or one a layer (InputError naming `file`).
-void check_attention_config(const BertConfig& config, const std::string& file);
+/// `j`, the config as the file wrote it: a value the file never set is quoted as "(its default)".
+void check_attention_config(const BertConfig& config, const Json& j, const std::string& file);
 /// Longformer's attention_window of `layer`.
 int64_t longformer_window(const BertConfig& config, int64_t layer);
 /// SpanBERT's span boundary head over this encoder (span_boundary.h).
