@@ -16,6 +16,11 @@
 
 namespace lmkit {
 
+/// Whether `s` ends with `suffix` (a file name's extension: "c4.json.gz", ".gz").
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 /// "a, b or c" (with last_sep " or "), "a, b, c" (with ", "): names listed in messages.
 inline std::string join_names(const std::vector<std::string>& names, const std::string& last_sep = ", ") {
   std::string out;

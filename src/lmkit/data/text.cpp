@@ -1,24 +1,17 @@
 #include "lmkit/data/text.h"
 
-#include "lmkit/data/text_input.h"
-
 #include <cctype>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
-#include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
+#include "lmkit/data/text_input.h"
 
 namespace lmkit::data {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

@@ -14,6 +14,8 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
+#include "lmkit/tokenizer/unicode.h"
 
 namespace lmkit::data {
 
@@ -23,35 +25,13 @@ constexpr size_t kSniffBytes = 64 * 1024;
 
 bool starts_with(const std::string& s, const char* magic, size_t n) { return s.size() >= n && std::memcmp(s.data(), magic, n) == 0; }
 
-// Invalid UTF-8 sequences in `s` (a truncated sequence at the very end is not counted).
-size_t invalid_utf8(const std::string& s) {
-  size_t bad = 0;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0) {
-      ++bad, ++i;
-      continue;
-    }
-    if (i + n > s.size()) break;
-    bool ok = true;
-    for (size_t k = 1; k < n; ++k) ok = ok && (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    if (!ok) {
-      ++bad, ++i;
-      continue;
-    }
-    i += n;
-  }
-  return bad;
-}
-
 // Refuses bytes that are not text: NULs, or more than 5% invalid UTF-8 (at least 16 sequences).
 void check_text_bytes(const std::string& sample, const std::string& path, const std::string& what) {
   if (sample.find('\0') != std::string::npos) {
     throw InputError(path + ": " + what + "holds NUL bytes: not a text file (lmkit reads UTF-8 text, JSONL, and "
                      "gzip- or zstd-compressed JSONL)");
   }
-  const size_t bad = invalid_utf8(sample);
+  const size_t bad = tokenizer::unicode::count_invalid_utf8(sample);
   if (bad >= 16 && bad * 20 > sample.size()) {
     throw InputError(path + ": " + what + "is not UTF-8 text (" + std::to_string(bad) + " invalid sequences in its first " +
                      std::to_string(sample.size()) + " bytes; convert it, e.g. iconv -f latin1 -t utf-8)");
@@ -221,9 +201,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
 }
 
 std::string strip_compression_suffix(const std::string& path) {
-  for (const char* suffix : {".gz", ".zst"}) {
-    const size_t n = std::strlen(suffix);
-    if (path.size() > n && path.compare(path.size() - n, n, suffix) == 0) return path.substr(0, path.size() - n);
+  for (const std::string suffix : {".gz", ".zst"}) {
+    if (path.size() > suffix.size() && ends_with(path, suffix)) return path.substr(0, path.size() - suffix.size());
   }
   return path;
 }

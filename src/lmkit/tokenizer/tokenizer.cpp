@@ -24,10 +24,6 @@ namespace fs = std::filesystem;
 namespace lmkit::tokenizer {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // transformers' clean_up_tokenization (applied to WordPiece output when the config asks for it).
 std::string clean_up_tokenization(std::string s) {
   static const std::pair<const char*, const char*> kRules[] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},

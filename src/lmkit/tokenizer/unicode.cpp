@@ -42,6 +42,21 @@ std::u32string decode_utf8(std::string_view s) {
   return out;
 }
 
+size_t count_invalid_utf8(std::string_view s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    char32_t c = 0;
+    const int len = decode_one(s, i, c);
+    if (len > 0) {
+      i += static_cast<size_t>(len);
+      continue;
+    }
+    if (s.size() - i < 4) break;  // possibly the start of a sequence the sample cut
+    ++bad, ++i;
+  }
+  return bad;
+}
+
 void append_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
     out.push_back(static_cast<char>(c));

@@ -9,6 +9,9 @@ namespace lmkit::tokenizer::unicode {
 
 /// Code points of UTF-8 text; each invalid byte becomes U+FFFD.
 std::u32string decode_utf8(std::string_view text);
+/// The bytes decode_utf8 would replace by U+FFFD, less a sequence cut off at the very end (a
+/// sample of a longer text may end inside one).
+size_t count_invalid_utf8(std::string_view text);
 void append_utf8(std::string& out, char32_t c);
 std::string encode_utf8(std::u32string_view text);
 /// Rust's String::from_utf8_lossy: each maximal invalid sequence becomes one U+FFFD.
