@@ -62,7 +62,7 @@ void add_training_flags(CLI::App& app, tasks::FinetuneOptions& a) {
   app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
   app.add_option("--batch-size", a.batch_size, "examples per batch")->check(positive());
   app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(in_range(4, 1 << 16));
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay")->check(non_negative());
+  app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
   app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(in_range(0.0, 1.0));
   app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
   app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
@@ -83,12 +83,15 @@ int main(int argc, char** argv) {
   tasks::TaskFlags task_flags;
   if (const int rc = guard([&] { task_flags = tasks::add_task_flags(app, tasks::Mode::kFinetune); })) return rc;
   add_training_flags(app, a);
+  train::OptimizerFlags optimizer_flags;
+  train::add_optimizer_flags(app, optimizer_flags);
   add_runtime_flags(app, a.runtime);
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
   return run_app(app, argc, argv, [&] {
     task_flags.check_given(app, a.task);
+    a.optimizer = train::optimizer_options(app, optimizer_flags, a.lr, a.weight_decay);
     tasks::finetune(a, task_flags.of(a.task), resolved_options(app), &app);
   });
 }

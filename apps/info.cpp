@@ -13,7 +13,12 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
+#include "lmkit/data/pipeline.h"
+#include "lmkit/models/family.h"
 #include "lmkit/models/summary.h"
+#include "lmkit/tasks/metric.h"
+#include "lmkit/tasks/task.h"
+#include "lmkit/train/optimizer.h"
 #include "lmkit/tokenizer/tokenizer.h"
 
 namespace {
@@ -42,6 +47,33 @@ void print_system(const lmkit::Json& s) {
   std::printf("CUDA devices       %d\n", s["cuda_devices"].get<int>());
 }
 
+// Every open kind's entries and who registered each ("lmkit" or a plugin's path).
+lmkit::Json registered() {
+  using lmkit::Json;
+  auto entry = [](const std::string& name, const std::string& summary, const std::string& source) {
+    return Json{{"name", name}, {"summary", summary}, {"source", source}};
+  };
+  Json out = {{"families", Json::array()}, {"objectives", Json::array()}, {"tasks", Json::array()},
+              {"metrics", Json::array()}, {"optimizers", Json::array()}};
+  for (const auto& f : lmkit::models::families()) out["families"].push_back(entry(f.model_type, "", f.source));
+  for (const auto& o : lmkit::data::objectives()) out["objectives"].push_back(entry(o.name, o.summary, o.source));
+  for (const auto& t : lmkit::tasks::tasks()) out["tasks"].push_back(entry(t.name, t.summary, t.source));
+  for (const auto& m : lmkit::tasks::metrics()) out["metrics"].push_back(entry(m.name, m.summary, m.source));
+  for (const auto& o : lmkit::train::optimizers()) out["optimizers"].push_back(entry(o.name, o.summary, o.source));
+  return out;
+}
+
+void print_registered(const lmkit::Json& kinds) {
+  for (const auto& [kind, entries] : kinds.items()) {
+    std::printf("%s\n", kind.c_str());
+    for (const auto& e : entries) {
+      const std::string source = e["source"] == "lmkit" ? "" : "  [" + e["source"].get<std::string>() + "]";
+      std::printf("  %-22s %s%s\n", e["name"].get<std::string>().c_str(), e["summary"].get<std::string>().c_str(),
+                  source.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,13 +83,15 @@ int main(int argc, char** argv) {
       "lmkit-info: a model's architecture, parameter count by component and memory (PATH: a preset JSON or a "
       "checkpoint directory); without PATH, this machine as lmkit sees it (LibTorch, threads, BLAS rate, bf16, CUDA)");
   lmkit::RuntimeOptions runtime;
-  bool json = false, system = false, fields = false;
+  bool json = false, system = false, fields = false, kinds = false;
   std::string path, architecture;
   app.add_option("PATH", path, "preset JSON (one of models/) or checkpoint directory");
   app.add_option("--architecture", architecture, "head to build, e.g. BertForSequenceClassification");
   app.add_flag("--system", system, "also describe this machine");
   app.add_flag("--fields", fields,
                "list the config's fields: each key, its value, its default and what a value must be (with PATH)");
+  app.add_flag("--registered", kinds,
+               "list what is registered (families, objectives, tasks, metrics, optimizers), plugins' entries included");
   app.add_flag("--json", json, "print one JSON object instead of a table");
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {
@@ -74,7 +108,8 @@ int main(int argc, char** argv) {
                             {"format", tok.format()}, {"vocab_size", tok.vocab_size()}};
       }
     }
-    if (path.empty() || system) out["system"] = system_info(runtime);
+    if (kinds) out["registered"] = registered();
+    if ((path.empty() && !kinds) || system) out["system"] = system_info(runtime);
     if (json) {
       std::printf("%s\n", out.dump().c_str());
       return;
@@ -87,6 +122,7 @@ int main(int argc, char** argv) {
                   t["family"].get<std::string>().c_str(), t["format"].get<std::string>().c_str(),
                   static_cast<long long>(t["vocab_size"].get<int64_t>()));
     }
+    if (out.contains("registered")) print_registered(out["registered"]);
     if (out.contains("system")) print_system(out["system"]);
   });
 }

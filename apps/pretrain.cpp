@@ -30,12 +30,14 @@ struct Args {
   RuntimeOptions runtime;
   TensorBoardFlags tensorboard;
   dist::GroupOptions dist;
+  train::OptimizerFlags optimizer_flags;
+  train::OptimizerOptions optimizer;  ///< from optimizer_flags, after parsing
   std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
   std::string source_lang, target_lang;
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
-  double lr = 1e-4, weight_decay = 0.01, clip = 1.0, adam_eps = 1e-6, span_p = 0.2;
+  double lr = 1e-4, weight_decay = 0.01, clip = 1.0, span_p = 0.2;
   int64_t max_span = 10;
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
   bool recompute = false;
@@ -160,8 +162,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.steps = a.steps;
   o.accumulation = a.accumulation;
   o.clip = a.clip;
-  o.weight_decay = a.weight_decay;
-  o.eps = a.adam_eps;
+  o.optimizer = a.optimizer;
   o.schedule.schedule = train::parse_schedule(a.schedule);
   o.schedule.lr = a.lr;
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
@@ -267,6 +268,16 @@ void run(const Args& a, const Json& resolved) {
   if (leader) print_summary(a, summary, spec.num_classes > 0);
 }
 
+// The learning rate, its schedule and the optimizer (with every registered optimizer's flags).
+void add_optimisation_flags(CLI::App& app, Args& a) {
+  app.add_option("--lr", a.lr, "peak learning rate")->check(positive());
+  app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(non_negative());
+  app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
+  app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
+  a.optimizer_flags.eps = 1e-6;
+  train::add_optimizer_flags(app, a.optimizer_flags);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,11 +305,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", a.batch_size, "sequences per batch")->check(positive());
   app.add_option("--seq-len", a.seq_len, "tokens per sequence (an encoder-decoder's: its input length)")->check(in_range(8, 1 << 16))
       ->each([&a](const std::string&) { a.seq_len_given = true; });
-  app.add_option("--lr", a.lr, "peak learning rate")->check(positive());
-  app.add_option("--warmup", a.warmup, "warmup steps (default: 10% of --steps)")->check(non_negative());
-  app.add_option("--schedule", a.schedule, "constant, linear, cosine or inverse-sqrt");
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (not on biases and norms)")->check(non_negative());
-  app.add_option("--adam-eps", a.adam_eps, "AdamW epsilon")->check(positive());
+  add_optimisation_flags(app, a);
   app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
   app.add_option("--accumulation", a.accumulation, "batches per optimizer step")->check(positive());
   app.add_option("--eval-every", a.eval_every, "validate every N steps (0: at the end)")->check(non_negative());
@@ -327,5 +334,8 @@ int main(int argc, char** argv) {
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);
   add_config_flag(app);
-  return run_app(app, argc, argv, [&] { run(a, resolved_options(app)); });
+  return run_app(app, argc, argv, [&] {
+    a.optimizer = train::optimizer_options(app, a.optimizer_flags, a.lr, a.weight_decay);
+    run(a, resolved_options(app));
+  });
 }

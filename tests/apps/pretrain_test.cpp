@@ -9,6 +9,7 @@
 #include <fstream>
 #include <algorithm>
 #include <thread>
+#include <tuple>
 
 #include "../data/data_fixture.h"
 #include "app_runner.h"
@@ -405,4 +406,43 @@ TEST_CASE("pretrain: the Transformer learns seq2seq from parallel files and eval
                  (dir / "bad"));
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("--source-lang and --target-lang"));
+}
+
+TEST_CASE("pretrain: each registered optimizer trains, resumes bitwise, and its flags are checked", "[apps][pretrain][optimizer]") {
+  test::TempDir dir;
+  auto args = [&](const std::string& out, const std::string& optimizer) {
+    return "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") +
+           " --output " + out + " --objective mlm --vocab-size 2000 --steps 6 --batch-size 4 --seq-len 32 --threads 1" +
+           " --seed 5 --optimizer " + optimizer;
+  };
+  for (const std::string optimizer : {"adafactor", "lamb", "muon"}) {
+    INFO(optimizer);
+    const std::string once = dir / (optimizer + "-once"), twice = dir / (optimizer + "-twice");
+    auto first = run(args(once, optimizer));
+    INFO(first.out);
+    REQUIRE(first.code == 0);
+    CHECK(load_json_file(once + "/config.json")["optimizer"] == optimizer);
+    REQUIRE(run(args(twice, optimizer) + " --stop-at 3").code == 0);
+    // The run's optimizer is part of it: another one on --resume is refused by name.
+    const std::string other = optimizer == "lamb" ? "muon" : "lamb";
+    auto changed = run(args(twice, other) + " --resume");
+    CHECK(changed.code == 2);
+    CHECK_THAT(changed.out, Catch::Contains("--optimizer \"" + other + "\" (was \"" + optimizer + "\")"));
+    REQUIRE(run(args(twice, optimizer) + " --resume").code == 0);
+    CHECK(read_file(once + "/final/model.safetensors") == read_file(twice + "/final/model.safetensors"));
+  }
+  const std::string bad = dir / "bad";
+  const std::vector<std::tuple<std::string, std::string, std::string>> refused = {
+      {"adamw", " --adafactor-decay-rate -0.5", "--adafactor-decay-rate applies to --optimizer adafactor, not adamw"},
+      {"adafactor", " --adam-beta2 0.95", "--adam-beta2 applies to --optimizer adamw, lamb or muon, not adafactor"},
+      {"muon", " --muon-adjust-lr fast", "--muon-adjust-lr 'fast': expected match_rms_adamw or original"},
+      {"adafactor", " --adafactor-clip-threshold one", "--adafactor-clip-threshold 'one': expected a number"},
+      {"adafactor", " --adafactor-warmup-init true", "--adafactor-warmup-init needs --adafactor-relative-step true"},
+      {"sgd", "", "unknown optimizer 'sgd' (expected adamw, adafactor, lamb or muon)"}};
+  for (const auto& [optimizer, flags, message] : refused) {
+    auto r = run(args(bad, optimizer) + flags);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("error: " + message));
+  }
+  CHECK_FALSE(fs::exists(bad + "/checkpoints"));
 }

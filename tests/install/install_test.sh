@@ -154,6 +154,53 @@ grep -q "| sst acc/calibration.ece |" "$work/cal-suite/results.md" && [ -f "$wor
   { echo "FAIL: lmkit-suite did not run the plugin's metric"; cat "$work/cal-suite/results.md"; exit 1; }
 echo "plugin: the calibration metric's ECE equals the predictions', and lmkit-suite runs it"
 
+# The optimizer example: lmkit-pretrain --plugin trains with --optimizer lion; the first step moves every weight
+# that has a gradient by exactly the learning rate (Lion's sign update: one step at lr 1e-3 and one at 2e-3 from the
+# same start differ by exactly 1e-3 wherever a weight moved, read back from the safetensors here),
+# a stop and --resume end on the same weights, lmkit-info --registered names the plugin, another's flag is refused.
+lion="$work/lion"
+cmake -S "$src/examples/lion_plugin" -B "$lion" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$lion.log" 2>&1 && cmake --build "$lion" >>"$lion.log" 2>&1 || { tail -40 "$lion.log"; exit 1; }
+lion_plugin="$lion/liblmkit_lion.so"
+lion_args=(--plugin "$lion_plugin" --optimizer lion --model "$prefix/share/lmkit/models/bert-tiny.json" --objective mlm
+           --tokenizer "$work/shuffle-full/tokenizer.model" --train "$src/data/wikitext-2-sample/valid.txt" --batch-size 4
+           --seq-len 32 --threads 1 --schedule constant --warmup 0 --weight-decay 0 --seed 3)
+for lr in 1 2; do
+  OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr "${lr}e-3" --steps 1 --output "$work/lion-$lr" \
+    >"$work/lion-$lr.log" 2>&1 || { tail -20 "$work/lion-$lr.log"; exit 1; }
+done
+python3 - "$work/lion-1" "$work/lion-2" <<'PY' || { echo "FAIL: Lion's first step is not lr times a sign"; exit 1; }
+import json, struct, sys, array
+def tensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    for name, t in head.items():
+        if name != "__metadata__" and t["dtype"] == "F32":
+            a = array.array("f"); a.frombytes(raw[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]])
+            yield name, a
+before = dict(tensors(sys.argv[1] + "/final/model.safetensors"))
+moved = same = 0
+for name, after in tensors(sys.argv[2] + "/final/model.safetensors"):
+    for x, y in zip(before[name], after):
+        d = abs(y - x)
+        assert d == 0 or abs(d - 1e-3) <= 1e-6 * max(1.0, abs(x)) + 1e-9, (name, x, y)
+        moved += d != 0; same += d == 0
+assert moved > 0.5 * (moved + same), (moved, same)
+print(f"lion: {moved} weights moved by the learning rate, {same} without a gradient stayed")
+PY
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr 1e-3 --steps 4 --output "$work/lion-once" >/dev/null 2>&1
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr 1e-3 --steps 4 --stop-at 2 --output "$work/lion-twice" >/dev/null 2>&1
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr 1e-3 --steps 4 --resume --output "$work/lion-twice" >/dev/null 2>&1
+cmp -s "$work/lion-once/final/model.safetensors" "$work/lion-twice/final/model.safetensors" ||
+  { echo "FAIL: a Lion run stopped and resumed differs from an uninterrupted one"; exit 1; }
+"$bin/lmkit-info" --plugin "$lion_plugin" --registered | grep -q "^  lion .*\[$lion_plugin\]$" ||
+  { echo "FAIL: lmkit-info --registered does not list the plugin's optimizer"; exit 1; }
+expect_error "^error: --lion-beta2 applies to --optimizer lion, not adamw$" "$bin/lmkit-pretrain" --plugin "$lion_plugin" \
+  --model "$prefix/share/lmkit/models/bert-tiny.json" --train "$src/data/wikitext-2-sample/valid.txt" --lion-beta2 0.9 \
+  --output "$work/lion-bad"
+echo "plugin: the Lion optimizer trains by sign steps of the learning rate and resumes bitwise"
+
 # add_subdirectory: lmkit's targets name no CMAKE_SOURCE_DIR, so it configures inside another project.
 parent="$work/parent" && mkdir -p "$parent"
 cat >"$parent/CMakeLists.txt" <<CMAKE

@@ -5,6 +5,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 
+#include <set>
+
+#include "lmkit/models/registry.h"
 #include "lmkit/train/step.h"
 
 using namespace lmkit;
@@ -78,4 +81,72 @@ TEST_CASE("FusedAdamW: falls back to torch::optim::AdamW for amsgrad, and the sc
   fused_opt.step();
   auto a = reference->parameters(), b = fused->parameters();
   for (size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i], b[i]));
+}
+
+TEST_CASE("optimizer registry: lmkit's four in order, unknown names and bad registrations refused", "[train][optimizer]") {
+  std::vector<std::string> names;
+  for (const auto& o : train::optimizers()) names.push_back(o.name);
+  REQUIRE(names.size() >= 4);
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 4) ==
+        std::vector<std::string>{"adamw", "adafactor", "lamb", "muon"});
+  CHECK(train::optimizer("lamb").elementwise_state);
+  CHECK_FALSE(train::optimizer("adafactor").elementwise_state);
+  CHECK_FALSE(train::optimizer("muon").elementwise_state);
+  CHECK_THROWS_WITH(train::optimizer("sgd"), Catch::Contains("unknown optimizer 'sgd' (expected adamw, adafactor"));
+  train::OptimizerSpec twice = train::optimizer("lamb");
+  CHECK_THROWS_WITH(train::register_optimizer(twice), Catch::Contains("optimizer 'lamb' is registered twice: by lmkit"));
+  train::OptimizerSpec loose = twice;
+  loose.name = "lamb2";
+  loose.flags = {{"trust-clip", 10.0, "a flag not spelt --lamb2-..."}};
+  CHECK_THROWS_WITH(train::register_optimizer(loose), Catch::Contains("its flag --trust-clip must be spelt --lamb2-..."));
+}
+
+TEST_CASE("Muon: the layers' weight matrices go to Muon; embeddings, biases and norms to AdamW", "[train][optimizer]") {
+  auto model = models::create_model({{"model_type", "gpt2"}, {"vocab_size", 50}, {"n_embd", 16}, {"n_layer", 2},
+                                     {"n_head", 2}, {"n_positions", 32}},
+                                    "tiny.json", "GPT2LMHeadModel");
+  const train::ModelParameters params = train::model_parameters(*model);
+  CAPTURE(std::vector<std::string>(params.tables.begin(), params.tables.end()));
+  CHECK(params.tables.count("wte.weight") == 1);
+  CHECK(params.tables.size() == 2);  // the tokens' table and the positions' table
+  train::OptimizerOptions o;
+  o.name = "muon";
+  auto muon = train::make_optimizer(params, o);
+  REQUIRE(muon->param_groups().size() == 3);
+  const auto& role = [&](size_t g) { return static_cast<const train::GroupOptions&>(muon->param_groups()[g].options()).role(); };
+  CHECK(role(0) == "matrix");
+  CHECK(role(1) == "adamw");
+  std::set<at::TensorImpl*> matrices;
+  for (const auto& p : muon->param_groups()[0].params()) matrices.insert(p.unsafeGetTensorImpl());
+  int64_t expected = 0;
+  for (const auto& [name, p] : params.named) {
+    const bool layer_matrix = p.dim() == 2 && name.rfind("layers.", 0) == 0;
+    expected += layer_matrix;
+    INFO(name);
+    CHECK(matrices.count(p.unsafeGetTensorImpl()) == (layer_matrix ? 1u : 0u));
+  }
+  CHECK(expected == 8);  // 4 matrices a layer: qkv, attention out, MLP in and out
+  CHECK(static_cast<int64_t>(matrices.size()) == expected);
+}
+
+TEST_CASE("Adafactor: factored second moments for matrices, full ones for vectors, in the checkpoint format",
+          "[train][optimizer]") {
+  at::manual_seed(1);
+  auto model = tiny_model();
+  train::OptimizerOptions o;
+  o.name = "adafactor";
+  o.lr = 1e-2;
+  auto opt = train::make_optimizer(*model, o);
+  auto loss = model->forward(at::randn({5, 7})).pow(2).mean();
+  loss.backward();
+  opt->step();
+  const at::Tensor w = model->parameters()[0];  // (13, 7)
+  const auto& st = static_cast<const train::TensorState&>(*opt->state().at(w.unsafeGetTensorImpl()));
+  CHECK(st.step == 1);
+  CHECK(st.tensors.at("exp_avg_sq_row").sizes() == at::IntArrayRef{13});
+  CHECK(st.tensors.at("exp_avg_sq_col").sizes() == at::IntArrayRef{7});
+  CHECK(st.tensors.count("exp_avg") == 0);  // no first moment unless --adafactor-beta1
+  const at::Tensor b = model->parameters()[1];  // (13)
+  CHECK(static_cast<const train::TensorState&>(*opt->state().at(b.unsafeGetTensorImpl())).tensors.at("exp_avg_sq").sizes() ==
+        at::IntArrayRef{13});
 }

@@ -68,9 +68,9 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.schedule.schedule = train::Schedule::kLinear;
   o.schedule.lr = a.lr;
   o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
-  o.weight_decay = a.weight_decay;
+  o.optimizer = a.optimizer;
+  o.optimizer.weight_decay = a.weight_decay;
   o.clip = a.clip;
-  o.eps = 1e-8;
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch;
   o.save_every = 0;

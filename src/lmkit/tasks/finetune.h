@@ -9,6 +9,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/tasks/task.h"
+#include "lmkit/train/optimizer.h"
 
 namespace lmkit::tasks {
 
@@ -28,6 +29,7 @@ struct FinetuneOptions {
   /// optimizer state) or "best" (best/ alone: final/ and checkpoints/ go once it is finished).
   std::string keep = "all";
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
+  train::OptimizerOptions optimizer;  ///< --optimizer and its flags (lr and weight_decay: the fields above)
   bool resume = false, overwrite = false;
 };
 

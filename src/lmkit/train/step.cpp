@@ -18,9 +18,6 @@ namespace lmkit::train {
 
 namespace {
 
-// The optimizer state's key for a parameter, as torch::optim::AdamW keeps it.
-void* state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
-
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
@@ -55,93 +52,9 @@ at::Tensor weighted_loss(const Output& out, const std::vector<std::pair<std::str
 
 }  // namespace
 
-bool FusedAdamW::amsgrad() const {
-  for (const auto& group : param_groups_) {
-    if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return true;
-  }
-  return false;
-}
-
-at::Tensor FusedAdamW::step(LossClosure closure) {
-  const double scale = grad_scale_;
-  grad_scale_ = 1.0;
-  if (!closure && !amsgrad()) {
-    native_step(scale);
-    return {};
-  }
-  if (scale != 1.0) {
-    at::NoGradGuard no_grad;
-    for (auto& group : param_groups_) {
-      for (auto& p : group.params()) {
-        if (p.grad().defined()) p.grad().mul_(scale);
-      }
-    }
-  }
-  return torch::optim::AdamW::step(std::move(closure));
-}
-
-void FusedAdamW::native_step(double scale) {
-  at::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
-    // One multi-tensor launch per (device, dtype): every parameter of the group at once.
-    std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> params, grads, avgs, sqs, steps;
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      const auto key = state_key(p);
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->step(0);
-        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        it = state_.emplace(key, std::move(fresh)).first;
-      }
-      auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
-      // The kernel reads the step count from a float tensor on the parameter's device; keep one
-      // per parameter beside the integer count the checkpoint format holds.
-      at::Tensor& step = device_steps_[key];
-      if (!step.defined() || step.device() != p.device()) {
-        step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
-      }
-      st.step(st.step() + 1);
-      const auto bucket = std::make_pair(p.device().str(), p.scalar_type());
-      params[bucket].push_back(p);
-      grads[bucket].push_back(p.grad());
-      avgs[bucket].push_back(st.exp_avg());
-      sqs[bucket].push_back(st.exp_avg_sq());
-      steps[bucket].push_back(step);
-    }
-    for (auto& [bucket, ps] : params) {
-      at::_foreach_add_(steps[bucket], 1);
-      std::optional<at::Tensor> grad_scale;  // the kernel divides the gradients by it
-      if (scale != 1.0) grad_scale = at::full({}, 1.0 / scale, ps.front().options().dtype(at::kFloat));
-      at::_fused_adamw_(ps, grads[bucket], avgs[bucket], sqs[bucket], {}, steps[bucket], o.lr(),
-                        std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
-                        /*amsgrad=*/false, /*maximize=*/false, grad_scale, /*found_inf=*/{});
-    }
-  }
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, const OptimizerOptions& o) {
-  std::vector<at::Tensor> decay, no_decay;
-  for (auto& p : model.named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
-  }
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(o.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<FusedAdamW>(groups, torch::optim::AdamWOptions(o.lr));
-}
-
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  // Any optimizer's options (not only AdamW's) take a learning rate through set_lr.
-  for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
+std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, OptimizerOptions options) {
+  options.name = "adamw";
+  return make_optimizer(model, std::move(options));
 }
 
 namespace {

@@ -4,49 +4,20 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
 #include "lmkit/core/batch.h"
 #include "lmkit/dist/reducer.h"
 #include "lmkit/models/model.h"
+#include "lmkit/train/adamw.h"
+#include "lmkit/train/optimizer.h"
 
 namespace lmkit::train {
 
-struct OptimizerOptions {
-  double lr = 1e-4, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-};
-
-/// torch::optim::AdamW whose update is LibTorch's multi-tensor at::_fused_adamw_
-/// (one pass over every parameter of a group, CPU or CUDA) instead of eight tensor
-/// operations per parameter, with an optional gradient scale (the clipping
-/// coefficient) folded into that pass. Same state and checkpoint format as
-/// torch::optim::AdamW; falls back to it for amsgrad and closures.
-/// (lmkit's own vectorized CPU pass was 6-8% slower than the native kernel on
-/// LibTorch 2.11: bench/levers.sh, docs/benchmarks.md.)
-class FusedAdamW : public torch::optim::AdamW {
- public:
-  using torch::optim::AdamW::AdamW;
-  /// Multiplies every gradient by `scale` in the next step() (then resets to 1).
-  void set_grad_scale(double scale) { grad_scale_ = scale; }
-  at::Tensor step(LossClosure closure = nullptr) override;
-
- private:
-  bool amsgrad() const;
-  void native_step(double scale);
-  double grad_scale_ = 1.0;
-  std::unordered_map<void*, at::Tensor> device_steps_;  ///< per parameter: its step count on its device
-};
-
-/// AdamW (Loshchilov & Hutter) with two groups: weight decay on matrices and
-/// embeddings, none on biases and norm weights (1-D parameters). A FusedAdamW.
-std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, const OptimizerOptions& options);
-
-/// Sets the learning rate of every parameter group.
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+/// AdamW through the registry (make_optimizer with options.name "adamw"): lmkit-bench and tests.
+std::unique_ptr<torch::optim::Optimizer> make_adamw(torch::nn::Module& model, OptimizerOptions options);
 
 struct StepResult {
   double loss = 0;       ///< the step's loss: each term's sum over every target of the step / their number

@@ -196,7 +196,9 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
                                            "against the data-parallel reducer)");
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
-  optimizer_ = make_adamw(*model_, {o_.schedule.lr, o_.weight_decay, o_.beta1, o_.beta2, o_.eps});
+  OptimizerOptions optimizer = o_.optimizer;
+  optimizer.lr = o_.schedule.lr;
+  optimizer_ = make_optimizer(*model_, std::move(optimizer));
   if (o_.group) {
     // One model on every rank: rank 0's initial weights (a resumed run then loads its checkpoint everywhere).
     std::vector<at::Tensor> state = model_->parameters();

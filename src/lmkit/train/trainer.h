@@ -1,4 +1,4 @@
-// The training loop, for any model: AdamW with parameter groups, LR schedule,
+// The training loop, for any model: a registered optimizer (AdamW by default), LR schedule,
 // gradient accumulation and clipping, a guard against non-finite steps,
 // periodic validation, and atomic checkpoints that resume exactly.
 #pragma once
@@ -27,8 +27,8 @@ namespace lmkit::train {
 struct TrainerOptions {
   int64_t steps = 1000;         ///< optimizer steps
   ScheduleOptions schedule;     ///< lr, warmup, schedule (total_steps is set to `steps`)
-  double weight_decay = 0.01;   ///< AdamW; never on biases and norm weights
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// The optimizer (its lr is the schedule's: schedule.lr); weight decay never on biases and norm weights.
+  OptimizerOptions optimizer;
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
   bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
