@@ -39,6 +39,7 @@ struct Args {
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
   double lr = 1e-4, weight_decay = 0.01, clip = 1.0, span_p = 0.2;
   int64_t max_span = 10;
+  int shard_optimizer = 0;
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
   bool recompute = false;
   bool seq_len_given = false;  // --seq-len on the command line or in --config, not its default
@@ -163,6 +164,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.accumulation = a.accumulation;
   o.clip = a.clip;
   o.optimizer = a.optimizer;
+  o.shard_optimizer = a.shard_optimizer;
   o.schedule.schedule = train::parse_schedule(a.schedule);
   o.schedule.lr = a.lr;
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
@@ -276,6 +278,7 @@ void add_optimisation_flags(CLI::App& app, Args& a) {
   app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
   a.optimizer_flags.eps = 1e-6;
   train::add_optimizer_flags(app, a.optimizer_flags);
+  train::add_shard_flag(app, a.shard_optimizer);
 }
 
 }  // namespace

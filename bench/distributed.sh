@@ -5,6 +5,9 @@
 # after the first 5), the all-reduce wait per step, and the ratios.
 #   bash bench/distributed.sh [OUT_DIR]              (default runs/distributed)
 #   STEPS=30 BATCH=32 SEQ=128 MODEL=models/bert-mini.json bash bench/distributed.sh
+# MODE=zero: the optimizer sharded or not (--shard-optimizer 0, 1, 2) at PROCS processes, same
+# run: each rank's optimizer state in bytes, its peak resident memory and the step time.
+#   MODE=zero MODEL=models/gpt-small.json BATCH=8 SEQ=128 STEPS=12 bash bench/distributed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/distributed}
@@ -36,6 +39,26 @@ run_ranks() {  # name threads-per-rank batch-per-rank
   stats "$out/$1/metrics.jsonl"
 }
 per_rank=$((batch / procs)) threads_per_rank=$(( cores / procs > 0 ? cores / procs : 1 ))
+if [ "${MODE:-scaling}" = zero ]; then
+  echo "model $model, $procs processes x batch $per_rank x $seq, $steps steps, $threads_per_rank thread(s) each"
+  printf '%-12s %-6s %16s %14s %16s %14s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" "ms/step"
+  for stage in 0 1 2; do
+    .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
+      "${common[@]}" "${tok[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" --shard-optimizer "$stage" \
+      --output "$out/zero-$stage" > "$out/zero-$stage.log" 2>&1
+    read -r rate _ < <(stats "$out/zero-$stage/metrics.jsonl")
+    ms=$(.venv/bin/python -c "print(f'{$batch * $seq / $rate * 1000:.0f}')")
+    .venv/bin/python - "$out/zero-$stage.log" "$stage" "$ms" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rows = re.findall(r"rank (\d+) of \d+: optimizer state of (\d+) of \d+ parameter elements, (\d+) bytes "
+                  r"\([^)]*\); peak resident memory ([0-9.]+) MiB", text)
+for rank, held, nbytes, peak in sorted(rows):
+    print(f"{sys.argv[2]:<12} {rank:<6} {held:>16} {nbytes:>14} {peak:>16} {sys.argv[3]:>14}")
+PY
+  done
+  exit 0
+fi
 read -r single_all _ < <(run_one single-all-cores "$cores" "$batch")
 read -r single_one _ < <(run_one single-one-rank-share "$threads_per_rank" "$per_rank")
 read -r ranks wait < <(run_ranks ranks "$threads_per_rank" "$per_rank")

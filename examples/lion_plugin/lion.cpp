@@ -48,7 +48,7 @@ void register_lion() {
   spec.name = "lion";
   spec.summary = "Lion (Chen et al. 2023): the sign of interpolated momentum; use a 3-10x smaller --lr than AdamW's";
   spec.adam_flags = false;
-  spec.elementwise_state = true;
+  spec.shardable = true;
   spec.flags = {{"lion-beta1", 0.9, "the interpolation of momentum and gradient that gives the update's sign"},
                 {"lion-beta2", 0.99, "the momentum's decay"}};
   spec.create = [](const train::ModelParameters& params, const train::OptimizerOptions& o)

@@ -12,6 +12,12 @@
                    uninterrupted 2-rank run: same losses, same weights.
   nccl             where a GPU is: torchrun with 1 process on --device cuda (NCCL, world
                    size 1) trains like the same run without torchrun (skipped without one).
+  zero             --shard-optimizer 1 and 2 (ZeRO) against unsharded data parallelism at 2 and 3
+                   ranks: losses and weights within fp32 reduction-order rounding (the largest
+                   difference is printed); each rank's optimizer state is 1/N of the whole, in
+                   bytes; a stopped and resumed stage-2 run ends bit for bit as an uninterrupted
+                   one; its checkpoint resumes on 3 ranks and on 1 process, each with one warning;
+                   optimizers that cannot be sharded, and sharding without ranks, are refused.
   failure          two ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT): kill -9
                    one mid-training and the other exits non-zero with one error: line
                    within the timeout; stop one (SIGSTOP) and the other gives up after
@@ -25,6 +31,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.path.join(ROOT, "data", "wikitext-2-sample")
 SST = os.path.join(ROOT, "tests", "fixtures", "text", "sst2.dev.tsv")
 TOL = 1e-4
+# Sharded vs unsharded: the gradient chunks are summed by reduce-scatter instead of all-reduce, and
+# the clipping norm from per-rank chunk norms: fp32 rounding of the order, measured 2e-7 here.
+ZERO_TOL = 1e-5
 
 try:
     import torch
@@ -261,10 +270,87 @@ def failure(work):
           f"failure: no rank 0 -> exit {r.returncode}, {len(lines)} stderr lines, last: {lines[-1][:160] if lines else ''}")
 
 
+def max_weight_diff(a, b):
+    wa = load_file(os.path.join(a, "final", "model.safetensors"))
+    wb = load_file(os.path.join(b, "final", "model.safetensors"))
+    return max(float((wa[k].float() - wb[k].float()).abs().max()) for k in wa)
+
+
+def state_lines(stderr):
+    """The trainer's line on each rank: (rank, world, elements held, of total, bytes)."""
+    return sorted((int(m[0]), int(m[1]), int(m[2]), int(m[3]), int(m[4])) for m in re.findall(
+        r"rank (\d+) of (\d+): optimizer state of (\d+) of (\d+) parameter elements, (\d+) bytes", stderr))
+
+
+def zero(work):
+    tok = []
+    runs = {}
+    for ranks, stage in ((2, 0), (2, 1), (2, 2), (3, 0), (3, 1)):
+        out = os.path.join(work, f"r{ranks}-s{stage}")
+        r = run(torchrun(pretrain_args("gpt", work, out, 4, tok + ["--shard-optimizer", str(stage), "--save-every", "4"]),
+                         nproc=ranks))
+        if not tok:
+            tok = ["--tokenizer", os.path.join(out, "tokenizer.model")]
+        runs[(ranks, stage)] = out
+        if stage:
+            lines = state_lines(r.stderr)
+            total = lines[0][3] if lines else 0
+            held = [l[2] for l in lines]
+            check(len(lines) == ranks and sum(held) == total and all(abs(h - total / ranks) <= ranks * 8 for h in held),
+                  f"zero: {ranks} ranks, stage {stage}: each rank updates ~1/{ranks} of {total} elements {held}")
+            check(all(l[4] == 8 * l[2] for l in lines),
+                  f"zero: {ranks} ranks, stage {stage}: AdamW state bytes = 8 x elements held {[l[4] for l in lines]} "
+                  f"(unsharded: {8 * total} on every rank)")
+    for ranks in (2, 3):
+        for stage in ((1, 2) if ranks == 2 else (1,)):
+            a, b = runs[(ranks, 0)], runs[(ranks, stage)]
+            la, lb = losses(a), losses(b)
+            worst = max(abs(x["loss"] - y["loss"]) for x, y in zip(la, lb))
+            wdiff = max_weight_diff(a, b)
+            check(len(la) == len(lb) == 8 and worst <= ZERO_TOL and wdiff <= ZERO_TOL,
+                  f"zero: {ranks} ranks stage {stage} vs unsharded: losses max |diff| {worst:.2e}, "
+                  f"final weights max |diff| {wdiff:.2e} (bound {ZERO_TOL:g})")
+    # Stop and resume, sharded: the same run, bit for bit.
+    cut = os.path.join(work, "cut")
+    run(torchrun(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--stop-at", "4"])))
+    run(torchrun(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--resume"])))
+    check(max_weight_diff(runs[(2, 2)], cut) == 0.0 and
+          [x["loss"] for x in losses(cut)] == [x["loss"] for x in losses(runs[(2, 2)])],
+          "zero: stage 2, 2 ranks stopped at 4 and resumed = uninterrupted, bit for bit")
+    # The checkpoint holds the whole state: it resumes on 3 sharded ranks and on 1 process.
+    for label, cmd in (("3 ranks, stage 1", lambda out: torchrun(pretrain_args(
+                           "gpt", work, out, 4, tok + ["--shard-optimizer", "1", "--save-every", "4", "--resume",
+                                                       "--allow-changes"]), nproc=3)),
+                       ("1 process, unsharded", lambda out: pretrain_args(
+                           "gpt", work, out, 4, tok + ["--save-every", "4", "--resume", "--allow-changes"]))):
+        out = os.path.join(work, label.replace(" ", "").replace(",", "-"))
+        shutil.copytree(cut, out)
+        shutil.rmtree(os.path.join(out, "final"))
+        os.remove(os.path.join(out, "result.json")) if os.path.exists(os.path.join(out, "result.json")) else None
+        with open(os.path.join(out, "checkpoints", "latest"), "w") as f:
+            f.write("step-4\n")
+        for d in os.listdir(os.path.join(out, "checkpoints")):
+            if d.startswith("step-") and d != "step-4":
+                shutil.rmtree(os.path.join(out, "checkpoints", d))
+        r = run(cmd(out))
+        warned = r.stderr.count("warning: the checkpoint was written by 2 rank(s)")
+        check(warned == 1 and os.path.exists(os.path.join(out, "final", "model.safetensors")),
+              f"zero: the stage-2 checkpoint of step 4 resumes on {label} ({warned} warning)")
+    # Refused, each with one error line.
+    bad = pretrain_args("gpt", work, os.path.join(work, "bad"), 4, tok + ["--shard-optimizer", "1", "--optimizer", "lamb"])
+    r = subprocess.run(torchrun(bad), capture_output=True, text=True)
+    check(r.returncode != 0 and "error: --shard-optimizer: --optimizer lamb cannot be sharded" in r.stderr,
+          "zero: --optimizer lamb is refused by name")
+    r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr,
+          f"zero: without ranks, exit {r.returncode} and one error line")
+
+
 def main():
     global BIN
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["collectives", "equivalence", "resume", "nccl", "failure"])
+    p.add_argument("case", choices=["collectives", "equivalence", "resume", "nccl", "failure", "zero"])
     p.add_argument("family", nargs="?", default="bert", choices=["bert", "gpt", "t5", "finetune"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
@@ -285,6 +371,8 @@ def main():
         resume(a.work)
     elif a.case == "nccl":
         nccl(a.work)
+    elif a.case == "zero":
+        zero(a.work)
     else:
         failure(a.work)
     print(f"{len(failures)} failed" if failures else "all checks passed")

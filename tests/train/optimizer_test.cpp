@@ -89,9 +89,10 @@ TEST_CASE("optimizer registry: lmkit's four in order, unknown names and bad regi
   REQUIRE(names.size() >= 4);
   CHECK(std::vector<std::string>(names.begin(), names.begin() + 4) ==
         std::vector<std::string>{"adamw", "adafactor", "lamb", "muon"});
-  CHECK(train::optimizer("lamb").elementwise_state);
-  CHECK_FALSE(train::optimizer("adafactor").elementwise_state);
-  CHECK_FALSE(train::optimizer("muon").elementwise_state);
+  CHECK(train::optimizer("adamw").shardable);
+  CHECK_FALSE(train::optimizer("lamb").shardable);
+  CHECK_FALSE(train::optimizer("adafactor").shardable);
+  CHECK_FALSE(train::optimizer("muon").shardable);
   CHECK_THROWS_WITH(train::optimizer("sgd"), Catch::Contains("unknown optimizer 'sgd' (expected adamw, adafactor"));
   train::OptimizerSpec twice = train::optimizer("lamb");
   CHECK_THROWS_WITH(train::register_optimizer(twice), Catch::Contains("optimizer 'lamb' is registered twice: by lmkit"));
@@ -101,7 +102,7 @@ TEST_CASE("optimizer registry: lmkit's four in order, unknown names and bad regi
   CHECK_THROWS_WITH(train::register_optimizer(loose), Catch::Contains("its flag --trust-clip must be spelt --lamb2-..."));
 }
 
-TEST_CASE("Muon: the layers' weight matrices go to Muon; embeddings, biases and norms to AdamW", "[train][optimizer]") {
+TEST_CASE("Muon: the layers' weight matrices go to Muon, embeddings, biases and norms to AdamW", "[train][optimizer]") {
   auto model = models::create_model({{"model_type", "gpt2"}, {"vocab_size", 50}, {"n_embd", 16}, {"n_layer", 2},
                                      {"n_head", 2}, {"n_positions", 32}},
                                     "tiny.json", "GPT2LMHeadModel");

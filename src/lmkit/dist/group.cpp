@@ -195,23 +195,43 @@ std::vector<double> Group::sum(const std::vector<double>& values, c10::Device de
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
-Work Group::all_reduce_sum_async(at::Tensor tensor) {
-  std::vector<at::Tensor> tensors{std::move(tensor)};
-  c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::SUM;
+Work Group::async(const std::string& what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start) {
   c10::intrusive_ptr<c10d::Work> work;
   try {
-    work = impl_->backend->allreduce(tensors, options);
+    work = start();
   } catch (const std::exception& e) {
-    fail("all-reduce", e);
+    fail(what, e);
   }
-  return Work([this, work] {
+  return Work([this, work, what] {
     try {
       work->wait();
     } catch (const std::exception& e) {
-      fail("all-reduce", e);
+      fail(what, e);
     }
   });
+}
+
+Work Group::all_reduce_sum_async(at::Tensor tensor) {
+  return async("all-reduce", [&] {
+    std::vector<at::Tensor> tensors{std::move(tensor)};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return impl_->backend->allreduce(tensors, options);
+  });
+}
+
+Work Group::reduce_scatter_sum_async(at::Tensor output, at::Tensor input) {
+  check_input(input.numel() == output.numel() * size_, "reduce-scatter: the input must hold size() chunks of the output");
+  return async("reduce-scatter", [&] {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return impl_->backend->_reduce_scatter_base(output, input, options);
+  });
+}
+
+void Group::all_gather(at::Tensor output, at::Tensor input) {
+  check_input(output.numel() == input.numel() * size_, "all-gather: the output must hold size() chunks of the input");
+  async("all-gather", [&] { return impl_->backend->_allgather_base(output, input, c10d::AllgatherOptions()); }).wait();
 }
 
 void Group::broadcast(std::vector<at::Tensor>& tensors, int64_t root) {

@@ -14,6 +14,10 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+namespace c10d {
+class Work;
+}
+
 namespace lmkit::dist {
 
 /// Where this process stands in a launched job, read from the environment.
@@ -77,6 +81,12 @@ class Group {
   std::vector<double> sum(const std::vector<double>& values, c10::Device device);
   /// Sum over ranks, in place; returns at once (the reduction runs on the backend's threads or stream).
   Work all_reduce_sum_async(at::Tensor tensor);
+  /// Rank r's chunk r of `input` (size() equal chunks of output.numel()) summed over ranks into
+  /// `output`; returns at once (c10d's reduce_scatter_tensor).
+  Work reduce_scatter_sum_async(at::Tensor output, at::Tensor input);
+  /// Every rank's `input` side by side, in rank order, into `output` (size() × input.numel()); waits
+  /// (c10d's all_gather_into_tensor).
+  void all_gather(at::Tensor output, at::Tensor input);
   /// Root's values into every rank's tensors, in place; waits.
   void broadcast(std::vector<at::Tensor>& tensors, int64_t root = 0);
   /// Waits until every rank has arrived.
@@ -86,6 +96,8 @@ class Group {
   struct Impl;
   Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout);
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
+  /// `start` launches a collective; the Work waits for it, each failure said as fail() says it.
+  Work async(const std::string& what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start);
   std::unique_ptr<Impl> impl_;
   int64_t rank_, size_;
   std::string backend_;

@@ -8,8 +8,9 @@
 
 namespace lmkit::dist {
 
-GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params, int64_t bucket_bytes)
-    : group_(std::move(group)) {
+GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params, int64_t bucket_bytes,
+                                 int shard)
+    : group_(std::move(group)), shard_(shard) {
   check_input(group_ != nullptr, "GradientReducer needs a process group");
   std::unordered_set<const void*> seen;
   std::vector<at::Tensor> unique;
@@ -35,10 +36,12 @@ GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector
     buckets_.back().slots.push_back(slots_.size());
     slots_.push_back(std::move(s));
   }
+  const int64_t ranks = shard_ ? group_->size() : 1;
   for (auto& b : buckets_) {
-    int64_t numel = 0;
-    for (size_t i : b.slots) numel += slots_[i].param.numel();
-    b.flat = at::zeros({numel}, slots_[b.slots.front()].param.options().requires_grad(false));
+    for (size_t i : b.slots) b.numel += slots_[i].param.numel();
+    const int64_t padded = (b.numel + ranks - 1) / ranks * ranks;
+    b.flat = at::zeros({padded}, slots_[b.slots.front()].param.options().requires_grad(false));
+    if (shard_) b.shard = at::zeros({padded / ranks}, b.flat.options());
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     slots_[i].hook = slots_[i].param.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
@@ -59,10 +62,15 @@ void GradientReducer::before_backward(bool last_micro_batch) {
   work_.clear();
 }
 
+at::Tensor& GradientReducer::flat(Bucket& b) {
+  if (!b.flat.defined()) b.flat = at::zeros({b.shard.numel() * group_->size()}, b.shard.options());
+  return b.flat;
+}
+
 void GradientReducer::write_slot(size_t i, const at::Tensor* grad) {
   Slot& s = slots_[i];
   at::NoGradGuard no_grad;
-  at::Tensor dst = buckets_[static_cast<size_t>(s.bucket)].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
+  at::Tensor dst = flat(buckets_[static_cast<size_t>(s.bucket)]).narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
   const at::Tensor& acc = s.param.grad();  // earlier micro-batches of this step (the hook runs before accumulation)
   if (grad && acc.defined()) {
     at::add_out(dst, acc, *grad);
@@ -89,7 +97,8 @@ void GradientReducer::on_gradient(size_t i, const at::Tensor& grad) {
 
 void GradientReducer::launch_ready() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
-    work_.push_back(group_->all_reduce_sum_async(buckets_[next_launch_].flat));
+    Bucket& b = buckets_[next_launch_];
+    work_.push_back(shard_ ? group_->reduce_scatter_sum_async(b.shard, b.flat) : group_->all_reduce_sum_async(b.flat));
     buckets_[next_launch_++].launched = true;
   }
 }
@@ -130,17 +139,31 @@ std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) 
   reduced = reduced.cpu();
   auto r = reduced.accessor<double, 1>();
   at::NoGradGuard no_grad;
+  used_.assign(slots_.size(), 0);
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
-    if (r[static_cast<int64_t>(scalars.size() + i)] > 0) {
+    used_[i] = r[static_cast<int64_t>(scalars.size() + i)] > 0;
+    if (shard_) {
+      // Only this rank's chunks are summed: no parameter holds a whole gradient (Shard reads the chunks).
+      s.param.mutable_grad() = at::Tensor();
+    } else if (used_[i]) {
       s.param.mutable_grad() =
           buckets_[static_cast<size_t>(s.bucket)].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
     } else {
       s.param.mutable_grad() = at::Tensor();
     }
   }
+  if (shard_ == 2) {
+    for (auto& b : buckets_) b.flat = at::Tensor();  // stage 2: the rank keeps its chunks only
+  }
   std::vector<double> out(scalars.size());
   for (size_t i = 0; i < scalars.size(); ++i) out[i] = r[static_cast<int64_t>(i)];
+  return out;
+}
+
+std::vector<GradientReducer::Place> GradientReducer::places() const {
+  std::vector<Place> out;
+  for (const auto& s : slots_) out.push_back({s.param, s.bucket, s.offset});
   return out;
 }
 

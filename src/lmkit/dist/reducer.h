@@ -3,6 +3,8 @@
 // buckets (~25 MB, in reverse registration order, the order backward produces
 // their gradients); a hook on each parameter copies its gradient into the bucket,
 // and a full bucket is summed over ranks asynchronously while backward goes on.
+// Sharded (ZeRO, Rajbhandari et al. 2020): each bucket is reduce-scattered instead, so
+// that rank r receives the sum of the bucket's r-th chunk only (its optimizer shard).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,11 @@ namespace lmkit::dist {
 class GradientReducer {
  public:
   /// `params`: the trainable parameters (duplicates, e.g. tied weights, counted once).
+  /// `shard`: 0 all-reduces; 1 reduce-scatters each bucket (ZeRO stage 1: the rank's chunk
+  /// of every bucket summed, Shard::gradient); 2 as 1, and a bucket's full buffer is freed once
+  /// reduced (ZeRO stage 2: between steps a rank holds only its chunks of the gradients).
   GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params,
-                  int64_t bucket_bytes = int64_t{25} << 20);
+                  int64_t bucket_bytes = int64_t{25} << 20, int shard = 0);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -41,6 +46,20 @@ class GradientReducer {
 
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
 
+  /// With `shard`: a parameter's place in its bucket, and the rank's chunk of each bucket.
+  struct Place {
+    at::Tensor param;
+    int64_t bucket = 0, offset = 0;  ///< elements from the bucket's start
+  };
+  std::vector<Place> places() const;
+  /// Bucket b's chunk length (its padded length / size(); chunk r starts at r × chunk).
+  int64_t chunk(int64_t bucket) const { return buckets_[static_cast<size_t>(bucket)].shard.numel(); }
+  /// This rank's chunk of bucket b's gradient, summed over ranks (after finish()).
+  const at::Tensor& shard_gradient(int64_t bucket) const { return buckets_[static_cast<size_t>(bucket)].shard; }
+  /// After finish(): whether parameter i of places() had a gradient on some rank this step.
+  bool used(size_t i) const { return used_[i] != 0; }
+  std::shared_ptr<Group> group() const { return group_; }
+
  private:
   struct Slot {
     at::Tensor param;
@@ -49,7 +68,9 @@ class GradientReducer {
     unsigned hook = 0;
   };
   struct Bucket {
-    at::Tensor flat;
+    at::Tensor flat;   ///< every slot's gradient (sharded: padded to a multiple of the ranks)
+    at::Tensor shard;  ///< sharded: this rank's chunk of `flat`, summed over ranks
+    int64_t numel = 0;
     std::vector<size_t> slots;
     size_t pending = 0;  ///< slots not yet written this step
     bool launched = false;
@@ -57,6 +78,7 @@ class GradientReducer {
   void on_gradient(size_t slot, const at::Tensor& grad);
   void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
   void write_slot(size_t slot, const at::Tensor* grad);
+  at::Tensor& flat(Bucket& b);  // allocated on first use (stage 2 frees it after each step)
   c10::Device device() const;
 
   std::shared_ptr<Group> group_;
@@ -65,6 +87,8 @@ class GradientReducer {
   std::vector<Work> work_;
   size_t next_launch_ = 0;
   bool armed_ = false;
+  int shard_ = 0;
+  std::vector<uint8_t> used_;
   std::mutex mutex_;
 };
 

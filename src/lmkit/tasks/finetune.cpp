@@ -70,6 +70,7 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
   o.optimizer = a.optimizer;
   o.optimizer.weight_decay = a.weight_decay;
+  o.shard_optimizer = a.shard_optimizer;
   o.clip = a.clip;
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch;

@@ -84,7 +84,7 @@ OptimizerSpec adamw_optimizer() {
   OptimizerSpec spec;
   spec.name = "adamw";
   spec.summary = "AdamW (Loshchilov & Hutter 2019; LibTorch's fused multi-tensor update)";
-  spec.elementwise_state = true;
+  spec.shardable = true;
   spec.create = [](const ModelParameters& params, const OptimizerOptions& o) -> std::unique_ptr<torch::optim::Optimizer> {
     std::vector<at::Tensor> all;
     for (const auto& [name, p] : params.named) all.push_back(p);

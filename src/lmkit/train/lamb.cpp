@@ -61,7 +61,6 @@ OptimizerSpec lamb_optimizer() {
   OptimizerSpec spec;
   spec.name = "lamb";
   spec.summary = "LAMB (You et al. 2020): Adam with a per-parameter trust ratio, for large batches";
-  spec.elementwise_state = true;
   spec.create = [](const ModelParameters& params, const OptimizerOptions& o) -> std::unique_ptr<torch::optim::Optimizer> {
     return std::make_unique<Lamb>(decay_groups(params, o.lr, o.weight_decay), o.beta1, o.beta2, o.eps);
   };

@@ -13,6 +13,7 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/nn/position.h"
 #include "lmkit/train/optimizers_builtin.h"
+#include "lmkit/train/sharded.h"
 
 namespace lmkit::train {
 
@@ -119,6 +120,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const ModelParameters& p
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  if (auto* sharded = dynamic_cast<ShardedOptimizer*>(&optimizer)) return set_learning_rate(sharded->inner(), lr);
   // Any optimizer's options (not only AdamW's) take a learning rate through set_lr.
   for (auto& g : optimizer.param_groups()) g.options().set_lr(lr);
 }
@@ -233,6 +235,13 @@ void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags) {
       app.add_option("--" + f.name, flags.own[f.name], f.help + " (--optimizer " + o.name + ")");
     }
   }
+}
+
+void add_shard_flag(CLI::App& app, int& stage) {
+  app.add_option("--shard-optimizer", stage,
+                 "with several processes: 1 shards the optimizer state across the ranks (ZeRO-1), 2 the gradients "
+                 "too (ZeRO-2); 0 keeps both whole on every rank")
+      ->check(CLI::Range(0, 2));
 }
 
 OptimizerOptions optimizer_options(const CLI::App& app, const OptimizerFlags& flags, double lr, double weight_decay) {

@@ -60,10 +60,11 @@ struct OptimizerSpec {
   std::string summary;  ///< one line for --help and lmkit-info
   /// Whether --adam-beta1, --adam-beta2 and --adam-eps apply (AdamW, LAMB, Muon's AdamW part).
   bool adam_flags = true;
-  /// Its state is element-wise (each parameter element's state depends on that element's
-  /// gradients alone): AdamW's and LAMB's moments are, Adafactor's factored second moments and
-  /// Muon's whole-matrix orthogonalisation are not.
-  bool elementwise_state = false;
+  /// Whether --shard-optimizer can run it on parts of parameters: its update of an element reads
+  /// that element's own state and gradient alone. AdamW's does; LAMB's trust ratio needs each
+  /// parameter's whole norm, Adafactor's factored moments whole rows and columns, Muon's
+  /// orthogonalisation whole matrices.
+  bool shardable = false;
   std::vector<OptimizerFlag> flags;  ///< its own flags (--NAME-...)
   /// Refuses values of its flags it cannot use (an InputError naming the flag), before a run
   /// touches its directory (nullptr: create checks them).
@@ -164,6 +165,8 @@ struct OptimizerFlags {
 
 /// Adds the flags (after plugins are loaded, so theirs are among them).
 void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags);
+/// --shard-optimizer 0|1|2 (ZeRO's stages under data parallelism: train/sharded.h).
+void add_shard_flag(CLI::App& app, int& stage);
 
 /// The chosen optimizer's options: its own flags converted to their types (InputError naming a
 /// flag whose text is not one), a flag of another optimizer refused by name

@@ -13,6 +13,7 @@
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/error.h"
+#include "lmkit/train/sharded.h"
 
 namespace lmkit::train {
 
@@ -148,6 +149,10 @@ void read_loss_and_norm(const std::vector<at::Tensor>& grads, const at::Tensor& 
 void clip_gradients(models::Model& model, torch::optim::Optimizer& optimizer, double clip, double grad_norm) {
   const double coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;
   if (coef >= 1.0) return;
+  if (auto* sharded = dynamic_cast<ShardedOptimizer*>(&optimizer)) {
+    sharded->scale_gradients(coef);
+    return;
+  }
   if (auto* fused = dynamic_cast<FusedAdamW*>(&optimizer)) {
     fused->set_grad_scale(coef);
     return;
@@ -224,10 +229,16 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     return r;
   }
   std::vector<at::Tensor> grads;
-  for (const auto& p : model.parameters()) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+  auto* sharded = dynamic_cast<ShardedOptimizer*>(&optimizer);
+  if (sharded) {
+    grads = sharded->shard_gradients();  // this rank's chunks: the norm is the root of their squares summed over ranks
+  } else {
+    for (const auto& p : model.parameters()) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
   }
   read_loss_and_norm(grads, loss_sum, r);
+  if (sharded) r.grad_norm = std::sqrt(reducer->sum({r.grad_norm * r.grad_norm}).front());
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
     r.finite = false;
     return r;

@@ -22,10 +22,12 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/runtime.h"
 #include "lmkit/nn/recompute.h"
 #include "lmkit/core/stop.h"
 #include "lmkit/core/tensorboard.h"
 #include "lmkit/eval/loss.h"
+#include "lmkit/train/sharded.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/train/generators.h"
@@ -196,15 +198,23 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
                                            "against the data-parallel reducer)");
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
+  check_input(o_.shard_optimizer >= 0 && o_.shard_optimizer <= 2, "--shard-optimizer must be 0, 1 or 2");
+  check_input(o_.shard_optimizer == 0 || o_.group, "--shard-optimizer " + std::to_string(o_.shard_optimizer) +
+                                                       " shards across data-parallel ranks: start the run with torchrun, "
+                                                       "srun or mpirun (docs/distributed.md)");
   OptimizerOptions optimizer = o_.optimizer;
   optimizer.lr = o_.schedule.lr;
-  optimizer_ = make_optimizer(*model_, std::move(optimizer));
   if (o_.group) {
     // One model on every rank: rank 0's initial weights (a resumed run then loads its checkpoint everywhere).
     std::vector<at::Tensor> state = model_->parameters();
     for (const auto& b : model_->buffers()) state.push_back(b);
     dist::broadcast_module(*o_.group, state);
-    reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters());
+    reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters(), int64_t{25} << 20, o_.shard_optimizer);
+  }
+  if (o_.shard_optimizer > 0) {
+    optimizer_ = std::make_unique<ShardedOptimizer>(*reducer_, model_parameters(*model_), optimizer);
+  } else {
+    optimizer_ = make_optimizer(*model_, std::move(optimizer));
   }
   train_loader_ = data::sharded(train_loader_, o_.group.get());
 }
@@ -243,7 +253,10 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
   });
 }
 
-GeneratorStates Trainer::generators() const { return capture_generators(device_, o_.group.get()); }
+GeneratorStates Trainer::generators() const {
+  if (auto* sharded = dynamic_cast<ShardedOptimizer*>(optimizer_.get())) sharded->gather();
+  return capture_generators(device_, o_.group.get());
+}
 
 data::LoaderPosition Trainer::restore(const std::string& dir) {
   const std::string weights = dir + "/model.safetensors";
@@ -377,8 +390,22 @@ Json Trainer::run() {
     early_stopped_ = stop_early;
   }
   loop.bar.finish();
+  if (o_.group) report_memory();
   if ((loop.step < o_.steps || validation_pending_) && !early_stopped_) return stop_interrupted(loop);
   return finish(loop);
+}
+
+void Trainer::report_memory() const {
+  int64_t held = 0, total = 0;
+  for (const auto& p : model_->parameters()) total += p.requires_grad() ? p.numel() : 0;
+  auto* sharded = dynamic_cast<ShardedOptimizer*>(optimizer_.get());
+  held = sharded ? sharded->piece_elements() : total;
+  std::fprintf(stderr, "rank %lld of %lld: optimizer state of %lld of %lld parameter elements, %lld bytes (%s); "
+               "peak resident memory %.1f MiB\n",
+               static_cast<long long>(o_.group->rank()), static_cast<long long>(o_.group->size()),
+               static_cast<long long>(held), static_cast<long long>(total),
+               static_cast<long long>(optimizer_state_bytes(*optimizer_)),
+               o_.shard_optimizer ? ("stage " + std::to_string(o_.shard_optimizer)).c_str() : "unsharded", peak_rss_mib());
 }
 
 bool Trainer::validate_or_defer(Loop& loop) {

@@ -32,6 +32,8 @@ struct TrainerOptions {
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
   bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
+  /// ZeRO stage under data parallelism (0: none; 1: optimizer state sharded; 2: gradients too): train/sharded.h.
+  int shard_optimizer = 0;
   /// Each layer's activations recomputed in backward instead of kept (nn::recompute; one process).
   bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
@@ -124,11 +126,14 @@ class Trainer {
   void save_step(Loop& loop);                    ///< checkpoints/step-N, latest, rotation
   Json stop_interrupted(Loop& loop);             ///< --stop-at or a signal: checkpoint, no final/
   Json finish(Loop& loop);                       ///< final/ and result.json
+  void report_memory() const;                    ///< data-parallel: each rank's optimizer state and peak memory, to stderr
 
   /// `optimizer`: with optimizer.pt (a step checkpoint, or an export when optimizer_in_exports).
   void save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
                        const GeneratorStates& generators, bool optimizer = true);
-  GeneratorStates generators() const;  ///< every rank's generator states (a collective under data parallelism)
+  /// Every rank's generator states and, with a sharded optimizer, its state gathered whole for
+  /// saving: a collective under data parallelism, called by every rank before a checkpoint.
+  GeneratorStates generators() const;
   data::LoaderPosition restore(const std::string& dir);
   Json validate(int64_t step);
   bool writer() const { return !o_.group || o_.group->leader(); }

@@ -1,0 +1,216 @@
+#include "lmkit/train/sharded.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <set>
+
+#include "lmkit/core/error.h"
+#include "lmkit/train/adamw.h"
+
+namespace lmkit::train {
+
+namespace {
+
+// The state tensors of one parameter, by name, for the two state kinds lmkit's optimizers keep:
+// torch::optim::AdamW's (FusedAdamW) and TensorState (StatefulOptimizer: Adafactor, LAMB, Muon, plugins).
+std::map<std::string, at::Tensor*> state_tensors(torch::optim::OptimizerParamState& state) {
+  if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(&state)) {
+    return {{"exp_avg", &adamw->exp_avg()}, {"exp_avg_sq", &adamw->exp_avg_sq()}};
+  }
+  if (auto* tensors = dynamic_cast<TensorState*>(&state)) {
+    std::map<std::string, at::Tensor*> out;
+    for (auto& [name, t] : tensors->tensors) out[name] = &t;
+    return out;
+  }
+  throw RuntimeError("--shard-optimizer: the optimizer keeps a state lmkit cannot shard (neither AdamW's nor TensorState)");
+}
+
+int64_t state_step(const torch::optim::OptimizerParamState& state) {
+  if (auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) return adamw->step();
+  return static_cast<const TensorState&>(state).step;
+}
+
+// A new, empty state of the kind `optimizer` keeps, with `step`.
+std::unique_ptr<torch::optim::OptimizerParamState> empty_state(const torch::optim::Optimizer& optimizer, int64_t step) {
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) {
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(step);
+    return s;
+  }
+  auto s = std::make_unique<TensorState>();
+  s->step = step;
+  return s;
+}
+
+void set_state_tensor(torch::optim::OptimizerParamState& state, const std::string& name, const at::Tensor& value) {
+  if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(&state)) {
+    name == "exp_avg" ? adamw->exp_avg(value) : adamw->exp_avg_sq(value);
+  } else {
+    static_cast<TensorState&>(state).tensors[name] = value;
+  }
+}
+
+}  // namespace
+
+ShardedOptimizer::ShardedOptimizer(dist::GradientReducer& reducer, const ModelParameters& params,
+                                   const OptimizerOptions& options)
+    : torch::optim::Optimizer(std::vector<torch::optim::OptimizerParamGroup>{}, std::make_unique<GroupOptions>()),
+      reducer_(reducer), params_(params), options_(options), places_(reducer.places()) {
+  check_input(optimizer(options.name).shardable,
+              "--shard-optimizer: --optimizer " + options.name + " cannot be sharded: its update of an element reads more "
+              "than that element's own state and gradient (docs/distributed.md, \"Sharded optimizer state\")");
+  std::map<const void*, std::string> names;
+  for (const auto& [name, p] : params.named) names[p.unsafeGetTensorImpl()] = name;
+  const int64_t rank = reducer.group()->rank();
+  ModelParameters pieces;
+  pieces.tables = params.tables;
+  for (size_t i = 0; i < places_.size(); ++i) {
+    const auto& place = places_[i];
+    const int64_t chunk = reducer.chunk(place.bucket), numel = place.param.numel();
+    total_elements_ += numel;
+    const int64_t lo = std::max(place.offset, rank * chunk), hi = std::min(place.offset + numel, (rank + 1) * chunk);
+    if (lo >= hi) continue;
+    Piece piece{i, lo - place.offset, hi - lo, lo - rank * chunk, {}};
+    // A view of the parameter's storage, so that the update writes into the model; a matrix's piece
+    // stays 2-D so that weight decay groups it as the matrix.
+    piece.view = place.param.detach().view({-1}).narrow(0, piece.from, piece.len);
+    if (place.param.dim() >= 2) piece.view = piece.view.view({1, piece.len});
+    piece_elements_ += piece.len;
+    pieces.named.emplace_back(names.count(place.param.unsafeGetTensorImpl()) ? names[place.param.unsafeGetTensorImpl()] : "",
+                              piece.view);
+    pieces_.push_back(std::move(piece));
+  }
+  inner_ = make_optimizer(pieces, options);
+}
+
+at::Tensor ShardedOptimizer::step(LossClosure closure) {
+  check_input(!closure, "a sharded optimizer takes no closure");
+  at::NoGradGuard no_grad;
+  for (auto& piece : pieces_) {
+    const auto& place = places_[piece.place];
+    piece.view.mutable_grad() =
+        reducer_.used(piece.place)
+            ? reducer_.shard_gradient(place.bucket).narrow(0, piece.chunk_offset, piece.len).view(piece.view.sizes())
+            : at::Tensor();
+  }
+  if (scale_ != 1.0) {
+    if (auto* fused = dynamic_cast<FusedAdamW*>(inner_.get())) {
+      fused->set_grad_scale(scale_);
+    } else {
+      for (auto& piece : pieces_) {
+        if (piece.view.grad().defined()) piece.view.mutable_grad().mul_(scale_);
+      }
+    }
+    scale_ = 1.0;
+  }
+  inner_->step();
+  all_gather_parameters();
+  return {};
+}
+
+void ShardedOptimizer::all_gather_parameters() {
+  at::NoGradGuard no_grad;
+  auto& group = *reducer_.group();
+  for (int64_t b = 0; b < reducer_.buckets(); ++b) {
+    const at::Tensor& like = reducer_.shard_gradient(b);
+    at::Tensor mine = at::zeros_like(like), whole = at::empty({like.numel() * group.size()}, like.options());
+    for (const auto& piece : pieces_) {
+      if (places_[piece.place].bucket == b) mine.narrow(0, piece.chunk_offset, piece.len).copy_(piece.view.reshape({-1}));
+    }
+    group.all_gather(whole, mine);
+    for (const auto& place : places_) {
+      if (place.bucket == b) place.param.detach().view({-1}).copy_(whole.narrow(0, place.offset, place.param.numel()));
+    }
+  }
+}
+
+std::vector<at::Tensor> ShardedOptimizer::gather_state(const std::string& name) {
+  auto& group = *reducer_.group();
+  std::vector<at::Tensor> out(places_.size());
+  for (int64_t b = 0; b < reducer_.buckets(); ++b) {
+    const at::Tensor& like = reducer_.shard_gradient(b);
+    at::Tensor mine = at::zeros_like(like), whole = at::empty({like.numel() * group.size()}, like.options());
+    for (const auto& piece : pieces_) {
+      if (places_[piece.place].bucket != b) continue;
+      auto it = inner_->state().find(piece.view.unsafeGetTensorImpl());
+      if (it == inner_->state().end()) continue;
+      const auto tensors = state_tensors(*it->second);
+      if (tensors.count(name)) mine.narrow(0, piece.chunk_offset, piece.len).copy_(tensors.at(name)->reshape({-1}));
+    }
+    group.all_gather(whole, mine);
+    for (size_t i = 0; i < places_.size(); ++i) {
+      if (places_[i].bucket == b) out[i] = whole.narrow(0, places_[i].offset, places_[i].param.numel()).view(places_[i].param.sizes()).clone();
+    }
+  }
+  return out;
+}
+
+void ShardedOptimizer::gather() {
+  // Each parameter's step count: every rank holding a piece of it has the same one.
+  std::vector<double> counts(2 * places_.size(), 0.0);
+  std::set<std::string> names;
+  for (const auto& piece : pieces_) {
+    auto it = inner_->state().find(piece.view.unsafeGetTensorImpl());
+    if (it == inner_->state().end()) continue;
+    counts[2 * piece.place] = static_cast<double>(state_step(*it->second));
+    counts[2 * piece.place + 1] = 1;
+    for (const auto& [name, t] : state_tensors(*it->second)) names.insert(name);
+  }
+  counts.push_back(static_cast<double>(names.size()));
+  const std::vector<double> summed = reducer_.sum(counts);
+  check_input(summed.back() == static_cast<double>(names.size() * reducer_.group()->size()),
+              "--shard-optimizer: the ranks keep different kinds of optimizer state");
+  whole_ = make_optimizer(params_, options_);
+  std::map<const void*, size_t> place_of;
+  for (size_t i = 0; i < places_.size(); ++i) place_of[places_[i].param.unsafeGetTensorImpl()] = i;
+  std::map<std::string, std::vector<at::Tensor>> gathered;
+  for (const auto& name : names) gathered[name] = gather_state(name);
+  for (const auto& [key, i] : place_of) {
+    if (summed[2 * i + 1] == 0) continue;  // no rank has stepped it yet
+    auto state = empty_state(*whole_, static_cast<int64_t>(summed[2 * i] / summed[2 * i + 1]));
+    for (const auto& [name, tensors] : gathered) set_state_tensor(*state, name, tensors[i]);
+    whole_->state()[const_cast<void*>(key)] = std::move(state);
+  }
+}
+
+void ShardedOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  if (!whole_) throw RuntimeError("a sharded optimizer saves what gather() collected: every rank calls gather() first");
+  whole_->save(archive);
+}
+
+void ShardedOptimizer::load(torch::serialize::InputArchive& archive) {
+  auto whole = make_optimizer(params_, options_);
+  whole->load(archive);
+  for (const auto& piece : pieces_) {
+    const auto& place = places_[piece.place];
+    auto it = whole->state().find(place.param.unsafeGetTensorImpl());
+    if (it == whole->state().end()) continue;
+    auto state = empty_state(*inner_, state_step(*it->second));
+    for (const auto& [name, t] : state_tensors(*it->second)) {
+      set_state_tensor(*state, name, t->reshape({-1}).narrow(0, piece.from, piece.len).view(piece.view.sizes()).clone());
+    }
+    inner_->state()[piece.view.unsafeGetTensorImpl()] = std::move(state);
+  }
+}
+
+std::vector<at::Tensor> ShardedOptimizer::shard_gradients() const {
+  std::vector<at::Tensor> out;
+  for (int64_t b = 0; b < reducer_.buckets(); ++b) out.push_back(reducer_.shard_gradient(b));
+  return out;
+}
+
+void ShardedOptimizer::scale_gradients(double scale) { scale_ = scale; }
+
+int64_t ShardedOptimizer::state_bytes() const { return optimizer_state_bytes(*inner_); }
+
+int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
+  if (auto* sharded = dynamic_cast<ShardedOptimizer*>(&optimizer)) return sharded->state_bytes();
+  int64_t bytes = 0;
+  for (auto& [key, state] : optimizer.state()) {
+    for (const auto& [name, t] : state_tensors(*state)) bytes += static_cast<int64_t>(t->nbytes());
+  }
+  return bytes;
+}
+
+}  // namespace lmkit::train
