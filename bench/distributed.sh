@@ -15,11 +15,10 @@ steps=${STEPS:-30} batch=${BATCH:-32} seq=${SEQ:-128} model=${MODEL:-models/bert
 cores=$(nproc)
 procs=${PROCS:-2}
 rm -rf "$out" && mkdir -p "$out"
-common=(--model "$model" --train data/wikitext-2-sample/train.txt --steps "$steps" --seq-len "$seq"
-        --log-every 1 --vocab-size 8000 --seed 1)
+common=(--model "$model" --train data/wikitext-2-sample/train.txt --seq-len "$seq" --log-every 1 --vocab-size 8000 --seed 1)
 # The tokenizer and the encoded corpus once, outside the timings.
 build/bin/lmkit-pretrain "${common[@]}" --steps 1 --batch-size 8 --output "$out/prep" > /dev/null 2>&1
-tok=(--tokenizer "$out/prep/tokenizer.model")
+tok=(--tokenizer "$out/prep/tokenizer.model" --steps "$steps")
 stats() {  # median tokens/s and mean reduce wait of the steps after the 5th
   .venv/bin/python - "$1" <<'PY'
 import json, statistics, sys

@@ -109,39 +109,65 @@ at::Tensor ShardedOptimizer::step(LossClosure closure) {
   return {};
 }
 
-void ShardedOptimizer::all_gather_parameters() {
-  at::NoGradGuard no_grad;
+void ShardedOptimizer::gather_chunks(int64_t bucket, const std::function<at::Tensor(const Piece&)>& source,
+                                     const std::function<void(size_t place, int64_t from, const at::Tensor& values)>& use) {
+  // At most kGatherElements of each rank's chunk at a time: the all-gather's buffer stays small
+  // (ranks × 4 MB) instead of a whole bucket's.
+  constexpr int64_t kGatherElements = int64_t{1} << 20;
   auto& group = *reducer_.group();
-  for (int64_t b = 0; b < reducer_.buckets(); ++b) {
-    const at::Tensor& like = reducer_.shard_gradient(b);
-    at::Tensor mine = at::zeros_like(like), whole = at::empty({like.numel() * group.size()}, like.options());
+  const int64_t chunk = reducer_.chunk(bucket), ranks = group.size();
+  const at::TensorOptions options = reducer_.shard_gradient(bucket).options();
+  for (int64_t a = 0; a < chunk; a += kGatherElements) {
+    const int64_t m = std::min(kGatherElements, chunk - a);
+    at::Tensor mine = at::zeros({m}, options), all = at::empty({ranks * m}, options);
     for (const auto& piece : pieces_) {
-      if (places_[piece.place].bucket == b) mine.narrow(0, piece.chunk_offset, piece.len).copy_(piece.view.reshape({-1}));
+      if (places_[piece.place].bucket != bucket) continue;
+      const int64_t lo = std::max(piece.chunk_offset, a), hi = std::min(piece.chunk_offset + piece.len, a + m);
+      if (lo >= hi) continue;
+      const at::Tensor values = source(piece);
+      if (values.defined()) mine.narrow(0, lo - a, hi - lo).copy_(values.reshape({-1}).narrow(0, lo - piece.chunk_offset, hi - lo));
     }
-    group.all_gather(whole, mine);
-    for (const auto& place : places_) {
-      if (place.bucket == b) place.param.detach().view({-1}).copy_(whole.narrow(0, place.offset, place.param.numel()));
+    group.all_gather(all, mine);
+    // Rank r's elements [a, a + m) of its chunk lie at r × chunk + a of the bucket.
+    for (size_t i = 0; i < places_.size(); ++i) {
+      const auto& place = places_[i];
+      if (place.bucket != bucket) continue;
+      for (int64_t r = 0; r < ranks; ++r) {
+        const int64_t start = r * chunk + a;
+        const int64_t lo = std::max(place.offset, start), hi = std::min(place.offset + place.param.numel(), start + m);
+        if (lo < hi) use(i, lo - place.offset, all.narrow(0, r * m + lo - start, hi - lo));
+      }
     }
   }
 }
 
-std::vector<at::Tensor> ShardedOptimizer::gather_state(const std::string& name) {
-  auto& group = *reducer_.group();
-  std::vector<at::Tensor> out(places_.size());
+void ShardedOptimizer::all_gather_parameters() {
+  at::NoGradGuard no_grad;
   for (int64_t b = 0; b < reducer_.buckets(); ++b) {
-    const at::Tensor& like = reducer_.shard_gradient(b);
-    at::Tensor mine = at::zeros_like(like), whole = at::empty({like.numel() * group.size()}, like.options());
-    for (const auto& piece : pieces_) {
-      if (places_[piece.place].bucket != b) continue;
-      auto it = inner_->state().find(piece.view.unsafeGetTensorImpl());
-      if (it == inner_->state().end()) continue;
-      const auto tensors = state_tensors(*it->second);
-      if (tensors.count(name)) mine.narrow(0, piece.chunk_offset, piece.len).copy_(tensors.at(name)->reshape({-1}));
-    }
-    group.all_gather(whole, mine);
-    for (size_t i = 0; i < places_.size(); ++i) {
-      if (places_[i].bucket == b) out[i] = whole.narrow(0, places_[i].offset, places_[i].param.numel()).view(places_[i].param.sizes()).clone();
-    }
+    gather_chunks(b, [](const Piece& piece) { return piece.view; },
+                  [&](size_t place, int64_t from, const at::Tensor& values) {
+                    places_[place].param.detach().view({-1}).narrow(0, from, values.numel()).copy_(values);
+                  });
+  }
+}
+
+std::vector<at::Tensor> ShardedOptimizer::gather_state(const std::string& name) {
+  // Only rank 0 writes checkpoints: the others join the collectives and keep nothing.
+  const bool keep = reducer_.group()->leader();
+  std::vector<at::Tensor> out(places_.size());
+  if (keep) {
+    for (size_t i = 0; i < places_.size(); ++i) out[i] = at::zeros_like(places_[i].param.detach());
+  }
+  auto source = [&](const Piece& piece) -> at::Tensor {
+    auto it = inner_->state().find(piece.view.unsafeGetTensorImpl());
+    if (it == inner_->state().end()) return {};
+    const auto tensors = state_tensors(*it->second);
+    return tensors.count(name) ? *tensors.at(name) : at::Tensor();
+  };
+  for (int64_t b = 0; b < reducer_.buckets(); ++b) {
+    gather_chunks(b, source, [&](size_t place, int64_t from, const at::Tensor& values) {
+      if (keep) out[place].view({-1}).narrow(0, from, values.numel()).copy_(values);
+    });
   }
   return out;
 }
@@ -161,11 +187,12 @@ void ShardedOptimizer::gather() {
   const std::vector<double> summed = reducer_.sum(counts);
   check_input(summed.back() == static_cast<double>(names.size() * reducer_.group()->size()),
               "--shard-optimizer: the ranks keep different kinds of optimizer state");
+  std::map<std::string, std::vector<at::Tensor>> gathered;
+  for (const auto& name : names) gathered[name] = gather_state(name);
+  if (!reducer_.group()->leader()) return;
   whole_ = make_optimizer(params_, options_);
   std::map<const void*, size_t> place_of;
   for (size_t i = 0; i < places_.size(); ++i) place_of[places_[i].param.unsafeGetTensorImpl()] = i;
-  std::map<std::string, std::vector<at::Tensor>> gathered;
-  for (const auto& name : names) gathered[name] = gather_state(name);
   for (const auto& [key, i] : place_of) {
     if (summed[2 * i + 1] == 0) continue;  // no rank has stepped it yet
     auto state = empty_state(*whole_, static_cast<int64_t>(summed[2 * i] / summed[2 * i + 1]));
@@ -177,6 +204,7 @@ void ShardedOptimizer::gather() {
 void ShardedOptimizer::save(torch::serialize::OutputArchive& archive) const {
   if (!whole_) throw RuntimeError("a sharded optimizer saves what gather() collected: every rank calls gather() first");
   whole_->save(archive);
+  whole_.reset();  // the whole state lives only while rank 0 writes it
 }
 
 void ShardedOptimizer::load(torch::serialize::InputArchive& archive) {

@@ -9,6 +9,7 @@
 // resumes on any number of ranks, sharded or not (docs/distributed.md).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ class ShardedOptimizer : public torch::optim::Optimizer {
     at::Tensor view;           ///< the parameter's elements [from, from + len), shaped (1, len) for a matrix's
   };
   void all_gather_parameters();
+  /// Bucket `bucket` gathered from every rank's chunk: `source(piece)` gives a piece's values
+  /// (undefined: zeros), `use(place, from, values)` receives the elements [from, from + n) of
+  /// parameter `place` (in reducer.places()) as every rank holds them.
+  void gather_chunks(int64_t bucket, const std::function<at::Tensor(const Piece&)>& source,
+                     const std::function<void(size_t place, int64_t from, const at::Tensor& values)>& use);
   /// A state tensor of every piece (zeros where a piece has none) gathered whole for each parameter.
   std::vector<at::Tensor> gather_state(const std::string& name);
 
@@ -64,7 +70,7 @@ class ShardedOptimizer : public torch::optim::Optimizer {
   std::vector<dist::GradientReducer::Place> places_;
   std::vector<Piece> pieces_;
   std::unique_ptr<torch::optim::Optimizer> inner_;  ///< the registered optimizer over the pieces
-  std::unique_ptr<torch::optim::Optimizer> whole_;  ///< gather()'s unsharded optimizer, for save()
+  mutable std::unique_ptr<torch::optim::Optimizer> whole_;  ///< gather()'s unsharded optimizer (rank 0), until save()
   double scale_ = 1.0;
   int64_t piece_elements_ = 0, total_elements_ = 0;
 };
