@@ -310,6 +310,34 @@ def zero(work):
             check(len(la) == len(lb) == 8 and worst <= ZERO_TOL and wdiff <= ZERO_TOL,
                   f"zero: {ranks} ranks stage {stage} vs unsharded: losses max |diff| {worst:.2e}, "
                   f"final weights max |diff| {wdiff:.2e} (bound {ZERO_TOL:g})")
+    # Gradient accumulation, sharded: 2 ranks x 2 micro-batches of 2 = 2 ranks x 4.
+    acc = os.path.join(work, "accumulate")
+    run(torchrun(pretrain_args("gpt", work, acc, 2, tok + ["--shard-optimizer", "2", "--accumulation", "2"])))
+    la, lb = losses(runs[(2, 0)]), losses(acc)
+    worst = max(abs(x["loss"] - y["loss"]) for x, y in zip(la, lb))
+    wdiff = max_weight_diff(runs[(2, 0)], acc)
+    check(worst <= ZERO_TOL and wdiff <= ZERO_TOL,
+          f"zero: stage 2 accumulating 2 x 2 vs unsharded 4: losses {worst:.2e}, weights {wdiff:.2e}")
+    # Finetuning, sharded: BERT classification, 2 ranks, stage 1 vs unsharded.
+    tok_dir = os.path.join(work, "tok")
+    run([os.path.join(BIN, "lmkit-tokenize"), "train", "--input", os.path.join(DATA, "train.txt"), "--output", tok_dir,
+         "--vocab-size", "1000", "--family", "bert"])
+    cfg = os.path.join(work, "bert.json")
+    with open(cfg, "w") as f:
+        json.dump(MODELS["bert"], f)
+    ft = {}
+    for stage in (0, 1):
+        ft[stage] = os.path.join(work, f"finetune-{stage}")
+        run(torchrun([os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
+                      "--train", SST, "--dev", SST, "--output", ft[stage], "--epochs", "1", "--batch-size", "8",
+                      "--max-length", "48", "--lr", "1e-3", "--threads", "1", "--seed", "3", "--max-train-examples", "256",
+                      "--max-dev-examples", "64", "--shard-optimizer", str(stage)]))
+    ra, rb = (json.load(open(os.path.join(ft[s], "result.json"))) for s in (0, 1))
+    fa, fb = (load_file(os.path.join(ft[s], "best", "model.safetensors")) for s in (0, 1))
+    fdiff = max(float((fa[k] - fb[k]).abs().max()) for k in fa)
+    check(fdiff <= ZERO_TOL and ra["accuracy"] == rb["accuracy"],
+          f"zero: finetuning, stage 1 vs unsharded: best weights {fdiff:.2e}, dev accuracy {ra['accuracy']:.4f} and "
+          f"{rb['accuracy']:.4f}")
     # Stop and resume, sharded: the same run, bit for bit.
     cut = os.path.join(work, "cut")
     run(torchrun(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--stop-at", "4"])))
