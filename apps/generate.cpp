@@ -1,5 +1,6 @@
 // lmkit-generate: continues prompts with a GPT, T5 or Transformer checkpoint —
-// greedy, sampling or beam search on the KV cache.
+// greedy, sampling or beam search on the KV cache — or, with --fill-mask, fills the
+// masks of a text with a masked LM's most likely tokens (HF's fill-mask pipeline).
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/core/config.h"
+#include "lmkit/eval/fill_mask.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
@@ -63,6 +66,56 @@ std::string generators() {
   return lmkit::join_names(names, " or ");
 }
 
+// Generated ids as text, or comma-separated ids without a tokenizer.
+void print_generation(const std::vector<int64_t>& out, const lmkit::tokenizer::Tokenizer* tok) {
+  if (tok) {
+    std::printf("%s\n", tok->decode(std::vector<int32_t>(out.begin(), out.end())).c_str());
+    return;
+  }
+  std::string line;
+  for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
+  std::printf("%s\n", line.c_str());
+}
+
+// --fill-mask: each prompt's masks filled by the checkpoint's masked LM, `top_k` tokens each;
+// a table, or with `json` one JSON line per prompt (HF's pipeline output: a list per mask).
+void fill_masks(const std::string& checkpoint, const std::vector<std::string>& prompts, int64_t top_k, bool json,
+                c10::Device device) {
+  lmkit::check_input(lmkit::tokenizer::Tokenizer::present(checkpoint), checkpoint + ": --fill-mask needs the checkpoint's tokenizer");
+  lmkit::check_input(!prompts.empty(), "--fill-mask needs --prompt TEXT with a mask token in it");
+  const auto tok = lmkit::tokenizer::Tokenizer::load(checkpoint);
+  const lmkit::Json config = lmkit::load_json_file(checkpoint + "/config.json");
+  const auto& family = lmkit::models::family_of_config(config, checkpoint + "/config.json");
+  std::vector<std::string> masked_lms;
+  for (const auto& f : lmkit::models::families()) {
+    for (const auto& o : f.objectives) {
+      if (o.name == "mlm") masked_lms.push_back(f.model_type);
+    }
+  }
+  std::string architecture;
+  for (const auto& o : family.objectives) {
+    if (o.name == "mlm") architecture = o.architecture;
+  }
+  lmkit::check_input(!architecture.empty(), checkpoint + ": --fill-mask needs a masked LM (model_type " +
+                                                lmkit::join_names(masked_lms, " or ") + "), not " + family.model_type);
+  auto model = lmkit::models::load_pretrained(checkpoint, architecture);
+  model->to(device);
+  for (const auto& text : prompts) {
+    const auto masks = lmkit::eval::fill_mask(*model, tok, text, top_k, device);
+    lmkit::Json line = lmkit::Json::array();
+    if (!json) std::printf("%s\n", text.c_str());
+    for (size_t m = 0; m < masks.size(); ++m) {
+      lmkit::Json row = lmkit::Json::array();
+      for (const auto& c : masks[m]) {
+        row.push_back({{"score", c.score}, {"token", c.token}, {"token_str", c.token_str}, {"sequence", c.sequence}});
+        if (!json) std::printf("  mask %zu  %-20s %.4f\n", m + 1, c.token_str.c_str(), c.score);
+      }
+      line.push_back(row);
+    }
+    if (json) std::printf("%s\n", line.dump().c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,7 +126,7 @@ int main(int argc, char** argv) {
   lmkit::eval::GenerationOptions o;
   std::string checkpoint;
   std::vector<std::string> prompts, prompt_ids;
-  bool greedy = false, print_ids = false, no_cache = false;
+  bool greedy = false, print_ids = false, no_cache = false, fill = false, json = false;
   app.add_option("--checkpoint", checkpoint, "checkpoint directory")->required();
   auto* text = app.add_option("--prompt", prompts, "prompt text (needs the checkpoint's tokenizer); repeatable");
   auto* ids = app.add_option("--prompt-ids", prompt_ids, "prompt as comma-separated token ids, e.g. 5,17,42; repeatable");
@@ -89,6 +142,11 @@ int main(int argc, char** argv) {
                "print the generated ids (prompt excluded), comma-separated, one line per prompt; "
                "without it, text when the checkpoint has a tokenizer");
   app.add_flag("--no-cache", no_cache, "re-run the whole sequence each step (slow; for checking the cache)");
+  app.add_flag("--fill-mask", fill,
+               "fill each mask token of --prompt with a masked LM's --top-k (default 5) most likely tokens "
+               "(a checkpoint whose family pretrains with mlm; HF's fill-mask pipeline)")
+      ->excludes(g)->excludes(p)->excludes(t)->excludes(b)->excludes(ids);
+  app.add_flag("--json", json, "with --fill-mask: one JSON line per prompt, a list of candidates per mask");
   g->excludes(k)->excludes(p)->excludes(t)->excludes(b);
   b->excludes(k)->excludes(p)->excludes(t);
   lmkit::add_runtime_flags(app, runtime);
@@ -97,6 +155,8 @@ int main(int argc, char** argv) {
     if (prompts.empty() && prompt_ids.empty()) throw lmkit::InputError("give --prompt TEXT or --prompt-ids 1,2,3");
     const c10::Device device = lmkit::init_runtime(runtime);
     lmkit::check_input(std::filesystem::is_directory(checkpoint), "--checkpoint " + checkpoint + ": no such checkpoint directory");
+    lmkit::check_input(!json || fill, "--json applies to --fill-mask");
+    if (fill) return fill_masks(checkpoint, prompts, k->count() ? o.top_k : 5, json, device);
     const bool has_tokenizer = lmkit::tokenizer::Tokenizer::present(checkpoint);
     if (!prompts.empty() && !has_tokenizer) {
       throw lmkit::InputError(checkpoint + ": no tokenizer, so text prompts cannot be encoded; use --prompt-ids");
@@ -113,14 +173,7 @@ int main(int argc, char** argv) {
     for (const auto& ids : prompt_tokens(prompt_ids, prompts, tok ? &*tok : nullptr, model->generation_spec())) {
       // One prompt at a time: decoder-only prompts cannot share a batch unpadded.
       at::Tensor input = at::tensor(ids, at::kLong).unsqueeze(0).to(device);
-      const auto out = lmkit::eval::generate(*model, input, {}, o)[0];
-      if (print_ids || !tok) {
-        std::string line;
-        for (size_t i = 0; i < out.size(); ++i) line += (i ? "," : "") + std::to_string(out[i]);
-        std::printf("%s\n", line.c_str());
-      } else {
-        std::printf("%s\n", tok->decode(std::vector<int32_t>(out.begin(), out.end())).c_str());
-      }
+      print_generation(lmkit::eval::generate(*model, input, {}, o)[0], print_ids || !tok ? nullptr : &*tok);
     }
   });
 }

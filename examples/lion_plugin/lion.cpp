@@ -49,8 +49,8 @@ void register_lion() {
   spec.summary = "Lion (Chen et al. 2023): the sign of interpolated momentum; use a 3-10x smaller --lr than AdamW's";
   spec.adam_flags = false;
   spec.shardable = true;
-  spec.flags = {{"lion-beta1", 0.9, "the interpolation of momentum and gradient that gives the update's sign"},
-                {"lion-beta2", 0.99, "the momentum's decay"}};
+  spec.flags = {{"lion-beta1", 0.9, "the interpolation of momentum and gradient that gives the update's sign", {}},
+                {"lion-beta2", 0.99, "the momentum's decay", {}}};
   spec.create = [](const train::ModelParameters& params, const train::OptimizerOptions& o)
       -> std::unique_ptr<torch::optim::Optimizer> {
     const double beta1 = o.own.at("lion-beta1").get<double>(), beta2 = o.own.at("lion-beta2").get<double>();

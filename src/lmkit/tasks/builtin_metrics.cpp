@@ -10,6 +10,7 @@
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/eval/fill_mask.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/in_context.h"
 #include "lmkit/eval/loss.h"
@@ -282,7 +283,17 @@ std::vector<MetricSpec> builtin_metrics() {
   b.run = bleu;
   MetricSpec mc = in_context_metric("multiple-choice", "in-context multiple choice and schemas");
   mc.add_flags = add_icl_flags;
-  return {ppl, mlm, pseudo, span, obj, b, mc, in_context_metric("completion", "in-context completions"),
+  MetricSpec cloze;
+  cloze.name = "cloze";
+  cloze.summary = "LAMA-style cloze probes of a masked LM (--data: template<TAB>answer): precision@1, @10 and MRR";
+  cloze.refuses = [](const models::Family& family, const Json&) -> std::string {
+    for (const auto& o : family.objectives) {
+      if (o.name == "mlm") return "";
+    }
+    return "--metric cloze probes a masked LM: model_type '" + family.model_type + "' has none";
+  };
+  cloze.run = [](const MetricInputs& in) { return eval::cloze_scores(*masked_lm(in), in.tokenizer, data_file(in), in.device); };
+  return {ppl, mlm, pseudo, span, obj, b, mc, cloze, in_context_metric("completion", "in-context completions"),
           in_context_metric("in-context", "any in-context task file")};
 }
 

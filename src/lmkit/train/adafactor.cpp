@@ -120,7 +120,7 @@ class Adafactor : public StatefulOptimizer {
   AdafactorSettings s_;
 };
 
-AdafactorSettings settings(const OptimizerOptions& o) {
+AdafactorSettings adafactor_settings(const OptimizerOptions& o) {
   AdafactorSettings s;
   s.relative_step = o.own.at("adafactor-relative-step").get<bool>();
   s.scale_parameter = o.own.at("adafactor-scale-parameter").get<bool>();
@@ -146,17 +146,17 @@ OptimizerSpec adafactor_optimizer() {
   spec.summary = "Adafactor (Shazeer & Stern 2018): factored second moments; equal to HF's transformers Adafactor";
   spec.adam_flags = false;
   spec.flags = {
-      {"adafactor-relative-step", false, "the rate min(1e-2, 1/sqrt(step)) instead of --lr and --schedule"},
-      {"adafactor-scale-parameter", true, "scale the rate by each parameter's RMS (at least --adafactor-eps2)"},
-      {"adafactor-warmup-init", false, "with the relative step: min(1e-6 step, 1/sqrt(step))"},
-      {"adafactor-clip-threshold", 1.0, "largest RMS of an update (before the rate)"},
-      {"adafactor-decay-rate", -0.8, "the second moment's decay is 1 - step^rate"},
-      {"adafactor-beta1", 0.0, "a first moment with this decay (0: none, the paper's default)"},
-      {"adafactor-eps1", 1e-30, "added to the squared gradient"},
-      {"adafactor-eps2", 1e-3, "least parameter RMS the rate is scaled by"}};
-  spec.check = [](const OptimizerOptions& o) { settings(o); };
+      {"adafactor-relative-step", false, "the rate min(1e-2, 1/sqrt(step)) instead of --lr and --schedule", {}},
+      {"adafactor-scale-parameter", true, "scale the rate by each parameter's RMS (at least --adafactor-eps2)", {}},
+      {"adafactor-warmup-init", false, "with the relative step: min(1e-6 step, 1/sqrt(step))", {}},
+      {"adafactor-clip-threshold", 1.0, "largest RMS of an update (before the rate)", {}},
+      {"adafactor-decay-rate", -0.8, "the second moment's decay is 1 - step^rate", {}},
+      {"adafactor-beta1", 0.0, "a first moment with this decay (0: none, the paper's default)", {}},
+      {"adafactor-eps1", 1e-30, "added to the squared gradient", {}},
+      {"adafactor-eps2", 1e-3, "least parameter RMS the rate is scaled by", {}}};
+  spec.check = [](const OptimizerOptions& o) { adafactor_settings(o); };
   spec.create = [](const ModelParameters& params, const OptimizerOptions& o) -> std::unique_ptr<torch::optim::Optimizer> {
-    return std::make_unique<Adafactor>(decay_groups(params, o.lr, o.weight_decay), settings(o));
+    return std::make_unique<Adafactor>(decay_groups(params, o.lr, o.weight_decay), adafactor_settings(o));
   };
   return spec;
 }

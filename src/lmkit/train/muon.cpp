@@ -89,7 +89,7 @@ bool is_layer_matrix(const std::string& name, const at::Tensor& p, const ModelPa
   return p.dim() == 2 && !params.tables.count(name) && std::regex_search(name, numbered);
 }
 
-MuonSettings settings(const OptimizerOptions& o) {
+MuonSettings muon_settings(const OptimizerOptions& o) {
   MuonSettings s;
   s.momentum = o.own.at("muon-momentum").get<double>();
   s.nesterov = o.own.at("muon-nesterov").get<bool>();
@@ -114,7 +114,7 @@ std::unique_ptr<torch::optim::Optimizer> create(const ModelParameters& params, c
   for (auto& g : decay_groups(rest, o.weight_decay, [&](double wd) { return std::make_unique<GroupOptions>(o.lr, wd, "adamw"); })) {
     groups.push_back(std::move(g));
   }
-  return std::make_unique<Muon>(std::move(groups), settings(o));
+  return std::make_unique<Muon>(std::move(groups), muon_settings(o));
 }
 
 }  // namespace
@@ -124,14 +124,14 @@ OptimizerSpec muon_optimizer() {
   spec.name = "muon";
   spec.summary = "Muon (Jordan et al. 2024) for the layers' weight matrices, AdamW for the rest; equal to torch.optim.Muon";
   spec.flags = {
-      {"muon-momentum", 0.95, "the momentum of the matrices' update"},
-      {"muon-nesterov", true, "Nesterov momentum"},
-      {"muon-ns-steps", 5.0, "Newton-Schulz iterations"},
+      {"muon-momentum", 0.95, "the momentum of the matrices' update", {}},
+      {"muon-nesterov", true, "Nesterov momentum", {}},
+      {"muon-ns-steps", 5.0, "Newton-Schulz iterations", {}},
       {"muon-adjust-lr", std::string("match_rms_adamw"),
        "the matrices' rate: match_rms_adamw (0.2 sqrt(max(rows, cols)) --lr: AdamW's rate and decay carry over; "
        "Liu et al. 2025) or original (sqrt(max(1, rows/cols)) --lr)",
        {"match_rms_adamw", "original"}}};
-  spec.check = [](const OptimizerOptions& o) { settings(o); };
+  spec.check = [](const OptimizerOptions& o) { muon_settings(o); };
   spec.create = create;
   return spec;
 }
