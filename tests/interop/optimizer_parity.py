@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lmkit's registered optimizers against their references, step by step (one CTest test per case).
 
-  optimizer_parity.py CASE --bin BIN_DIR --work DIR
+  optimizer_parity.py CASE [CASE ...] --bin BIN_DIR --work DIR      (or "all")
 
 A small GPT-2 (transformers' GPT2LMHeadModel, 2 layers of 32) trains for 20 steps on random
 token batches under the reference optimizer: HF's transformers.optimization.Adafactor,
@@ -157,10 +157,17 @@ def record(case):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("cases", nargs="+", choices=sorted(CASES) + ["all"])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
+    cases = sorted(CASES) if "all" in args.cases else args.cases
+    # One Python for every case: importing torch and transformers is most of a case's time.
+    return max(check_case(case, args.bin, os.path.join(args.work, case)) for case in cases)
+
+
+def check_case(case, bin_dir, work):
+    args = argparse.Namespace(case=case, bin=bin_dir, work=work)
     os.makedirs(args.work, exist_ok=True)
     named, steps, after = record(args.case)
     options = dict(CASES[args.case], params=[n for n, _ in named], tables=sorted(TABLES))
