@@ -2,11 +2,27 @@
 
 #include <ATen/ATen.h>
 
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include <unordered_set>
 
 #include "lmkit/core/error.h"
 
 namespace lmkit::dist {
+
+namespace {
+
+// Stage 2: called once a parameter's gradient is accumulated (all of this backward's
+// contributions summed into .grad), so that the reducer can take it and free it at once.
+struct AccumulatedHook : torch::autograd::PostAccumulateGradHook {
+  AccumulatedHook(GradientReducer* reducer, size_t slot) : reducer(reducer), slot(slot) {}
+  void operator()(const torch::autograd::Variable&) override { reducer->on_accumulated(slot); }
+  GradientReducer* reducer;
+  size_t slot;
+};
+
+}  // namespace
 
 GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params, int64_t bucket_bytes,
                                  int shard)
@@ -44,12 +60,22 @@ GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector
     if (shard_) b.shard = at::zeros({padded / ranks}, b.flat.options());
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
-    slots_[i].hook = slots_[i].param.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
+    if (shard_ == 2) {
+      torch::autograd::impl::set_post_acc_grad_hooks(slots_[i].param, std::make_unique<AccumulatedHook>(this, i));
+    } else {
+      slots_[i].hook = slots_[i].param.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
+    }
   }
 }
 
 GradientReducer::~GradientReducer() {
-  for (auto& s : slots_) s.param.remove_hook(s.hook);
+  for (auto& s : slots_) {
+    if (shard_ == 2) {
+      torch::autograd::impl::set_post_acc_grad_hooks(s.param, nullptr);
+    } else {
+      s.param.remove_hook(s.hook);
+    }
+  }
 }
 
 void GradientReducer::before_backward(bool last_micro_batch) {
@@ -89,6 +115,19 @@ void GradientReducer::on_gradient(size_t i, const at::Tensor& grad) {
     if (!armed_ || slots_[i].written) return;
   }
   write_slot(i, &grad);
+  std::lock_guard<std::mutex> lock(mutex_);
+  slots_[i].written = true;
+  --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
+  launch_ready();
+}
+
+void GradientReducer::on_accumulated(size_t i) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!armed_ || slots_[i].written) return;
+  }
+  write_slot(i, nullptr);  // .grad holds every micro-batch's sum now
+  slots_[i].param.mutable_grad() = at::Tensor();  // stage 2: the whole gradient lives until it is in its bucket
   std::lock_guard<std::mutex> lock(mutex_);
   slots_[i].written = true;
   --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;

@@ -60,6 +60,9 @@ class GradientReducer {
   bool used(size_t i) const { return used_[i] != 0; }
   std::shared_ptr<Group> group() const { return group_; }
 
+  /// Stage 2's hook after a parameter's gradient is accumulated: into its bucket, then freed.
+  void on_accumulated(size_t slot);
+
  private:
   struct Slot {
     at::Tensor param;
