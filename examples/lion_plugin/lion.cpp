@@ -19,24 +19,17 @@ class Lion : public train::StatefulOptimizer {
   Lion(std::vector<torch::optim::OptimizerParamGroup> groups, double beta1, double beta2)
       : StatefulOptimizer(std::move(groups), std::make_unique<train::GroupOptions>()), beta1_(beta1), beta2_(beta2) {}
 
-  at::Tensor step(LossClosure closure) override {
-    check_input(!closure, "Lion takes no closure");
-    at::NoGradGuard no_grad;
-    for (auto& group : param_groups_) {
-      const train::GroupOptions& o = options_of(group);
-      for (auto& p : group.params()) {
-        if (!p.grad().defined()) continue;
-        train::TensorState& st = state_of(p);
-        at::Tensor& m = st.tensors["exp_avg"];
-        if (!m.defined()) m = at::zeros_like(p, at::MemoryFormat::Preserve);
-        st.step += 1;
-        const at::Tensor update = m.lerp(p.grad(), 1 - beta1_).sign_();
-        p.mul_(1 - o.get_lr() * o.weight_decay());
-        p.add_(update, -o.get_lr());
-        m.lerp_(p.grad(), 1 - beta2_);
-      }
-    }
-    return {};
+
+ protected:
+  void update(at::Tensor& p, const at::Tensor& grad, const train::GroupOptions& o) override {
+    train::TensorState& st = state_of(p);
+    at::Tensor& m = st.tensors["exp_avg"];
+    if (!m.defined()) m = at::zeros_like(p, at::MemoryFormat::Preserve);
+    st.step += 1;
+    const at::Tensor direction = m.lerp(grad, 1 - beta1_).sign_();
+    p.mul_(1 - o.get_lr() * o.weight_decay());
+    p.add_(direction, -o.get_lr());
+    m.lerp_(grad, 1 - beta2_);
   }
 
  private:

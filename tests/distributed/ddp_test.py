@@ -138,14 +138,20 @@ def equivalence(family, work):
     compare_runs(one, acc, f"{family} 1 x 8 accumulating 2 vs 1 x 16", valid_keys=keys)
 
 
-def equivalence_finetune(work):
-    # 872 SST-2 dev sentences as training data: 54 batches of 16 and a last one of 8 (4 per rank).
+def finetune_inputs(work):
+    """A 1,000-piece BERT tokenizer trained on the sample, and the small BERT's config: (tokenizer, config)."""
     tok_dir = os.path.join(work, "tok")
     run([os.path.join(BIN, "lmkit-tokenize"), "train", "--input", os.path.join(DATA, "train.txt"), "--output", tok_dir,
          "--vocab-size", "1000", "--family", "bert"])
     cfg = os.path.join(work, "bert.json")
     with open(cfg, "w") as f:
         json.dump(MODELS["bert"], f)
+    return tok_dir, cfg
+
+
+def equivalence_finetune(work):
+    # 872 SST-2 dev sentences as training data: 54 batches of 16 and a last one of 8 (4 per rank).
+    tok_dir, cfg = finetune_inputs(work)
 
     def args(out, batch):
         return [os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
@@ -319,12 +325,7 @@ def zero(work):
     check(worst <= ZERO_TOL and wdiff <= ZERO_TOL,
           f"zero: stage 2 accumulating 2 x 2 vs unsharded 4: losses {worst:.2e}, weights {wdiff:.2e}")
     # Finetuning, sharded: BERT classification, 2 ranks, stage 1 vs unsharded.
-    tok_dir = os.path.join(work, "tok")
-    run([os.path.join(BIN, "lmkit-tokenize"), "train", "--input", os.path.join(DATA, "train.txt"), "--output", tok_dir,
-         "--vocab-size", "1000", "--family", "bert"])
-    cfg = os.path.join(work, "bert.json")
-    with open(cfg, "w") as f:
-        json.dump(MODELS["bert"], f)
+    tok_dir, cfg = finetune_inputs(work)
     ft = {}
     for stage in (0, 1):
         ft[stage] = os.path.join(work, f"finetune-{stage}")

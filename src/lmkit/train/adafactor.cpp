@@ -76,20 +76,10 @@ class Adafactor : public StatefulOptimizer {
   Adafactor(std::vector<torch::optim::OptimizerParamGroup> groups, AdafactorSettings s)
       : StatefulOptimizer(std::move(groups), std::make_unique<GroupOptions>()), s_(s) {}
 
-  at::Tensor step(LossClosure closure) override {
-    check_input(!closure, "Adafactor takes no closure");
-    at::NoGradGuard no_grad;
-    for (auto& group : param_groups_) {
-      const GroupOptions& o = options_of(group);
-      for (auto& p : group.params()) {
-        if (p.grad().defined()) update(p, p.grad().to(at::kFloat), o);
-      }
-    }
-    return {};
-  }
 
- private:
-  void update(at::Tensor& p, const at::Tensor& grad, const GroupOptions& o) {
+ protected:
+  void update(at::Tensor& p, const at::Tensor& half_or_float, const GroupOptions& o) override {
+    const at::Tensor grad = half_or_float.to(at::kFloat);  // as HF's: the moments in float32
     bool fresh = false;
     TensorState& st = state_of(p, &fresh);
     if (fresh) {
@@ -117,6 +107,7 @@ class Adafactor : public StatefulOptimizer {
     p.add_(-update);
   }
 
+ private:
   AdafactorSettings s_;
 };
 

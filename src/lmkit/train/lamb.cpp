@@ -20,20 +20,10 @@ class Lamb : public StatefulOptimizer {
   Lamb(std::vector<torch::optim::OptimizerParamGroup> groups, double beta1, double beta2, double eps)
       : StatefulOptimizer(std::move(groups), std::make_unique<GroupOptions>()), beta1_(beta1), beta2_(beta2), eps_(eps) {}
 
-  at::Tensor step(LossClosure closure) override {
-    check_input(!closure, "LAMB takes no closure");
-    at::NoGradGuard no_grad;
-    for (auto& group : param_groups_) {
-      const GroupOptions& o = options_of(group);
-      for (auto& p : group.params()) {
-        if (p.grad().defined()) update(p, p.grad(), o.get_lr(), o.weight_decay());
-      }
-    }
-    return {};
-  }
 
- private:
-  void update(at::Tensor& p, const at::Tensor& grad, double lr, double weight_decay) {
+ protected:
+  void update(at::Tensor& p, const at::Tensor& grad, const GroupOptions& o) override {
+    const double lr = o.get_lr(), weight_decay = o.weight_decay();
     TensorState& st = state_of(p);
     at::Tensor& m = st.tensors["exp_avg"];
     at::Tensor& v = st.tensors["exp_avg_sq"];
@@ -52,6 +42,8 @@ class Lamb : public StatefulOptimizer {
     p.add_(u.mul_(trust), -lr);
   }
 
+
+ private:
   double beta1_, beta2_, eps_;
 };
 

@@ -51,21 +51,14 @@ class Muon : public StatefulOptimizer {
   Muon(std::vector<torch::optim::OptimizerParamGroup> groups, MuonSettings s)
       : StatefulOptimizer(std::move(groups), std::make_unique<GroupOptions>()), s_(std::move(s)) {}
 
-  at::Tensor step(LossClosure closure) override {
-    check_input(!closure, "Muon takes no closure");
-    at::NoGradGuard no_grad;
-    for (auto& group : param_groups_) {
-      const GroupOptions& o = options_of(group);
-      for (auto& p : group.params()) {
-        if (!p.grad().defined()) continue;
-        if (o.role() == "matrix") {
-          matrix_update(p, p.grad(), o.get_lr(), o.weight_decay());
-        } else {
-          adamw_update(p, p.grad(), state_of(p), o.get_lr(), o.weight_decay(), s_.beta1, s_.beta2, s_.eps);
-        }
-      }
+
+ protected:
+  void update(at::Tensor& p, const at::Tensor& grad, const GroupOptions& o) override {
+    if (o.role() == "matrix") {
+      matrix_update(p, grad, o.get_lr(), o.weight_decay());
+    } else {
+      adamw_update(p, grad, state_of(p), o.get_lr(), o.weight_decay(), s_.beta1, s_.beta2, s_.eps);
     }
-    return {};
   }
 
  private:

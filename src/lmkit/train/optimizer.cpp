@@ -184,6 +184,18 @@ void TensorState::serialize(torch::serialize::InputArchive& archive) {
   }
 }
 
+at::Tensor StatefulOptimizer::step(LossClosure closure) {
+  check_input(!closure, "lmkit's optimizers take no closure");
+  at::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const GroupOptions& o = options_of(group);
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) update(p, p.grad(), o);
+    }
+  }
+  return {};
+}
+
 void StatefulOptimizer::save(torch::serialize::OutputArchive& archive) const {
   torch::optim::serialize<TensorState, GroupOptions>(archive, *this);
 }

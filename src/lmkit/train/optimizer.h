@@ -134,14 +134,18 @@ struct TensorState : public torch::optim::OptimizerCloneableParamState<TensorSta
 };
 
 /// An optimizer whose groups hold GroupOptions and whose parameters hold a TensorState;
-/// saves and loads in torch::optim's format (optimizer.pt), so exact resume holds.
+/// saves and loads in torch::optim's format (optimizer.pt), so exact resume holds. A subclass
+/// says how one parameter is updated; step() runs that for every parameter with a gradient.
 class StatefulOptimizer : public torch::optim::Optimizer {
  public:
   using torch::optim::Optimizer::Optimizer;
+  at::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
  protected:
+  /// One parameter's update from its gradient, under its group's options (gradients off).
+  virtual void update(at::Tensor& param, const at::Tensor& grad, const GroupOptions& options) = 0;
   /// `p`'s state, made empty on first use (`fresh`: set true then).
   TensorState& state_of(const at::Tensor& p, bool* fresh = nullptr);
   static const GroupOptions& options_of(const torch::optim::OptimizerParamGroup& group);
