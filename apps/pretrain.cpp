@@ -42,6 +42,8 @@ struct Args {
   int shard_optimizer = 0;
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
   bool recompute = false;
+  bool document_mask = false, reset_positions = false;
+  bool reset_positions_given = false;  // --reset-positions or --no-reset-positions, not its default
   bool seq_len_given = false;  // --seq-len on the command line or in --config, not its default
 };
 
@@ -122,11 +124,28 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
 // Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
 // line) for parallel-text objectives, else the objective over a corpus (raw text is
 // encoded once into the run's cache, by rank 0).
+// --document-mask and --reset-positions for this model, refused by name where it cannot take
+// them; positions restart by default with the mask where the model has positions to restart.
+data::PackingOptions packing_options(const Args& a, const models::Model& model) {
+  data::PackingOptions p;
+  p.document_mask = a.document_mask;
+  check_input(!a.document_mask || model.takes_documents(),
+              "--document-mask: " + model.architecture() + " cannot keep packed documents apart (" +
+                  "its attention mixes positions: Longformer's windows, BigBird's blocks, Linformer's projections)");
+  p.first_position = model.first_position();
+  p.reset_positions = a.reset_positions_given ? a.reset_positions : a.document_mask && p.first_position >= 0;
+  check_input(!p.reset_positions || p.first_position >= 0,
+              "--reset-positions: " + model.architecture() + " takes no position ids (its positions are relative)");
+  return p;
+}
+
 std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretraining_data(
-    const Args& a, const data::ObjectiveSpec& objective, const tokenizer::Tokenizer& tok, const std::string& model_name,
+    const Args& a, const data::ObjectiveSpec& objective, const tokenizer::Tokenizer& tok, const models::Model& model,
     dist::Group* group) {
+  const std::string model_name = model.architecture();
   data::check_objective_tokenizer(objective, tok);
   data::ObjectiveInputs in;
+  in.packing = packing_options(a, model);
   in.tokenizer = &tok;
   in.seq_len = a.seq_len;
   in.masking.whole_word = a.whole_word;
@@ -238,10 +257,14 @@ void run(const Args& a, const Json& resolved) {
               "--source-lang and --target-lang apply to parallel-text objectives, not " + objective.name);
   // Said now, not after the tokenizer is trained and the corpus encoded.
   if (leader) a.tensorboard.check();
+  data::PackingOptions asked;
+  asked.document_mask = a.document_mask;
+  asked.reset_positions = a.reset_positions;
+  data::check_objective_packing(spec, asked);
   std::string tok_path;
   const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
   auto model = pretraining_model(a, config, config_name, family, objective, tok);
-  const auto [train_set, valid_set] = pretraining_data(a, spec, tok, model->architecture(), group);
+  const auto [train_set, valid_set] = pretraining_data(a, spec, tok, *model, group);
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size;
   lo.seed = a.runtime.seed;
@@ -281,6 +304,20 @@ void add_optimisation_flags(CLI::App& app, Args& a) {
   train::add_shard_flag(app, a.shard_optimizer);
 }
 
+// How the objectives mask tokens and keep packed documents apart.
+void add_masking_flags(CLI::App& app, Args& a) {
+  app.add_flag("--whole-word", a.whole_word, "whole-word masking (the masked-LM objectives)");
+  app.add_flag("--span-masking", a.span_masking, "span masking of whole words (Joshi et al. 2020; mlm+sbo always uses it)");
+  app.add_option("--span-p", a.span_p, "span masking: the geometric p of span lengths in words")->check(in_range(1e-6, 1.0));
+  app.add_option("--max-span", a.max_span, "span masking: longest span in words")->check(in_range(1, 1000));
+  app.add_flag("--document-mask", a.document_mask,
+               "clm, mlm: each token of a packed block attends only within its own document, and no target crosses "
+               "a boundary (Megatron-LM's reset_attention_mask; docs/data.md)");
+  app.add_flag("--reset-positions,!--no-reset-positions", a.reset_positions,
+               "clm, mlm: positions restart at each document of a packed block (default: on with --document-mask)")
+      ->each([&a](const std::string&) { a.reset_positions_given = true; });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -317,10 +354,7 @@ int main(int argc, char** argv) {
   app.add_option("--keep-last", a.keep_last, "step checkpoints kept")->check(positive());
   app.add_option("--log-every", a.log_every, "train lines in metrics.jsonl every N steps")->check(positive());
   app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(non_negative());
-  app.add_flag("--whole-word", a.whole_word, "whole-word masking (the masked-LM objectives)");
-  app.add_flag("--span-masking", a.span_masking, "span masking of whole words (Joshi et al. 2020; mlm+sbo always uses it)");
-  app.add_option("--span-p", a.span_p, "span masking: the geometric p of span lengths in words")->check(in_range(1e-6, 1.0));
-  app.add_option("--max-span", a.max_span, "span masking: longest span in words")->check(in_range(1, 1000));
+  add_masking_flags(app, a);
   app.add_option("--dtype", a.dtype,
                  "fp32; bf16 (autocast, float32 weights); or bf16-weights (bf16 weights in the step, float32 masters; "
                  "one process)")

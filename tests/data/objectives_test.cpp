@@ -11,6 +11,7 @@
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/objectives.h"
+#include "lmkit/data/pipeline.h"
 
 using namespace lmkit;
 using tokenizer::Family;
@@ -231,4 +232,78 @@ TEST_CASE("objectives: wrong tokenizer families and tiny corpora are input error
   CHECK_THROWS_WITH(data::MaskedLmDataset(gpt.corpus, *gpt.tok, 64, {}, 0), Catch::Contains("needs a tokenizer with cls and mask tokens"));
   CHECK_THROWS_WITH(data::SpanCorruptionDataset(bert.corpus, *bert.tok, 64, 0), Catch::Contains("needs a tokenizer with sentinel tokens"));
   CHECK_THROWS_WITH(data::CausalLmDataset(bert.corpus, *bert.tok, 10000000), Catch::Contains("too short"));
+}
+
+TEST_CASE("clm and mlm with the document mask: ids per document, positions restart, no target across a boundary",
+          "[data][packing]") {
+  const auto& f = test::data_fixture("gpt2");
+  const auto& c = *f.corpus;
+  const int32_t eos = f.tok->specials().eos;
+  data::PackingOptions packing;
+  packing.document_mask = packing.reset_positions = true;
+  data::CausalLmDataset plain(f.corpus, *f.tok, 64), packed(f.corpus, *f.tok, 64, packing);
+  int64_t boundaries = 0;
+  for (int64_t i = 0; i < packed.size(0); ++i) {
+    const auto p = plain.get(i, 0), e = packed.get(i, 0);
+    REQUIRE(e.input_ids == p.input_ids);
+    REQUIRE(e.document_ids.size() == e.input_ids.size());
+    REQUIRE(e.position_ids.size() == e.input_ids.size());
+    CHECK(e.document_ids[0] == 0);
+    CHECK(e.position_ids[0] == 0);
+    for (size_t t = 1; t < e.input_ids.size(); ++t) {
+      // A new document starts right after a separator, and only there.
+      const bool starts = e.input_ids[t - 1] == eos;
+      REQUIRE(e.document_ids[t] == e.document_ids[t - 1] + (starts ? 1 : 0));
+      REQUIRE(e.position_ids[t] == (starts ? 0 : e.position_ids[t - 1] + 1));
+      REQUIRE(e.labels[t] == (starts ? -100 : p.labels[t]));  // the first token of a document is no target
+      boundaries += starts ? 1 : 0;
+    }
+  }
+  // Every separator but those that end a block (or the dropped tail) starts a document inside one.
+  CHECK(boundaries >= c.num_documents() - packed.size(0) / 10);
+  CHECK(boundaries > 0);
+
+  const auto& b = test::data_fixture("bert");
+  packing.first_position = 2;  // RoBERTa's padding_idx + 1
+  data::MaskedLmDataset mlm(b.corpus, *b.tok, 64, {}, 3, packing), mlm_plain(b.corpus, *b.tok, 64, {}, 3);
+  for (int64_t i = 0; i < 50; ++i) {
+    const auto e = mlm.get(i, 1), p = mlm_plain.get(i, 1);
+    REQUIRE(e.input_ids == p.input_ids);
+    REQUIRE(e.labels == p.labels);  // masked LM labels are not shifted: none crosses a boundary
+    CHECK(e.document_ids.front() == 0);
+    CHECK(e.position_ids.front() == 2);
+    CHECK(e.document_ids.back() == e.document_ids[e.document_ids.size() - 2]);  // the last [SEP] closes the last document
+    for (size_t t = 1; t + 1 < e.input_ids.size(); ++t) {
+      const bool starts = e.input_ids[t - 1] == b.tok->specials().sep;
+      REQUIRE(e.document_ids[t] == e.document_ids[t - 1] + (starts ? 1 : 0));
+      REQUIRE(e.position_ids[t] == (starts ? 2 : e.position_ids[t - 1] + 1));
+    }
+  }
+  // Positions alone, without the mask: documents still see each other and every target stays.
+  data::PackingOptions positions_only;
+  positions_only.reset_positions = true;
+  const auto e = data::CausalLmDataset(f.corpus, *f.tok, 64, positions_only).get(3, 0);
+  CHECK(e.document_ids.empty());
+  CHECK(e.labels == plain.get(3, 0).labels);
+  CHECK(e.position_ids.size() == 64);
+  // The loader carries both into the batch: padding in a document of its own.
+  auto short_row = packed.get(0, 0);
+  short_row.input_ids.resize(10);
+  short_row.labels.resize(10);
+  short_row.document_ids.resize(10);
+  short_row.position_ids.resize(10);
+  const Batch batch = data::collate({packed.get(1, 0), short_row}, 0);
+  REQUIRE(batch.field(kDocumentIds).sizes() == at::IntArrayRef({2, 64}));
+  CHECK(batch.field(kDocumentIds)[1][20].item<int64_t>() == -1);
+  CHECK(batch.field(kPositionIds)[1][20].item<int64_t>() == 0);
+}
+
+TEST_CASE("objectives: --document-mask on an objective that does not pack documents is refused by name", "[data][packing]") {
+  const auto& b = test::data_fixture("bert");
+  data::ObjectiveInputs in;
+  in.corpus = b.corpus;
+  in.tokenizer = b.tok.get();
+  in.packing.document_mask = true;
+  CHECK_THROWS_WITH(data::objective("mlm+nsp").dataset(in), Catch::Contains("not mlm+nsp") && Catch::Contains("clm"));
+  CHECK_NOTHROW(data::objective("mlm").dataset(in));
 }

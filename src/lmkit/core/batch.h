@@ -40,6 +40,14 @@ struct Batch {
 inline constexpr const char* kNextSentenceLabel = "next_sentence_label";
 /// Longformer's global tokens in Batch::extra: (B, T) 0 (local attention) or 1 (global), HF's name.
 inline constexpr const char* kGlobalAttentionMask = "global_attention_mask";
+/// Documents packed into one row (document masking) in Batch::extra: (B, T) int64, a token
+/// attends only to keys of the same id (its document), as Megatron-LM's reset_attention_mask;
+/// padding may carry any id (the attention mask hides it). lmkit's name; HF has none.
+inline constexpr const char* kDocumentIds = "document_ids";
+/// Each token's position in Batch::extra, HF's position_ids: (B, T) int64, the row of the
+/// position table (or the rotary angle) it takes; packed documents restart theirs at each
+/// document (counted from the model's Model::first_position()).
+inline constexpr const char* kPositionIds = "position_ids";
 /// BigBird's random blocks in Batch::extra, a test hook: (layers, heads, nb − 2, r) int64,
 /// the blocks HF drew, used instead of lmkit's draws (nn::MultiHeadAttentionImpl::random_blocks).
 inline constexpr const char* kBigBirdRandomBlocks = "bigbird_random_blocks";

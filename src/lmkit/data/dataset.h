@@ -18,6 +18,8 @@ struct Example {
   std::vector<int32_t> token_type_ids;     ///< BERT segments
   std::vector<int32_t> labels;             ///< token targets, -100 = ignored (same length as the targets)
   std::vector<int32_t> decoder_input_ids;  ///< when not derived from labels by the model
+  std::vector<int32_t> document_ids;       ///< packed documents (Batch::extra's kDocumentIds), or empty
+  std::vector<int32_t> position_ids;       ///< restarted positions (Batch::extra's kPositionIds), or empty
   /// An objective's own per-example labels by name, collated into Batch::extra as (B)
   /// int64 (NSP's kNextSentenceLabel, core/batch.h). Every example of a batch has the same names.
   std::vector<std::pair<std::string, int64_t>> row_labels;

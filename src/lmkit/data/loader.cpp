@@ -86,6 +86,9 @@ Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_
   }
   const int64_t dt = longest(examples, &Example::decoder_input_ids);
   if (dt > 0) batch.decoder_input_ids = padded_rows(examples, &Example::decoder_input_ids, dt, pad_id);
+  // Packed documents: padding in a document of its own (-1) at position 0.
+  if (!first.document_ids.empty()) batch.extra[kDocumentIds] = padded_rows(examples, &Example::document_ids, t, -1);
+  if (!first.position_ids.empty()) batch.extra[kPositionIds] = padded_rows(examples, &Example::position_ids, t, 0);
   set_example_labels(examples, batch);
   return batch;
 }

@@ -16,7 +16,7 @@ PackedStream::PackedStream(std::shared_ptr<const Corpus> corpus, int32_t separat
   size_ = corpus_->num_tokens() + corpus_->num_documents();
 }
 
-void PackedStream::read(int64_t begin, int64_t end, std::vector<int32_t>& out) const {
+void PackedStream::read(int64_t begin, int64_t end, std::vector<int32_t>& out, std::vector<int32_t>* documents) const {
   // Document d occupies stream positions [begin_token(d) + d, end_token(d) + d], the last one its separator.
   const Corpus& c = *corpus_;
   int64_t lo = 0, hi = c.num_documents() - 1;
@@ -30,15 +30,32 @@ void PackedStream::read(int64_t begin, int64_t end, std::vector<int32_t>& out) c
     const int64_t from = std::max(pos, start), to = std::min(end, stop);
     if (to > from) c.append_tokens(from - d, to - d, out);
     if (end > stop && pos <= stop) out.push_back(separator_);
+    if (documents) documents->resize(out.size(), static_cast<int32_t>(d - lo));
     pos = stop + 1;
   }
 }
 
 // ---- masked LM -----------------------------------------------------------------
 
+void pack_documents(Example& e, const std::vector<int32_t>& documents, const PackingOptions& packing, bool shifted) {
+  if (packing.document_mask) e.document_ids = documents;
+  if (packing.reset_positions) {
+    e.position_ids.resize(documents.size());
+    for (size_t i = 0, start = 0; i < documents.size(); ++i) {
+      if (i > 0 && documents[i] != documents[i - 1]) start = i;
+      e.position_ids[i] = static_cast<int32_t>(packing.first_position + static_cast<int64_t>(i - start));
+    }
+  }
+  if (!packing.document_mask || !shifted) return;
+  for (size_t i = 1; i < documents.size() && i < e.labels.size(); ++i) {
+    if (documents[i] != documents[i - 1]) e.labels[i] = -100;  // predicted from the document before: no target
+  }
+}
+
 MaskedLmDataset::MaskedLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tok, int64_t seq_len,
-                                 MaskingOptions masking, uint64_t seed)
-    : tok_(tok), stream_(corpus, document_separator(tok)), seq_len_(seq_len), masking_(masking), seed_(seed) {
+                                 MaskingOptions masking, uint64_t seed, PackingOptions packing)
+    : tok_(tok), stream_(corpus, document_separator(tok)), seq_len_(seq_len), masking_(masking), seed_(seed),
+      packing_(packing) {
   check_input(seq_len >= 8, "--seq-len must be at least 8 for masked LM");
   check_input(tok.specials().cls >= 0 && tok.specials().mask >= 0, "masked LM needs a tokenizer with cls and mask tokens");
   num_blocks_ = stream_.size() / (seq_len - 2);
@@ -48,10 +65,15 @@ MaskedLmDataset::MaskedLmDataset(std::shared_ptr<const Corpus> corpus, const tok
 Example MaskedLmDataset::get(int64_t index, int64_t epoch) const {
   Example e;
   e.input_ids.push_back(tok_.specials().cls);
-  stream_.read(index * (seq_len_ - 2), (index + 1) * (seq_len_ - 2), e.input_ids);
+  std::vector<int32_t> documents = {0};  // [CLS] opens the first document, the last [SEP] closes the last
+  stream_.read(index * (seq_len_ - 2), (index + 1) * (seq_len_ - 2), e.input_ids, packing_.any() ? &documents : nullptr);
   e.input_ids.push_back(tok_.specials().sep);
   auto rng = example_rng(seed_, epoch, index);
   e.labels = apply_mlm(e.input_ids, tok_, masking_, rng);
+  if (packing_.any()) {
+    documents.push_back(documents.back());
+    pack_documents(e, documents, packing_, /*shifted=*/false);
+  }
   return e;
 }
 
@@ -268,8 +290,9 @@ Example SpanCorruptionDataset::get(int64_t index, int64_t epoch) const {
 
 // ---- causal LM ------------------------------------------------------------------------
 
-CausalLmDataset::CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tok, int64_t seq_len)
-    : stream_(corpus, document_separator(tok)), seq_len_(seq_len) {
+CausalLmDataset::CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tok, int64_t seq_len,
+                                 PackingOptions packing)
+    : stream_(corpus, document_separator(tok)), seq_len_(seq_len), packing_(packing) {
   check_input(seq_len >= 2, "--seq-len must be at least 2 for causal LM");
   check_input(document_separator(tok) >= 0, "causal LM needs a tokenizer with an end-of-text token");
   num_blocks_ = stream_.size() / seq_len;
@@ -278,8 +301,10 @@ CausalLmDataset::CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tok
 
 Example CausalLmDataset::get(int64_t index, int64_t) const {
   Example e;
-  stream_.read(index * seq_len_, (index + 1) * seq_len_, e.input_ids);
+  std::vector<int32_t> documents;
+  stream_.read(index * seq_len_, (index + 1) * seq_len_, e.input_ids, packing_.any() ? &documents : nullptr);
   e.labels = e.input_ids;
+  if (packing_.any()) pack_documents(e, documents, packing_, /*shifted=*/true);
   return e;
 }
 

@@ -13,14 +13,31 @@
 
 namespace lmkit::data {
 
+/// How packed blocks keep their documents apart (--document-mask, --reset-positions).
+struct PackingOptions {
+  /// Each token attends only within its document (Example::document_ids; the separator ends
+  /// the document before it); the causal LM then has no target across a boundary.
+  bool document_mask = false;
+  bool reset_positions = false;  ///< positions restart at each document (Example::position_ids)
+  int64_t first_position = 0;    ///< the position a document starts at (models::Model::first_position())
+  bool any() const { return document_mask || reset_positions; }
+};
+
+/// Sets e.document_ids and e.position_ids (as `packing` asks) from each input token's
+/// document, `documents` (non-decreasing, one per e.input_ids); with the document mask and
+/// `shifted` (a causal LM: label t is predicted at t − 1), the first label of each document
+/// after the row's first becomes -100.
+void pack_documents(Example& e, const std::vector<int32_t>& documents, const PackingOptions& packing, bool shifted);
+
 /// The corpus as one stream with a separator token after every document
 /// (GPT's `<|endoftext|>`, T5's `</s>`, BERT's [SEP]), read by position.
 class PackedStream {
  public:
   PackedStream(std::shared_ptr<const Corpus> corpus, int32_t separator);
   int64_t size() const { return size_; }
-  /// Appends stream positions [begin, end) to `out`.
-  void read(int64_t begin, int64_t end, std::vector<int32_t>& out) const;
+  /// Appends stream positions [begin, end) to `out`; with `documents`, each token's document
+  /// (counted from the first one read, 0) to it (a separator belongs to the document it ends).
+  void read(int64_t begin, int64_t end, std::vector<int32_t>& out, std::vector<int32_t>* documents = nullptr) const;
 
  private:
   std::shared_ptr<const Corpus> corpus_;
@@ -34,7 +51,7 @@ class PackedStream {
 class MaskedLmDataset : public Dataset {
  public:
   MaskedLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tokenizer, int64_t seq_len,
-                  MaskingOptions masking, uint64_t seed);
+                  MaskingOptions masking, uint64_t seed, PackingOptions packing = {});
   int64_t size(int64_t) const override { return num_blocks_; }
   Example get(int64_t index, int64_t epoch) const override;
 
@@ -44,6 +61,7 @@ class MaskedLmDataset : public Dataset {
   int64_t seq_len_, num_blocks_;
   MaskingOptions masking_;
   uint64_t seed_;
+  PackingOptions packing_;
 };
 
 /// BERT's pre-training pairs, as google-research/bert's create_pretraining_data.py:
@@ -116,13 +134,15 @@ std::vector<bool> random_spans_noise_mask(int64_t length, double noise_density, 
 /// documents separated by `<|endoftext|>`; labels = inputs (the model shifts).
 class CausalLmDataset : public Dataset {
  public:
-  CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tokenizer, int64_t seq_len);
+  CausalLmDataset(std::shared_ptr<const Corpus> corpus, const tokenizer::Tokenizer& tokenizer, int64_t seq_len,
+                  PackingOptions packing = {});
   int64_t size(int64_t) const override { return num_blocks_; }
   Example get(int64_t index, int64_t epoch) const override;
 
  private:
   PackedStream stream_;
   int64_t seq_len_, num_blocks_;
+  PackingOptions packing_;
 };
 
 /// The separator each family puts between documents.

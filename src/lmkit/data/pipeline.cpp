@@ -55,10 +55,11 @@ ObjectiveSpec spec(const std::string& name, const std::string& summary) {
 ObjectiveSpec masked_objective(const std::string& name, const std::string& summary, bool spans) {
   ObjectiveSpec o = spec(name, summary);
   o.needs = {"mask"};
+  o.packs_documents = true;
   o.make_dataset = [spans](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
     MaskingOptions masking = in.masking;
     if (spans) masking.spans = true;
-    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, masking, in.seed);
+    return std::make_shared<MaskedLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, masking, in.seed, in.packing);
   };
   o.synthetic_batch = [spans](int64_t b, int64_t t, int64_t, int64_t vocab) {
     Batch batch = random_inputs(b, t, vocab);
@@ -99,8 +100,9 @@ ObjectiveSpec span_objective() {
 ObjectiveSpec clm_objective() {
   ObjectiveSpec clm = spec("clm", "causal LM on packed blocks (Radford et al. 2018)");
   clm.needs = {"eos"};
+  clm.packs_documents = true;
   clm.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
-    return std::make_shared<CausalLmDataset>(in.corpus, tokenizer_of(in), in.seq_len);
+    return std::make_shared<CausalLmDataset>(in.corpus, tokenizer_of(in), in.seq_len, in.packing);
   };
   clm.synthetic_batch = [](int64_t b, int64_t t, int64_t, int64_t vocab) {
     Batch batch = random_inputs(b, t, vocab);
@@ -156,7 +158,26 @@ void register_objective(ObjectiveSpec spec) {
   registry().push_back(std::move(spec));
 }
 
+namespace {
+
+std::string packing_objective_names() {
+  std::string names;
+  for (const auto& o : objectives()) {
+    if (o.packs_documents) names += (names.empty() ? "" : ", ") + o.name;
+  }
+  return names;
+}
+
+}  // namespace
+
+void check_objective_packing(const ObjectiveSpec& spec, const PackingOptions& packing) {
+  check_input(!packing.any() || spec.packs_documents,
+              "--document-mask and --reset-positions apply to objectives that pack documents into blocks (" +
+                  packing_objective_names() + "), not " + spec.name);
+}
+
 std::shared_ptr<Dataset> ObjectiveSpec::dataset(const ObjectiveInputs& inputs) const {
+  check_objective_packing(*this, inputs.packing);
   auto ds = call_registered(source, "objective '" + name + "': make_dataset", [&] { return make_dataset(inputs); });
   if (!ds) throw RuntimeError(source + ": objective '" + name + "': make_dataset returned no dataset");
   return ds;

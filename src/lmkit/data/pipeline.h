@@ -22,6 +22,7 @@ struct ObjectiveInputs {
   int64_t seq_len = 128;                    ///< sequence (input) length
   uint64_t seed = 0;                        ///< masking / pairing seed
   MaskingOptions masking;                   ///< masked-LM objectives
+  PackingOptions packing;                   ///< objectives that pack documents (ObjectiveSpec::packs_documents)
 };
 
 struct ObjectiveSpec {
@@ -29,6 +30,9 @@ struct ObjectiveSpec {
   std::string summary;             ///< one line for --help and errors
   bool parallel_text = false;      ///< reads PREFIX.SRC / PREFIX.TGT line by line, not a corpus
   bool separate_targets = false;   ///< labels are a sequence of their own (a decoder's), not per input position
+  /// Packs documents into blocks and honours ObjectiveInputs::packing (--document-mask,
+  /// --reset-positions); an objective without it is refused those flags.
+  bool packs_documents = false;
   /// Special tokens the tokenizer must have, as SpecialTokens names them: mask, cls, sep, eos, sentinels.
   std::vector<std::string> needs;
   /// What the labels are. 0: token ids (a language model: the run's summary reports perplexity,
@@ -62,6 +66,9 @@ std::string objective_names(bool corpus_only = false);
 const ObjectiveSpec& objective(const std::string& name);
 /// InputError unless `tokenizer` has every special token `spec` needs.
 void check_objective_tokenizer(const ObjectiveSpec& spec, const tokenizer::Tokenizer& tokenizer);
+
+/// InputError unless `spec` packs documents where `packing` asks for the mask or restarted positions.
+void check_objective_packing(const ObjectiveSpec& spec, const PackingOptions& packing);
 
 /// The padding id for a tokenizer's family (GPT-2 has none: its EOS, masked out).
 int32_t pad_id(const tokenizer::Tokenizer& tokenizer);

@@ -235,15 +235,27 @@ at::Tensor BertImpl::position_ids(const at::Tensor& input_ids) const {
 
 int64_t BertImpl::max_length() const { return bert_max_length(config); }
 
+bool BertImpl::takes_documents() const {
+  return config.model_type != "longformer" && !big_bird() && config.attention != "linformer";
+}
+
+int64_t BertImpl::first_position() const {
+  if (!takes_documents()) return -1;
+  return roberta() ? config.pad_token_id + 1 : 0;
+}
+
 at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                             const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask) {
+                            const at::Tensor& global_attention_mask, const Packing& packing) {
   at::Tensor types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
-  // HF: BERT's position_ids = arange(T), whatever the padding; RoBERTa's skip it.
-  at::Tensor positions = roberta() ? position_embeddings(position_ids(input_ids)) : absolute_positions(input_ids.size(1));
+  // HF: BERT's position_ids = arange(T), whatever the padding; RoBERTa's skip it; given ones are taken as they are.
+  const at::Tensor& given = packing.position_ids;
+  at::Tensor positions = roberta()         ? position_embeddings(given.defined() ? given.to(at::kLong) : position_ids(input_ids))
+                         : given.defined() ? absolute_positions->at(given)
+                                           : absolute_positions(input_ids.size(1));
   at::Tensor x = word_embeddings(input_ids) + positions + token_type_embeddings(types);
   return run_bert_encoder(*this, config, x, attention_mask, embeddings_norm, layers, hidden_states,
-                          global_attention_mask);  // (B, T, D)
+                          global_attention_mask, packing.document_ids);  // (B, T, D)
 }
 
 at::Tensor BertImpl::mlm_transform(const at::Tensor& hidden) {
@@ -293,7 +305,8 @@ Output BertImpl::forward(const Batch& batch) {
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
   const at::Tensor random_blocks = batch.field(kBigBirdRandomBlocks);
   if (random_blocks.defined()) use_random_blocks(random_blocks);
-  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch));
+  out.last_hidden_state =
+      encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch), Packing::of(batch));
   if (random_blocks.defined()) use_random_blocks({});
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
   if (mlm_dense) {
@@ -324,8 +337,10 @@ void BertImpl::check_batch(const Batch& b) const {
   if (config.head == BertHead::kPreTraining) extras.push_back(kNextSentenceLabel);
   if (config.model_type == "longformer") extras.push_back(kGlobalAttentionMask);
   if (big_bird()) extras.push_back(kBigBirdRandomBlocks);
+  if (takes_documents()) extras.insert(extras.end(), {kDocumentIds, kPositionIds});
   check_encoder_batch(b, architecture(), config, extras,
                       config.head == BertHead::kSequenceClassification, static_cast<bool>(token_classifier));
+  check_packing(b, config.max_position_embeddings);
   check_row_labels(b.field(kNextSentenceLabel), b.input_ids.size(0), 2, kNextSentenceLabel);
 }
 

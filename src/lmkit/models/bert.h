@@ -101,11 +101,17 @@ class BertImpl : public Model {
   }
   int64_t vocab_size() const override { return config.vocab_size; }
   double flops_per_token(int64_t seq_len, int64_t target_len) const override;
+  /// Full attention only: Longformer's windows, BigBird's blocks and Linformer's projections
+  /// mix positions across documents.
+  bool takes_documents() const override;
+  int64_t first_position() const override;
 
   /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
   /// Longformer's global tokens: `global_attention_mask` (B, T), 1 where a token is global.
+  /// `packing`: documents packed into the rows (takes_documents()).
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
-                    std::vector<at::Tensor>* hidden_states = nullptr, const at::Tensor& global_attention_mask = {});
+                    std::vector<at::Tensor>* hidden_states = nullptr, const at::Tensor& global_attention_mask = {},
+                    const Packing& packing = {});
   /// Position ids (B, T): arange(T) for BERT; RoBERTa's (HF's create_position_ids_from_input_ids):
   /// padding_idx + the running count of non-padding tokens, padding at padding_idx.
   at::Tensor position_ids(const at::Tensor& input_ids) const;

@@ -99,14 +99,18 @@ void BloomImpl::reset_parameters() {
 }
 
 at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                             std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
+                             std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states,
+                           const Packing& packing) {
   const int64_t t = input_ids.size(1);
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   at::Tensor x = word_embeddings_layernorm(word_embeddings(input_ids));  // (B, T, D); no positions
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
   const at::Tensor alibi = nn::alibi_bias(nn::alibi_slopes(config.n_head), attention_mask, past + t, x.scalar_type(), x.device());
-  const at::Tensor mask = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());
+  // Packed documents need no restarted positions: ALiBi's bias is relative, and the mask keeps each in its own.
+  const at::Tensor mask = packing.document_ids.defined()
+                              ? nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
+                              : nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());
   x = run_layers(layers, x, alibi + mask, {}, {}, caches, hidden_states);  // bias (B|1, H, T, past + T)
   x = ln_f(x);
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f

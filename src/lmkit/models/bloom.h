@@ -44,8 +44,10 @@ class BloomImpl : public DecoderModel {
   double flops_per_token(int64_t seq_len, int64_t) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
   at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr) override;
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr,
+                    const Packing& packing = {}) override;
   const at::Tensor& token_embedding() const override { return word_embeddings->weight; }
+  int64_t first_position() const override { return -1; }  // ALiBi: no positions to restart
   void reset_parameters();
 
   BloomConfig config;

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "lmkit/core/error.h"
 
@@ -78,11 +79,24 @@ void check_decoder_inputs(const Batch& b, int64_t vocab_size, const std::string&
   check_same_shape(b.decoder_attention_mask, targets, "decoder_attention_mask", name);
 }
 
-void check_plain_inputs(const Batch& b, int64_t vocab_size, const std::string& model) {
+void check_plain_inputs(const Batch& b, int64_t vocab_size, const std::string& model,
+                        const std::vector<std::string>& reads) {
   check_unused(b.token_type_ids, "token_type_ids", model);
-  check_extra_inputs(b, {}, model);
+  check_extra_inputs(b, reads, model);
   check_token_matrix(b.input_ids, vocab_size, "input_ids");
   check_same_shape(b.attention_mask, b.input_ids, "attention_mask", "input_ids");
+}
+
+void check_packing(const Batch& b, int64_t max_positions) {
+  const at::Tensor documents = b.field(kDocumentIds), positions = b.field(kPositionIds);
+  check_same_shape(documents, b.input_ids, kDocumentIds, "input_ids");
+  check_same_shape(positions, b.input_ids, kPositionIds, "input_ids");
+  if (documents.defined()) check_integer_dtype(documents, /*int32_ok=*/true, kDocumentIds);
+  if (positions.defined()) {
+    check_integer_dtype(positions, /*int32_ok=*/true, kPositionIds);
+    check_range(positions, max_positions > 0 ? max_positions : std::numeric_limits<int64_t>::max(),
+                std::string(kPositionIds) + (max_positions > 0 ? " (the model's positions)" : ""));
+  }
 }
 
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model) {

@@ -32,7 +32,12 @@ void check_input_labels(const Batch& batch, bool classifier, int64_t num_labels,
 void check_decoder_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
 /// The inputs of a model that reads ids and a padding mask only: input_ids (B, T) within
 /// `vocab_size`, attention_mask shaped alike, no token_type_ids and no extras.
-void check_plain_inputs(const Batch& batch, int64_t vocab_size, const std::string& model);
+/// `reads`: the extras the model takes (check_extra_inputs).
+void check_plain_inputs(const Batch& batch, int64_t vocab_size, const std::string& model,
+                        const std::vector<std::string>& reads = {});
+/// Packed documents (Batch::extra's kDocumentIds, kPositionIds) where a model reads them:
+/// integers shaped as input_ids, positions within [0, max_positions) (0: no bound).
+void check_packing(const Batch& batch, int64_t max_positions);
 /// Throws InputError if `t` is defined: `model` has no use for the field `what`.
 void check_unused(const at::Tensor& t, const std::string& what, const std::string& model);
 /// InputError "MODEL does not take NAME" for an extra input (Batch::extra) not in `reads`.

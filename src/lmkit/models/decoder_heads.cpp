@@ -78,7 +78,7 @@ at::Tensor DecoderModel::lm_logits(const at::Tensor& hidden) {
 Output DecoderModel::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs);  // (B, T, D)
+  out.last_hidden_state = decode(batch.input_ids, batch.attention_mask, nullptr, hs, Packing::of(batch));  // (B, T, D)
   const at::Tensor lm = head_ != DecoderHead::kLmHead ? at::Tensor() : lm_head ? lm_head->weight : token_embedding();
   apply_decoder_head(out, batch, lm, full_logits, score, token_classifier);
   return out;
@@ -95,8 +95,12 @@ std::unique_ptr<DecodingSession> DecoderModel::start_decoding(const at::Tensor&,
 }
 
 void DecoderModel::check_batch(const Batch& b) const {
+  std::vector<std::string> reads;
+  if (takes_documents()) reads.push_back(kDocumentIds);
+  if (first_position() >= 0) reads.push_back(kPositionIds);
   check_decoder_batch(b, architecture(), generation_.vocab_size, head_ == DecoderHead::kTokenClassification,
-                      head_ == DecoderHead::kSequenceClassification, num_labels_);
+                      head_ == DecoderHead::kSequenceClassification, num_labels_, reads);
+  check_packing(b, generation_.max_positions);
 }
 
 void adopt_decoder_vocabulary(Json& config, int64_t vocab_size, int32_t pad, int32_t eos) {
@@ -113,8 +117,8 @@ void settle_decoder_token_ids(const Json& j, const std::string& file, int64_t vo
 }
 
 void check_decoder_batch(const Batch& b, const std::string& architecture, int64_t vocab_size, bool token_tags,
-                         bool per_row, int64_t num_labels) {
-  check_plain_inputs(b, vocab_size, architecture);
+                         bool per_row, int64_t num_labels, const std::vector<std::string>& reads) {
+  check_plain_inputs(b, vocab_size, architecture, reads);
   check_unused(b.decoder_input_ids, "decoder_input_ids", architecture);
   check_unused(b.decoder_attention_mask, "decoder_attention_mask", architecture);
   if (token_tags) check_token_labels(b, num_labels);

@@ -49,11 +49,12 @@ at::Tensor last_token_rows(const at::Tensor& hidden, const Batch& batch);
 void apply_decoder_head(Output& out, const Batch& batch, const at::Tensor& lm_weight, bool full_logits,
                         torch::nn::Linear& score, TokenClassifier& token_classifier);
 
-/// A decoder-only model's batch: input_ids and attention_mask only (no token types,
-/// decoder inputs or extras), ids within `vocab_size`, and labels for its head: a tag per
+/// A decoder-only model's batch: input_ids and attention_mask (no token types,
+/// decoder inputs or extras but `reads`), ids within `vocab_size`, and labels for its head: a tag per
 /// token (`token_tags`), a class per row (`per_row`), or next tokens.
+/// `reads`: the extras it takes (packed documents).
 void check_decoder_batch(const Batch& batch, const std::string& architecture, int64_t vocab_size, bool token_tags,
-                         bool per_row, int64_t num_labels);
+                         bool per_row, int64_t num_labels, const std::vector<std::string>& reads = {});
 
 /// What a DecoderModel's heads are built from (its config's keys).
 struct DecoderHeadOptions {
@@ -74,6 +75,8 @@ class DecoderModel : public Model {
   Output forward(const Batch& batch) override;
   std::string architecture() const override { return architectures_.name(head_); }
   bool shifted_labels() const override { return head_ == DecoderHead::kLmHead; }
+  bool takes_documents() const override { return true; }
+  int64_t first_position() const override { return 0; }
   void check_batch(const Batch& batch) const override;
   int64_t vocab_size() const override { return generation_.vocab_size; }
   bool hf_ignorable(const std::string& name) const override { return name == "lm_head.weight" && !lm_head; }
@@ -83,9 +86,10 @@ class DecoderModel : public Model {
 
   /// Final hidden states (B, T, D), the final norm applied. With `caches`, input_ids
   /// holds only new tokens; positions continue after the cached ones.
+  /// `packing`: documents packed into the rows (training and forward only, never with caches).
   virtual at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                             std::vector<nn::LayerCache>* caches = nullptr,
-                            std::vector<at::Tensor>* hidden_states = nullptr) = 0;
+                            std::vector<at::Tensor>* hidden_states = nullptr, const Packing& packing = {}) = 0;
   /// The token embedding (V, D), which a tied LM head reuses.
   virtual const at::Tensor& token_embedding() const = 0;
   /// Vocabulary logits for hidden rows (..., D) -> (..., V).

@@ -145,14 +145,17 @@ at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Ten
 
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
                             nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask) {
+                            const at::Tensor& global_attention_mask, const at::Tensor& document_ids) {
   x = embeddings_norm(x);  // (B, T, D)
   if (model.is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   if (hidden_states) hidden_states->push_back(x);
   const int64_t t = x.size(1);
-  const at::Tensor bias = config.model_type == "longformer"
-                              ? longformer_key_states(attention_mask, global_attention_mask, x.size(0), t, x.scalar_type(), x.device())
-                              : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  const at::Tensor bias =
+      config.model_type == "longformer"
+          ? longformer_key_states(attention_mask, global_attention_mask, x.size(0), t, x.scalar_type(), x.device())
+      : document_ids.defined()
+          ? nn::document_attention_bias(document_ids, attention_mask, false, x.scalar_type(), x.device())  // (B, 1, T, T)
+          : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
   return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
 }
 

@@ -26,10 +26,11 @@ torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
 void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
 /// The encoder pass from summed embeddings x (B, T, D): the embeddings' norm, dropout
 /// (in training), then the layers under the padding mask (Longformer's: its key states, with
-/// `global_attention_mask`'s tokens global); each stage's output into `hidden_states` when given.
+/// `global_attention_mask`'s tokens global; with `document_ids` (B, T), within each packed
+/// document); each stage's output into `hidden_states` when given.
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
                             nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask = {});
+                            const at::Tensor& global_attention_mask = {}, const at::Tensor& document_ids = {});
 /// Longformer's key states (B, 1, 1, T) (nn::MultiHeadAttentionOptions::local_window): the
 /// dtype's lowest value on padding, 1 on a global token, 0 on the others.
 at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,

@@ -104,16 +104,19 @@ void GptImpl::reset_parameters() {
 }
 
 at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                           std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
+                           std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states,
+                           const Packing& packing) {
   const int64_t t = input_ids.size(1);
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
-  // HF forward(): position_ids = arange(past, past + T), whatever the padding.
-  at::Tensor x = wte(input_ids) + wpe(t, past);  // (B, T, D)
+  // HF forward(): position_ids = arange(past, past + T), whatever the padding; packed documents restart theirs.
+  at::Tensor x = wte(input_ids) + (packing.position_ids.defined() ? wpe->at(packing.position_ids) : wpe(t, past));  // (B, T, D)
   if (is_training() && config.embd_pdrop > 0) x = nn::dropout(x, config.embd_pdrop, true);
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
   // Without padding, the layers mask future keys in the kernel (flash attention on a GPU).
-  at::Tensor bias = nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
+  at::Tensor bias = packing.document_ids.defined()
+                        ? nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
+                        : nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
   x = run_layers(layers, x, bias, {}, {}, caches, hidden_states);
   x = ln_f(x);  // (B, T, D)
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f

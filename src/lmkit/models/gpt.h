@@ -50,7 +50,8 @@ class GptImpl : public DecoderModel {
   bool hf_ignorable(const std::string& name) const override;
   std::string hf_base_prefix() const override { return "transformer."; }
   at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr) override;
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr,
+                    const Packing& packing = {}) override;
   const at::Tensor& token_embedding() const override { return wte->weight; }
   void reset_parameters();
 

@@ -211,7 +211,8 @@ void LlamaImpl::reset_parameters() {
 }
 
 at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                             std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states) {
+                             std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states,
+                           const Packing& packing) {
   const int64_t t = input_ids.size(1);
   const bool cached = caches && !caches->empty();
   const int64_t past = cached ? (*caches)[0].self_attn.position() : 0;  // positions seen
@@ -219,11 +220,15 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   if (caches && caches->size() < layers->size()) caches->resize(layers->size());
   at::Tensor x = embed_tokens(input_ids);  // (B, T, D)
   if (hidden_states) hidden_states->push_back(x);
-  // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32.
-  const auto [cos, sin] = nn::rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
+  // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32; packed documents restart theirs.
+  const auto [cos, sin] = packing.position_ids.defined()
+                              ? nn::rotary_cos_sin(packing.position_ids, config.head_size(), config.rope_theta, x.device())
+                              : nn::rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
   DecoderMask mask;
   const int64_t window = config.sliding_window;
-  if (window > 0 && held == 0 && t > window) {
+  if (packing.document_ids.defined()) {  // the window, if any, inside each document
+    mask.bias = nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device(), window);
+  } else if (window > 0 && held == 0 && t > window) {
     mask.banded = true;
     mask.padding = attention_mask;  // O(T·window)
   } else {

@@ -106,7 +106,8 @@ class LlamaImpl : public DecoderModel {
   double flops_per_token(int64_t seq_len, int64_t) const override;
   std::string hf_base_prefix() const override { return "model."; }
   at::Tensor decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
-                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr) override;
+                    std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr,
+                    const Packing& packing = {}) override;
   const at::Tensor& token_embedding() const override { return embed_tokens->weight; }
   void reset_parameters();
 

@@ -55,6 +55,8 @@ class StandardSession : public DecodingSession {
 
 }  // namespace
 
+Packing Packing::of(const Batch& batch) { return {batch.field(kDocumentIds), batch.field(kPositionIds)}; }
+
 std::unique_ptr<DecodingSession> make_decoding_session(DecodeFn decode, std::function<at::Tensor(const at::Tensor&)> head,
                                                        at::Tensor memory, at::Tensor memory_mask, bool use_cache) {
   return std::make_unique<StandardSession>(std::move(decode), std::move(head), std::move(memory), std::move(memory_mask),

@@ -36,6 +36,14 @@ class DecodingSession {
   virtual void select(const at::Tensor& index) = 0;
 };
 
+/// Documents packed into a batch's rows (document masking): Batch::extra's kDocumentIds
+/// and kPositionIds; an undefined field means one document a row, positions 0, 1, 2, ...
+struct Packing {
+  at::Tensor document_ids;  ///< (B, T) int64
+  at::Tensor position_ids;  ///< (B, T) int64
+  static Packing of(const Batch& batch);
+};
+
 /// What generation needs to know of a model.
 struct GenerationSpec {
   bool encoder_decoder = false;   ///< decoding starts from decoder_start_token_id, not the prompt
@@ -83,6 +91,11 @@ class Model : public torch::nn::Module {
   /// Whether labels are the inputs predicted one position on (a causal LM head): the
   /// first position of each row then carries no loss.
   virtual bool shifted_labels() const { return false; }
+  /// Whether the model takes packed documents (kDocumentIds: attention stays within each).
+  virtual bool takes_documents() const { return false; }
+  /// The value kPositionIds gives a sequence's first token (0; RoBERTa's padding_idx + 1),
+  /// or -1 when the model takes no position_ids (ALiBi, relative positions, none at all).
+  virtual int64_t first_position() const { return -1; }
   /// Rows of the output vocabulary (the LM head's; the target vocabulary of an encoder–decoder).
   virtual int64_t vocab_size() const = 0;
   /// Matrix-multiply FLOPs of one forward pass per input token, for sequences of

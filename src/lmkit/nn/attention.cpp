@@ -42,16 +42,10 @@ at::Tensor key_bias(const at::Tensor& bias, int64_t b, int64_t t, const char* wh
   return bias.reshape({-1, t}).expand({b, t});
 }
 
-}  // namespace
-
-at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
-                          at::ScalarType dtype, at::Device device, bool causal_in_kernel, int64_t window) {
-  if (window >= k_len) window = 0;  // every key is within the window
-  if (causal && causal_in_kernel && !key_padding_mask.defined() && q_len == k_len && window == 0 &&
-      !lever_disabled("flash")) {
-    return {};
-  }
-  at::Tensor allowed;  // bool, broadcastable to (B, 1, Tq, Tk)
+// The keys each query may see (bool, broadcastable to (B, 1, Tq, Tk)); undefined: all.
+at::Tensor allowed_keys(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len, at::Device device,
+                        int64_t window) {
+  at::Tensor allowed;
   if (key_padding_mask.defined()) {
     allowed = key_padding_mask.to(device).ne(0).view({key_padding_mask.size(0), 1, 1, k_len});
   }
@@ -65,7 +59,31 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
     causal_ok = causal_ok.view({1, 1, q_len, k_len});
     allowed = allowed.defined() ? allowed.logical_and(causal_ok) : causal_ok;
   }
+  return allowed;
+}
+
+}  // namespace
+
+at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
+                          at::ScalarType dtype, at::Device device, bool causal_in_kernel, int64_t window) {
+  if (window >= k_len) window = 0;  // every key is within the window
+  if (causal && causal_in_kernel && !key_padding_mask.defined() && q_len == k_len && window == 0 &&
+      !lever_disabled("flash")) {
+    return {};
+  }
+  const at::Tensor allowed = allowed_keys(key_padding_mask, causal, q_len, k_len, device, window);
   if (!allowed.defined()) return {};
+  return bias_of(allowed, dtype);
+}
+
+at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
+                                   at::ScalarType dtype, at::Device device, int64_t window) {
+  const int64_t b = document_ids.size(0), t = document_ids.size(1);
+  if (window >= t) window = 0;
+  const at::Tensor docs = document_ids.to(device);
+  at::Tensor allowed = docs.view({b, 1, t, 1}).eq(docs.view({b, 1, 1, t}));  // (B, 1, T, T): the same document
+  const at::Tensor others = allowed_keys(key_padding_mask, causal, t, t, device, window);
+  if (others.defined()) allowed = allowed.logical_and(others);
   return bias_of(allowed, dtype);
 }
 

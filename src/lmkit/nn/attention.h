@@ -45,6 +45,13 @@ double mask_value(at::ScalarType dtype);
 at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len,
                           at::ScalarType dtype, at::Device device, bool causal_in_kernel = false, int64_t window = 0);
 
+/// attention_bias(key_padding_mask, causal, T, T, ..., window) for documents packed into each
+/// row: query i also sees key j only where document_ids[b, i] == document_ids[b, j] (Megatron-LM's
+/// reset_attention_mask; a block-diagonal mask, causal inside with `causal`): (B, 1, T, T).
+///   document_ids (B, T) int64; key_padding_mask (B, T) or undefined.
+at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
+                                   at::ScalarType dtype, at::Device device, int64_t window = 0);
+
 /// Attention within a band: query i sees the real keys i − before .. i + after, and the
 /// `global_key`s every query sees, at O(T·(before + after)) time and memory. The T positions
 /// are cut into blocks of s = max(before, after) queries, each attending to the key blocks its

@@ -38,6 +38,11 @@ at::Tensor PositionTableImpl::forward(int64_t length, int64_t offset) {
   return weight.slice(0, offset, offset + length);
 }
 
+at::Tensor PositionTableImpl::at(const at::Tensor& position_ids) {
+  // Range-checked by the model (check_position_ids); an embedding lookup, so the gradient reaches the table.
+  return at::embedding(weight, position_ids.to(weight.device()));
+}
+
 at::Tensor relative_position_bucket(const at::Tensor& relative_position, bool bidirectional, int64_t num_buckets,
                                     int64_t max_distance) {
   at::Tensor rel = relative_position.to(at::kLong);
@@ -83,6 +88,16 @@ std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_
   const at::Tensor positions = at::arange(past, past + t, f32);
   const at::Tensor freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);  // (T, d/2)
   const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, 1, t, head_dim});
+  return {angles.cos(), angles.sin()};
+}
+
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(const at::Tensor& position_ids, int64_t head_dim, double theta,
+                                                 at::Device device) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  const at::Tensor inv_freq = at::pow(at::full({}, theta, f32), at::arange(0, head_dim, 2, f32) / static_cast<double>(head_dim)).reciprocal();
+  const at::Tensor positions = position_ids.to(device).to(at::kFloat);  // (B, T)
+  const at::Tensor freqs = positions.unsqueeze(-1) * inv_freq;  // (B, T, d/2)
+  const at::Tensor angles = at::cat({freqs, freqs}, -1).unsqueeze(1);  // (B, 1, T, d)
   return {angles.cos(), angles.sin()};
 }
 

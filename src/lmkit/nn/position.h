@@ -25,6 +25,8 @@ class PositionTableImpl : public torch::nn::Module {
   PositionTableImpl(int64_t max_length, int64_t dim, bool learned);
   /// Positions offset .. offset+length-1: (length, dim). Throws past max_length.
   at::Tensor forward(int64_t length, int64_t offset = 0);
+  /// The rows position_ids (B, T) names: (B, T, dim) (packed documents' restarting positions).
+  at::Tensor at(const at::Tensor& position_ids);
   at::Tensor weight;  ///< (max_length, dim)
 };
 
@@ -70,6 +72,10 @@ TORCH_MODULE(RelativePositionBias);
 /// cos and sin (1, 1, T, head_dim) of rotary positions past .. past + T − 1, in float32
 /// as HF computes them: angle_i = position · θ^(−2i/head_dim), the halves concatenated.
 std::pair<at::Tensor, at::Tensor> rotary_cos_sin(int64_t past, int64_t t, int64_t head_dim, double theta, at::Device device);
+
+/// As above for each token's own position, position_ids (B, T) (HF's): cos and sin (B, 1, T, head_dim).
+std::pair<at::Tensor, at::Tensor> rotary_cos_sin(const at::Tensor& position_ids, int64_t head_dim, double theta,
+                                                 at::Device device);
 
 /// x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁] (HF's apply_rotary_pos_emb).
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
