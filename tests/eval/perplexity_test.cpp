@@ -98,3 +98,49 @@ TEST_CASE("perplexity: per-word equals per-token when every word is one token", 
   CHECK(r["word_perplexity"].get<double>() == Approx(r["perplexity"].get<double>()).epsilon(1e-9));
   CHECK(r["bits_per_byte"].get<double>() == Approx(r["loss"].get<double>() * 12 / std::log(2.0) / stats.bytes));
 }
+
+TEST_CASE("perplexity: per document, each document is scored alone and its first token not at all", "[eval][perplexity]") {
+  const auto& f = test::data_fixture("gpt2");
+  test::TempDir dir;
+  {
+    std::ofstream out(dir / "docs.txt");
+    const char* words[] = {"the", "river", "was", "named", "after", "a", "town", "in", "its", "valley"};
+    for (int d = 0; d < 6; ++d) {
+      for (int w = 0; w < 3 + 4 * d; ++w) out << words[(w * 7 + d) % 10] << (w % 5 == 4 ? ". " : " ");
+      out << "\n\n";
+    }
+  }
+  auto corpus = data::open_corpus(dir / "docs.txt", *f.tok, dir.path.string(), "docs");
+  REQUIRE(corpus->num_documents() == 6);
+  auto model = tiny_gpt(f.tok->vocab_size());
+  model->eval();
+  eval::SlidingWindow whole{64, 64, 4};
+  whole.per_document = true;
+  auto r = eval::causal_perplexity(*model, *corpus, f.tok->specials().eos, whole, at::kCPU);
+  at::NoGradGuard ng;
+  double nll = 0;
+  int64_t count = 0;
+  for (int64_t d = 0; d < corpus->num_documents(); ++d) {  // by hand: the document and its separator, alone
+    std::vector<int32_t> ids;
+    corpus->append_tokens(corpus->document_begin_token(d), corpus->document_end_token(d), ids);
+    ids.push_back(f.tok->specials().eos);
+    REQUIRE(ids.size() <= 64);
+    Batch b;
+    b.input_ids = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).unsqueeze(0);
+    b.labels = b.input_ids;
+    nll += model->forward(b).loss.item<double>() * static_cast<double>(ids.size() - 1);
+    count += static_cast<int64_t>(ids.size()) - 1;
+  }
+  CHECK(r["documents"].get<int64_t>() == 6);
+  CHECK(r["tokens"].get<int64_t>() == count);
+  CHECK(r["tokens"].get<int64_t>() == r["stream_tokens"].get<int64_t>() - 6);
+  CHECK(r["loss"].get<double>() == Approx(nll / count).epsilon(1e-6));
+  // Shorter windows inside documents: still every token but each document's first, once.
+  eval::SlidingWindow sliding{8, 4, 3};
+  sliding.per_document = true;
+  auto s = eval::causal_perplexity(*model, *corpus, f.tok->specials().eos, sliding, at::kCPU);
+  CHECK(s["tokens"].get<int64_t>() == count);
+  // The stream scores the documents' first tokens too, each from the document before.
+  auto stream = eval::causal_perplexity(*model, *corpus, f.tok->specials().eos, {64, 64, 4}, at::kCPU);
+  CHECK(stream["tokens"].get<int64_t>() > count);
+}

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -40,13 +41,29 @@ struct Window {
   int64_t begin, end, scored;
 };
 
-std::vector<Window> sliding_windows(int64_t n, int64_t context, int64_t stride) {
-  std::vector<Window> windows;
+// The windows over stream positions [offset, offset + n), appended to `windows`.
+void sliding_windows(int64_t offset, int64_t n, int64_t context, int64_t stride, std::vector<Window>& windows) {
   for (int64_t begin = 0, prev_end = 0; prev_end < n; begin += stride) {
     const int64_t end = std::min(begin + context, n);
-    windows.push_back({begin, end, end - prev_end});
+    windows.push_back({offset + begin, offset + end, end - prev_end});
     prev_end = end;
   }
+}
+
+// The windows of the whole stream, or of each document alone (its tokens and separator; one
+// token is too short to score), longest first so that windows of a length share batches.
+std::vector<Window> stream_windows(const data::Corpus& corpus, int64_t n, const SlidingWindow& w, int64_t stride) {
+  std::vector<Window> windows;
+  if (!w.per_document) {
+    sliding_windows(0, n, w.context, stride, windows);
+    return windows;
+  }
+  for (int64_t d = 0; d < corpus.num_documents(); ++d) {
+    const int64_t length = corpus.document_end_token(d) - corpus.document_begin_token(d) + 1;
+    if (length >= 2) sliding_windows(corpus.document_begin_token(d) + d, length, w.context, stride, windows);
+  }
+  std::stable_sort(windows.begin(), windows.end(),
+                   [](const Window& a, const Window& b) { return a.end - a.begin > b.end - b.begin; });
   return windows;
 }
 
@@ -79,7 +96,7 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
   check_input(stride <= w.context, "--stride must not exceed --context");
   data::PackedStream stream(std::shared_ptr<const data::Corpus>(&corpus, [](const data::Corpus*) {}), separator);
   const int64_t n = stream.size();
-  const std::vector<Window> windows = sliding_windows(n, w.context, stride);
+  const std::vector<Window> windows = stream_windows(corpus, n, w, stride);
   nn::EvalMode eval_mode(model);
   at::NoGradGuard no_grad;
   double nll = 0;
@@ -103,6 +120,7 @@ Json causal_perplexity(models::Model& model, const data::Corpus& corpus, int32_t
             {"stream_tokens", n},
             {"context", w.context},
             {"stride", stride}};
+  if (w.per_document) r["documents"] = corpus.num_documents();
   if (stats && stats->words > 0) {
     // Extrapolate the mean NLL to every token of the stream, then normalise per word / byte.
     const double total = loss * static_cast<double>(n);

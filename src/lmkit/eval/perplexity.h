@@ -24,12 +24,17 @@ struct SlidingWindow {
   int64_t context = 0;  ///< tokens per window (0: the model's maximum)
   int64_t stride = 0;   ///< window start step (0: = context, i.e. non-overlapping chunks)
   int64_t batch_size = 8;
+  /// Each document (with its separator) scored alone: no window crosses a document's end and
+  /// a document's first token is not scored (what a model trained with the document mask is
+  /// asked; the same question for one trained without it).
+  bool per_document = false;
 };
 
 /// Causal-LM perplexity over the corpus stream (documents separated by EOS), as
 /// HF's sliding-window recipe: each window scores only its last `stride`
 /// tokens (the first window all of them but its first), so every token after
 /// the first is scored exactly once with up to `context` tokens of history.
+/// With `per_document`, the same within each document alone (+ "documents").
 /// Returns loss (mean NLL per scored token), perplexity, tokens (scored), and
 /// with `stats`: word_perplexity = exp(loss · stream tokens / words) and
 /// bits_per_byte = loss · stream tokens / (ln 2 · bytes).

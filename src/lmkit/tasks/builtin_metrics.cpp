@@ -68,7 +68,7 @@ Json perplexity(const MetricInputs& in) {
   const std::string flag = context_flag > 0 ? "--context" : "--seq-len";
   check_input(context > 0 || positions > 0 || meant > 0, in.checkpoint + ": give --context (the model's positions have no end)");
   eval::SlidingWindow w{context > 0 ? context : positions > 0 ? positions : meant, stride > 0 ? stride : in.seq_len,
-                        in.batch_size};
+                        in.batch_size, in.flag<bool>("--per-document", false)};
   check_input(positions == 0 || w.context <= positions, flag + " " + std::to_string(w.context) + " exceeds the model's " +
                                                             std::to_string(positions) + " positions (" + family.positions_key + ")");
   eval::TextStats stats;
@@ -244,6 +244,8 @@ std::vector<MetricSpec> builtin_metrics() {
         ->type_name("INT")
         ->check(non_negative());
     app.add_option("--stride", "perplexity: window step (default: = context)")->type_name("INT")->check(non_negative());
+    app.add_flag("--per-document", "perplexity: score each document alone (no window crosses a document's end; "
+                                   "its first token unscored), as a model trained with --document-mask is asked");
   };
   ppl.run = perplexity;
   MetricSpec mlm = corpus_metric("mlm-perplexity", "masked-LM perplexity");
