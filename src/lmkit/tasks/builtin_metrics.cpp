@@ -235,9 +235,7 @@ MetricSpec in_context_metric(const std::string& name, const std::string& summary
   return m;
 }
 
-}  // namespace
-
-std::vector<MetricSpec> builtin_metrics() {
+MetricSpec perplexity_metric() {
   MetricSpec ppl = corpus_metric("perplexity", "causal LM perplexity over a text (per token, per word, bits per byte)");
   ppl.add_flags = [](CLI::App& app) {
     app.add_option("--context", "perplexity: tokens per window (default: the model's maximum)")
@@ -248,6 +246,13 @@ std::vector<MetricSpec> builtin_metrics() {
                                    "its first token unscored), as a model trained with --document-mask is asked");
   };
   ppl.run = perplexity;
+  return ppl;
+}
+
+}  // namespace
+
+std::vector<MetricSpec> builtin_metrics() {
+  MetricSpec ppl = perplexity_metric();
   MetricSpec mlm = corpus_metric("mlm-perplexity", "masked-LM perplexity");
   mlm.run = [](const MetricInputs& in) {
     auto corpus = corpus_of(in);
