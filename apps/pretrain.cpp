@@ -12,7 +12,9 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/data/mixture.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/data/tasks.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/models/family.h"
@@ -71,13 +73,18 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
   dist::leader_first(group, [&] {
     if (fs::exists(tok_path)) return;
     check_input(a.tokenizer.empty(), a.tokenizer + ": no such tokenizer model");
-    check_input(!data::is_corpus(a.train), "a corpus directory needs the --tokenizer it was encoded with");
     tokenizer::TrainOptions t;
     t.inputs = seq2seq ? std::vector<std::string>{side(a.train, a.source_lang), side(a.train, a.target_lang)}
                        : std::vector<std::string>{a.train};
+    if (const auto sources = data::parse_mixture(a.train); !sources.empty() && !seq2seq) {
+      t.inputs.clear();  // a mixture's tokenizer learns from every source
+      for (const auto& e : sources) t.inputs.push_back(e.path);
+    }
     for (const auto& in : t.inputs) {
+      check_input(!data::is_corpus(in), in + ": a corpus directory needs the --tokenizer it was encoded with");
       check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
       check_readable_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
+      data::check_plain_text(in, "the tokenizer lmkit-pretrain trains without --tokenizer");
     }
     t.vocab_size = a.vocab_size;
     t.family = kind;
@@ -121,9 +128,6 @@ std::shared_ptr<models::Model> pretraining_model(const Args& a, Json config, con
   return model;
 }
 
-// Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
-// line) for parallel-text objectives, else the objective over a corpus (raw text is
-// encoded once into the run's cache, by rank 0).
 // --document-mask and --reset-positions for this model, refused by name where it cannot take
 // them; positions restart by default with the mask where the model has positions to restart.
 data::PackingOptions packing_options(const Args& a, const models::Model& model) {
@@ -139,10 +143,23 @@ data::PackingOptions packing_options(const Args& a, const models::Model& model) 
   return p;
 }
 
-std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretraining_data(
-    const Args& a, const data::ObjectiveSpec& objective, const tokenizer::Tokenizer& tok, const models::Model& model,
-    dist::Group* group) {
-  const std::string model_name = model.architecture();
+// What a run trains and validates on: one dataset each, or a mixture of named sources.
+struct PretrainingData {
+  std::shared_ptr<const data::Dataset> train, valid;
+  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> valid_sources;
+};
+
+// A loader epoch of a mixture: about 65,536 samples, a whole number of global batches.
+int64_t mixture_period(const Args& a, dist::Group* group) {
+  const int64_t global = a.batch_size * (group ? group->size() : 1);
+  return global * ((65536 + global - 1) / global);
+}
+
+// Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
+// line) for parallel-text objectives, else the objective over a corpus or a weighted
+// mixture of corpora (raw text is encoded once into the run's cache, by rank 0).
+PretrainingData pretraining_data(const Args& a, const data::ObjectiveSpec& objective, const tokenizer::Tokenizer& tok,
+                                 const models::Model& model, dist::Group* group) {
   data::check_objective_tokenizer(objective, tok);
   data::ObjectiveInputs in;
   in.packing = packing_options(a, model);
@@ -160,14 +177,40 @@ std::pair<std::shared_ptr<data::Dataset>, std::shared_ptr<data::Dataset>> pretra
     if (objective.parallel_text) i.source_file = side(path, a.source_lang), i.target_file = side(path, a.target_lang);
     return path.empty() ? nullptr : objective.dataset(i);
   };
-  if (objective.parallel_text) return {make(a.train, nullptr, a.runtime.seed), make(a.valid, nullptr, 12345)};
-  std::shared_ptr<const data::Corpus> train, valid;
-  dist::leader_first(group, [&] {
-    train = data::open_corpus(a.train, tok, a.output + "/cache", "train");
-    if (!a.valid.empty()) valid = data::open_corpus(a.valid, tok, a.output + "/cache", "valid");
-  });
-  train->check_vocab(tok.vocab_size(), model_name);
-  return {make(a.train, train, a.runtime.seed), make(a.valid, valid, 12345)};
+  PretrainingData d;
+  if (objective.parallel_text) {
+    d.train = make(a.train, nullptr, a.runtime.seed);
+    d.valid = make(a.valid, nullptr, 12345);
+    return d;
+  }
+  // Each source of --train / --valid (one path: one unnamed source), its corpus opened by rank 0 first.
+  auto corpora = [&](const std::string& spec, const std::string& split) {
+    std::vector<data::MixtureEntry> entries = data::parse_mixture(spec);
+    const bool mixture = !entries.empty();
+    if (!mixture && !spec.empty()) entries.push_back({"", 1.0, spec});
+    std::vector<std::pair<data::MixtureEntry, std::shared_ptr<const data::Corpus>>> out;
+    dist::leader_first(group, [&] {
+      for (const auto& e : entries) {
+        out.emplace_back(e, data::open_corpus(e.path, tok, a.output + "/cache", mixture ? split + "-" + e.name : split));
+      }
+    });
+    for (const auto& [e, corpus] : out) corpus->check_vocab(tok.vocab_size(), model.architecture());
+    return std::make_pair(mixture, out);
+  };
+  const auto [train_mixture, train] = corpora(a.train, "train");
+  if (train_mixture) {
+    std::vector<data::MixtureSource> sources;
+    for (const auto& [e, corpus] : train) sources.push_back({e.name, e.weight, make(e.path, corpus, a.runtime.seed)});
+    d.train = std::make_shared<data::MixtureDataset>(std::move(sources), a.runtime.seed, mixture_period(a, group));
+  } else {
+    d.train = make(a.train, train.front().second, a.runtime.seed);
+  }
+  const auto [valid_mixture, valid] = corpora(a.valid, "valid");
+  for (const auto& [e, corpus] : valid) {
+    if (valid_mixture) d.valid_sources.emplace_back(e.name, make(e.path, corpus, 12345));
+    else d.valid = make(a.valid, corpus, 12345);
+  }
+  return d;
 }
 
 // The tokenizer as the run records it: one trained into the run directory by its place
@@ -203,6 +246,25 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   return o;
 }
 
+// A mixture's sources: what training drew of each, and each one's validation loss.
+void print_sources(const Json& summary) {
+  if (summary.contains("train_sources")) {
+    const char* separator = "\ndrawn: ";
+    for (const auto& [name, d] : summary["train_sources"].items()) {
+      std::printf("%s%s %lld samples (%.3g epochs)", separator, name.c_str(),
+                  static_cast<long long>(d["samples"].get<int64_t>()), d["epochs"].get<double>());
+      separator = ", ";
+    }
+  }
+  if (summary.contains("valid") && summary["valid"].contains("sources")) {
+    const char* separator = "\nvalid loss by source: ";
+    for (const auto& [name, v] : summary["valid"]["sources"].items()) {
+      std::printf("%s%s %.4f", separator, name.c_str(), v["loss"].get<double>());
+      separator = ", ";
+    }
+  }
+}
+
 // `accuracy`: the objective labels tokens with classes (its figure is the accuracy, not a perplexity).
 void print_summary(const Args& a, const Json& summary, bool accuracy) {
   if (summary.value("already_finished", false)) {
@@ -235,6 +297,7 @@ void print_summary(const Args& a, const Json& summary, bool accuracy) {
     }
     if (!parts.empty()) std::printf(" (%s)", parts.c_str());
   }
+  print_sources(summary);
   std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
 }
 
@@ -264,7 +327,7 @@ void run(const Args& a, const Json& resolved) {
   std::string tok_path;
   const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
   auto model = pretraining_model(a, config, config_name, family, objective, tok);
-  const auto [train_set, valid_set] = pretraining_data(a, spec, tok, *model, group);
+  const PretrainingData data = pretraining_data(a, spec, tok, *model, group);
   data::LoaderOptions lo;
   lo.batch_size = a.batch_size;
   lo.seed = a.runtime.seed;
@@ -280,12 +343,13 @@ void run(const Args& a, const Json& resolved) {
   run.record_config(run_config, a.steps, a.allow_changes);
   if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
-               objective.name.c_str(), static_cast<long long>(train_set->size(0)));
+               objective.name.c_str(), static_cast<long long>(data.train->size(0)));
   train::TrainerInputs in;
   in.model = model;
-  in.train = train_set;
+  in.train = data.train;
   in.loader = lo;
-  in.valid = valid_set;
+  in.valid = data.valid;
+  in.valid_sources = data.valid_sources;
   in.device = run.started.device;
   in.save_extra = [&](const std::string& dir) { tok.save(dir); };
   train::Trainer trainer(std::move(in), o);

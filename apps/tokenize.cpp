@@ -128,11 +128,7 @@ struct TrainCommand {
     }
     // SentencePiece's trainer reads the files itself, as plain text: a compressed or binary input is
     // refused here by name (its bytes were learned as text).
-    for (const auto& in : options.inputs) {
-      check_input(data::sniff_text_file(in) == data::Compression::kNone,
-                  in + ": compressed; lmkit-tokenize train reads plain text (decompress it, or a sample of it, first; "
-                       "encode reads .gz and .zst)");
-    }
+    for (const auto& in : options.inputs) data::check_plain_text(in, "lmkit-tokenize train");
     options.family = tokenizer::parse_family(family);
     // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
     for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {

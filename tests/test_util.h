@@ -52,5 +52,7 @@ inline std::string source_dir() { return dir_from_env("LMKIT_TEST_SOURCE_DIR", L
 inline std::string bin_dir() { return dir_from_env("LMKIT_TEST_BIN_DIR", LMKIT_BIN_DIR); }
 // A model preset shipped in models/ ("bert-tiny" -> .../models/bert-tiny.json).
 inline std::string model_preset(const std::string& name) { return source_dir() + "/models/" + name + ".json"; }
+/// A HuggingFace fixture (tests/fixtures/hf/NAME): checkpoints and tokenizers HF wrote.
+inline std::string hf_fixture(const std::string& name) { return source_dir() + "/tests/fixtures/hf/" + name; }
 
 }  // namespace lmkit::test

@@ -19,24 +19,18 @@ using namespace lmkit;
 using lmkit::test::Run;
 using lmkit::test::run;
 
-namespace {
-
-std::string fixture(const std::string& name) { return test::source_dir() + "/tests/fixtures/hf/" + name; }
-
-}  // namespace
-
 TEST_CASE("apps: lmkit-forward reproduces HF's outputs from a safetensors input file", "[apps]") {
   test::TempDir dir;
-  const auto in = io::read_safetensors(fixture("gpt2/inputs.safetensors"));
+  const auto in = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors"));
   io::write_safetensors(dir / "in.safetensors", {{"input_ids", in.get("input_ids")},
                                                  {"attention_mask", in.get("attention_mask")},
                                                  {"labels", in.get("labels")}});
-  Run r = run("lmkit-forward --checkpoint " + fixture("gpt2") + " --inputs " + (dir / "in.safetensors") + " --output " +
+  Run r = run("lmkit-forward --checkpoint " + test::hf_fixture("gpt2") + " --inputs " + (dir / "in.safetensors") + " --output " +
               (dir / "out.safetensors") + " --hidden-states --threads 1");
   INFO(r.out);
   REQUIRE(r.code == 0);
   const auto out = io::read_safetensors(dir / "out.safetensors");
-  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors"));
+  const auto want = io::read_safetensors(test::hf_fixture("gpt2/expected.safetensors"));
   CHECK(test::max_abs_diff(out.at("logits", "out"), want.at("logits", "want")) < 1e-4);
   CHECK(test::max_abs_diff(out.at("loss", "out"), want.at("loss", "want")) < 1e-5);
   CHECK(test::max_abs_diff(out.at("hidden_states.1", "out"), want.at("hidden_states.1", "want")) < 1e-4);
@@ -48,7 +42,7 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
   io::write_safetensors(dir / "typo.safetensors", {{"input_id", at::ones({1, 4}, at::kLong)}});
   io::write_safetensors(dir / "types.safetensors",
                         {{"input_ids", at::ones({1, 4}, at::kLong)}, {"token_type_ids", at::zeros({1, 4}, at::kLong)}});
-  const std::string base = "lmkit-forward --checkpoint " + fixture("gpt2") + " --output " + (dir / "o.safetensors");
+  const std::string base = "lmkit-forward --checkpoint " + test::hf_fixture("gpt2") + " --output " + (dir / "o.safetensors");
   Run oov = run(base + " --inputs " + (dir / "oov.safetensors"));
   CHECK(oov.code == 2);
   CHECK_THAT(oov.out, Catch::StartsWith("error: ") && Catch::Contains("input_ids holds id 5000 outside [0, 1000)"));
@@ -79,7 +73,7 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
   // BERT's next_sentence_label is one class per row.
   io::write_safetensors(dir / "nsp.safetensors", {{"input_ids", at::ones({1, 4}, at::kLong)},
                                                   {"next_sentence_label", at::zeros({1, 2}, at::kLong)}});
-  Run nsp = run("lmkit-forward --checkpoint " + fixture("bert") + " --output " + (dir / "o.safetensors") + " --inputs " +
+  Run nsp = run("lmkit-forward --checkpoint " + test::hf_fixture("bert") + " --output " + (dir / "o.safetensors") + " --inputs " +
                 (dir / "nsp.safetensors"));
   CHECK(nsp.code == 2);
   CHECK_THAT(nsp.out, Catch::Contains("next_sentence_label must have shape [1] (one class per row), got [1, 2]"));
@@ -88,7 +82,7 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
            {at::ones({1, 0}, at::kLong), "decoder_input_ids must have shape [batch, length] with batch and length >= 1, got [1, 0]"},
            {at::ones({2, 3}, at::kLong), "decoder_input_ids must have shape [1, length] (input_ids' batch, length >= 1), got [2, 3]"}}) {
     io::write_safetensors(dir / "t5.safetensors", {{"input_ids", at::ones({1, 4}, at::kLong)}, {"decoder_input_ids", ids}});
-    Run t5 = run("lmkit-forward --checkpoint " + fixture("t5_relu") + " --output " + (dir / "o.safetensors") +
+    Run t5 = run("lmkit-forward --checkpoint " + test::hf_fixture("t5_relu") + " --output " + (dir / "o.safetensors") +
                  " --inputs " + (dir / "t5.safetensors"));
     INFO(t5.out);
     CHECK(t5.code == 2);
@@ -101,22 +95,22 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
 }
 
 TEST_CASE("apps: lmkit-generate prints HF's greedy ids and refuses what it cannot do", "[apps]") {
-  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors")).at("gen_sequences", "want");
+  const auto want = io::read_safetensors(test::hf_fixture("gpt2/expected.safetensors")).at("gen_sequences", "want");
   std::string expected;
   for (int64_t i = 6; i < 14; ++i) expected += (i > 6 ? "," : "") + std::to_string(want[0][i].item<int64_t>());
-  const auto prompt = io::read_safetensors(fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "in")[0];
+  const auto prompt = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "in")[0];
   std::string ids;
   for (int64_t i = 0; i < prompt.size(0); ++i) ids += (i ? "," : "") + std::to_string(prompt[i].item<int64_t>());
-  Run r = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --ids");
+  Run r = run("lmkit-generate --checkpoint " + test::hf_fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --ids");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(r.out == expected + "\n");
-  Run beam = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --beams 1 --ids");
+  Run beam = run("lmkit-generate --checkpoint " + test::hf_fixture("gpt2") + " --prompt-ids " + ids + " --max-new-tokens 8 --beams 1 --ids");
   CHECK(beam.out == expected + "\n");
-  Run bert = run("lmkit-generate --checkpoint " + fixture("bert") + " --prompt-ids 2,3");
+  Run bert = run("lmkit-generate --checkpoint " + test::hf_fixture("bert") + " --prompt-ids 2,3");
   CHECK(bert.code == 2);
   CHECK_THAT(bert.out, Catch::Contains("cannot generate"));
-  Run text = run("lmkit-generate --checkpoint " + fixture("gpt2") + " --prompt hello");
+  Run text = run("lmkit-generate --checkpoint " + test::hf_fixture("gpt2") + " --prompt hello");
   CHECK(text.code == 2);
   CHECK_THAT(text.out, Catch::Contains("no tokenizer, so text prompts cannot be encoded"));
 }

@@ -151,6 +151,49 @@ TEST_CASE("pretrain: BigBird (random blocks drawn each step) and Longformer resu
   }
 }
 
+TEST_CASE("pretrain: a weighted mixture with the document mask resumes bitwise and reports each source", "[apps][pretrain][mixture]") {
+  test::TempDir dir;
+  const std::string small = dir / "small.txt";  // a second source: the sample's first ~8 KB
+  {
+    std::ifstream in(test::sample("valid.txt"));
+    std::string text(8000, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    std::ofstream(small) << text.substr(0, text.rfind('\n') + 1);
+  }
+  const Json gpt = {{"model_type", "gpt2"}, {"vocab_size", 2000}, {"n_embd", 32}, {"n_layer", 2}, {"n_head", 2},
+                    {"n_positions", 64}};
+  const std::string preset = dir / "gpt.json";
+  { std::ofstream(preset) << gpt.dump(); }
+  auto args = [&](const std::string& out) {
+    return "lmkit-pretrain --model " + preset + " --train wiki=0.75:" + test::sample("valid.txt") + ",small=0.25:" + small +
+           " --valid wiki:" + test::sample("valid.txt") + ",small:" + small + " --output " + out +
+           " --document-mask --vocab-size 2000 --steps 6 --batch-size 4 --seq-len 64 --eval-every 3 --eval-batches 2"
+           " --log-every 1 --threads 1 --seed 3";
+  };
+  REQUIRE(run(args(dir / "once")).code == 0);
+  auto first = run(args(dir / "twice") + " --stop-at 3");
+  INFO(first.out);
+  REQUIRE(first.code == 0);
+  REQUIRE(run(args(dir / "twice") + " --resume").code == 0);
+  CHECK(read_file(dir / "once/final/model.safetensors") == read_file(dir / "twice/final/model.safetensors"));
+  const Json result = load_json_file(dir / "twice/result.json");
+  CHECK(result["train_sources"]["wiki"]["samples"] == 18);  // 6 steps x 4 samples, 3 in 4 from wiki
+  CHECK(result["train_sources"]["small"]["samples"] == 6);
+  CHECK(result["train_sources"]["small"]["epochs"].get<double>() > 0);
+  const auto valid = metrics(dir / "twice", "valid");
+  REQUIRE(valid.size() == 2);
+  for (const auto& v : valid) {
+    CHECK(v["sources"]["wiki"]["loss"].get<double>() > 0);
+    CHECK(v["sources"]["small"]["loss"].get<double>() > 0);
+  }
+  CHECK(metrics(dir / "once", "valid")[1] == metrics(dir / "twice", "valid")[1]);
+  // A mixture that is not one: one error line naming the source, exit 2.
+  auto bad = run("lmkit-pretrain --model " + preset + " --train wiki=2:" + test::sample("valid.txt") + ",wiki=1:" + small +
+                 " --output " + (dir / "bad") + " --steps 2");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("error: --train/--valid mixture: source 'wiki' is named twice"));
+}
+
 TEST_CASE("pretrain: a checkpoint holds every generator and resumes on another device kind with one warning",
           "[apps][pretrain][generators]") {
   test::TempDir dir;

@@ -108,12 +108,12 @@ def compare_runs(a, b, label, weights="final", valid_keys=("loss",)):
     check(wworst <= TOL, f"{label}: same final weights (max |diff| {wworst:.2e}, weights up to {moved:.2f})")
 
 
-def pretrain_args(family, work, out, batch, extra=()):
+def pretrain_args(family, work, out, batch, extra=(), train=None, valid=None):
     cfg = os.path.join(work, f"{family}.json")
     with open(cfg, "w") as f:
         json.dump(MODELS[family], f)
-    args = [os.path.join(BIN, "lmkit-pretrain"), "--model", cfg, "--train", os.path.join(DATA, "train.txt"),
-            "--valid", os.path.join(DATA, "valid.txt"), "--output", out, "--steps", "8", "--batch-size", str(batch),
+    args = [os.path.join(BIN, "lmkit-pretrain"), "--model", cfg, "--train", train or os.path.join(DATA, "train.txt"),
+            "--valid", valid or os.path.join(DATA, "valid.txt"), "--output", out, "--steps", "8", "--batch-size", str(batch),
             "--seq-len", "64", "--lr", "1e-3", "--warmup", "2", "--log-every", "1", "--eval-every", "4",
             "--threads", "1", "--seed", "7", "--vocab-size", "1000"]
     return args + list(extra)
@@ -168,16 +168,27 @@ def equivalence_finetune(work):
 
 
 def resume(work):
-    # No --tokenizer: rank 0 trains it and encodes the corpus, the other rank waits and reads them.
+    # A weighted mixture of two sources, each through its own epochs, validated per source. No
+    # --tokenizer: rank 0 trains it on both sources and encodes them, the other rank waits and reads them.
+    train, valid = os.path.join(DATA, "train.txt"), os.path.join(DATA, "valid.txt")
+    mix = {"train": f"wiki=0.7:{train},short=0.3:{valid}", "valid": f"wiki:{valid},short:{valid}"}
     full = os.path.join(work, "full")
-    run(torchrun(pretrain_args("bert", work, full, 8, ["--save-every", "4"])))
+    run(torchrun(pretrain_args("bert", work, full, 8, ["--save-every", "4"], **mix)))
     cut = os.path.join(work, "cut")
-    run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--stop-at", "4"])))
+    run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--stop-at", "4"], **mix)))
     check(not os.path.exists(os.path.join(cut, "final")), "resume: the stopped run has no final/")
-    r = run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--resume"])))
+    r = run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--resume"], **mix)))
     check("resuming from" in r.stderr and "step 4" in r.stderr, "resume: both ranks continue from step 4")
     compare_runs(full, cut, "resume 2 ranks: stopped at 4 + resumed vs uninterrupted",
                  valid_keys=("loss", "mlm_loss", "nsp_accuracy"))
+    ra, rb = (json.load(open(os.path.join(d, "result.json"))) for d in (full, cut))
+    drawn = ra.get("train_sources", {})
+    check(drawn == rb.get("train_sources") and drawn.get("wiki", {}).get("samples") == 90 and
+          drawn.get("short", {}).get("samples") == 38,
+          f"resume: the mixture drew wiki 90 and short 38 of 8 x 16 samples, resumed or not ({drawn})")
+    va = losses(cut, "valid")
+    check(len(va) == 2 and all(set(v.get("sources", {})) == {"wiki", "short"} for v in va),
+          "resume: each validation reports both sources")
 
 
 def nccl(work):

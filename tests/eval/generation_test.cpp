@@ -11,8 +11,6 @@ using namespace lmkit;
 
 namespace {
 
-std::string fixture(const std::string& name) { return test::source_dir() + "/tests/fixtures/hf/" + name; }
-
 at::Tensor to_tensor(const std::vector<std::vector<int64_t>>& rows) {
   std::vector<at::Tensor> t;
   for (const auto& r : rows) t.push_back(at::tensor(r, at::kLong));
@@ -50,9 +48,9 @@ double gpt_logprob(models::Model& model, const at::Tensor& prompt, const std::ve
 }  // namespace
 
 TEST_CASE("generation: GPT-2 greedy tokens and step logits equal HF generate()", "[eval][generation]") {
-  auto model = models::load_pretrained(fixture("gpt2"));
-  const auto in = io::read_safetensors(fixture("gpt2/inputs.safetensors"));
-  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors"));
+  auto model = models::load_pretrained(test::hf_fixture("gpt2"));
+  const auto in = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors"));
+  const auto want = io::read_safetensors(test::hf_fixture("gpt2/expected.safetensors"));
   const at::Tensor prompt = in.at("gen_input_ids", "gpt2");
   auto out = eval::generate(*model, prompt, {}, fixed_length(8));
   CHECK(at::equal(to_tensor(out), want.at("gen_sequences", "gpt2").slice(1, prompt.size(1))));
@@ -72,20 +70,20 @@ TEST_CASE("generation: GPT-2 greedy tokens and step logits equal HF generate()",
 TEST_CASE("generation: T5 greedy tokens equal HF generate() (padded encoder inputs)", "[eval][generation]") {
   for (const std::string name : {"t5_relu", "t5_gated_gelu"}) {
     INFO(name);
-    auto model = models::load_pretrained(fixture(name));
-    const auto in = io::read_safetensors(fixture(name + "/inputs.safetensors"));
-    const auto want = io::read_safetensors(fixture(name + "/expected.safetensors"));
+    auto model = models::load_pretrained(test::hf_fixture(name));
+    const auto in = io::read_safetensors(test::hf_fixture(name + "/inputs.safetensors"));
+    const auto want = io::read_safetensors(test::hf_fixture(name + "/expected.safetensors"));
     auto out = eval::generate(*model, in.at("input_ids", name), in.at("attention_mask", name), fixed_length(8));
     CHECK(at::equal(to_tensor(out), want.at("gen_sequences", name).slice(1, 1)));
   }
 }
 
 TEST_CASE("generation: cached and uncached decoding agree", "[eval][generation]") {
-  auto gpt = models::load_pretrained(fixture("gpt2"));
-  auto t5 = models::load_pretrained(fixture("t5_gated_gelu"));
+  auto gpt = models::load_pretrained(test::hf_fixture("gpt2"));
+  auto t5 = models::load_pretrained(test::hf_fixture("t5_gated_gelu"));
   auto transformer = tiny_transformer();
-  const at::Tensor gpt_prompt = io::read_safetensors(fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
-  const auto t5_in = io::read_safetensors(fixture("t5_gated_gelu/inputs.safetensors"));
+  const at::Tensor gpt_prompt = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
+  const auto t5_in = io::read_safetensors(test::hf_fixture("t5_gated_gelu/inputs.safetensors"));
   const at::Tensor src = at::randint(3, 40, {2, 7}, at::kLong);
   struct Case {
     models::Model* model;
@@ -115,9 +113,9 @@ TEST_CASE("generation: cached and uncached decoding agree", "[eval][generation]"
 
 TEST_CASE("generation: beam search with one beam equals greedy - wider beams score at least as well",
           "[eval][generation]") {
-  auto gpt = models::load_pretrained(fixture("gpt2"));
+  auto gpt = models::load_pretrained(test::hf_fixture("gpt2"));
   gpt->eval();
-  const at::Tensor prompt = io::read_safetensors(fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
+  const at::Tensor prompt = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
   eval::GenerationOptions o = fixed_length(8);
   const auto greedy = eval::generate(*gpt, prompt, {}, o);
   o.search = eval::Search::kBeam;
@@ -132,8 +130,8 @@ TEST_CASE("generation: beam search with one beam equals greedy - wider beams sco
           gpt_logprob(*gpt, prompt.slice(0, i, i + 1), greedy[i]) - 1e-4);
   }
   // T5, padded encoder inputs, beams and EOS stopping.
-  auto t5 = models::load_pretrained(fixture("t5_relu"));
-  const auto in = io::read_safetensors(fixture("t5_relu/inputs.safetensors"));
+  auto t5 = models::load_pretrained(test::hf_fixture("t5_relu"));
+  const auto in = io::read_safetensors(test::hf_fixture("t5_relu/inputs.safetensors"));
   o.stop_at_eos = true;
   o.length_penalty = 1.0;
   o.num_beams = 1;
@@ -144,8 +142,8 @@ TEST_CASE("generation: beam search with one beam equals greedy - wider beams sco
 }
 
 TEST_CASE("generation: sampling is seeded - top-k 1 is greedy - EOS stops a row", "[eval][generation]") {
-  auto gpt = models::load_pretrained(fixture("gpt2"));
-  const at::Tensor prompt = io::read_safetensors(fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
+  auto gpt = models::load_pretrained(test::hf_fixture("gpt2"));
+  const at::Tensor prompt = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors")).at("gen_input_ids", "gpt2");
   eval::GenerationOptions o = fixed_length(12);
   o.search = eval::Search::kSample;
   o.seed = 11;
@@ -176,19 +174,19 @@ TEST_CASE("generation: top-k and top-p filtering", "[eval][generation]") {
 }
 
 TEST_CASE("generation: bad requests are input errors", "[eval][generation]") {
-  auto gpt = models::load_pretrained(fixture("gpt2"));
+  auto gpt = models::load_pretrained(test::hf_fixture("gpt2"));
   CHECK_THROWS_WITH(eval::generate(*gpt, at::tensor({1, 2000}, at::kLong).view({1, 2}), {}, fixed_length(2)),
                     Catch::Contains("prompt holds id 2000 outside [0, 1000)"));
   CHECK_THROWS_WITH(eval::generate(*gpt, at::tensor({1, 2}, at::kLong).view({1, 2}), at::tensor({1, 0}, at::kLong).view({1, 2}), fixed_length(2)),
                     Catch::Contains("unpadded"));
-  auto cls = models::load_pretrained(fixture("bert_seqcls"));
+  auto cls = models::load_pretrained(test::hf_fixture("bert_seqcls"));
   CHECK_THROWS_WITH(eval::generate(*cls, at::tensor({1, 2}, at::kLong).view({1, 2}), {}, fixed_length(2)),
                     Catch::Contains("cannot generate"));
 }
 
 TEST_CASE("generation: more new tokens than the positions allow is refused before the first", "[eval][generation]") {
   // It used to generate every token that fitted and then fail.
-  auto gpt = models::load_pretrained(fixture("gpt2"));
+  auto gpt = models::load_pretrained(test::hf_fixture("gpt2"));
   const int64_t positions = gpt->config_json()["n_positions"].get<int64_t>();
   const at::Tensor prompt = at::randint(0, 50, {1, 5}, at::kLong);
   eval::GenerationOptions o;

@@ -18,8 +18,6 @@ using namespace lmkit;
 
 namespace {
 
-std::string fixture(const std::string& name) { return test::source_dir() + "/tests/fixtures/hf/" + name; }
-
 // max |a - b| / (atol + rtol |b|): <= 1 means within tolerance.
 double tolerance_ratio(const at::Tensor& got, const at::Tensor& want, double atol, double rtol) {
   at::Tensor g = got.detach().to(at::kDouble), w = want.to(at::kDouble);
@@ -63,7 +61,7 @@ void check_gradients(models::Model& model, const std::string& dir) {
 
 std::shared_ptr<models::Model> load(const std::string& name) {
   models::LoadReport report;
-  auto model = models::load_pretrained(fixture(name), "", &report);
+  auto model = models::load_pretrained(test::hf_fixture(name), "", &report);
   CHECK(report.missing.empty());
   CHECK(report.unexpected.empty());
   model->eval();
@@ -76,8 +74,8 @@ std::shared_ptr<models::Model> load(const std::string& name) {
 
 TEST_CASE("parity: BertForPreTraining matches HF outputs with losses and gradients", "[models][parity]") {
   auto model = load("bert");
-  const auto in = io::read_safetensors(fixture("bert/inputs.safetensors"));
-  const auto want = io::read_safetensors(fixture("bert/expected.safetensors"));
+  const auto in = io::read_safetensors(test::hf_fixture("bert/inputs.safetensors"));
+  const auto want = io::read_safetensors(test::hf_fixture("bert/expected.safetensors"));
   Output out = model->forward(batch_from(in, "mlm_labels"));
   check_close("prediction_logits", out.logits, want.at("prediction_logits", "bert"));
   check_close("seq_relationship_logits", out.get("seq_relationship_logits"), want.at("seq_relationship_logits", "bert"));
@@ -93,35 +91,35 @@ TEST_CASE("parity: BertForPreTraining matches HF outputs with losses and gradien
   check_close("nsp_loss", out.term("nsp")->mean, want.at("nsp_loss", "bert"), 0, 1e-5);
   check_close("loss", out.loss, want.at("loss", "bert"), 0, 1e-5);
   out.loss.backward();
-  check_gradients(*model, fixture("bert"));
+  check_gradients(*model, test::hf_fixture("bert"));
 }
 
 TEST_CASE("parity: the MLM loss projected only at labelled positions equals the full one", "[models][parity]") {
   auto model = load("bert");
-  const auto in = io::read_safetensors(fixture("bert/inputs.safetensors"));
+  const auto in = io::read_safetensors(test::hf_fixture("bert/inputs.safetensors"));
   model->full_logits = false;
   Output sparse = model->forward(batch_from(in, "mlm_labels"));
   CHECK_FALSE(sparse.logits.defined());
   check_close("mlm_loss (sparse)", sparse.term("mlm")->mean,
-              io::read_safetensors(fixture("bert/expected.safetensors")).at("mlm_loss", "bert"), 0, 1e-5);
+              io::read_safetensors(test::hf_fixture("bert/expected.safetensors")).at("mlm_loss", "bert"), 0, 1e-5);
 }
 
 TEST_CASE("parity: BertForSequenceClassification matches HF", "[models][parity]") {
   auto model = load("bert_seqcls");
-  const auto in = io::read_safetensors(fixture("bert_seqcls/inputs.safetensors"));
-  const auto want = io::read_safetensors(fixture("bert_seqcls/expected.safetensors"));
+  const auto in = io::read_safetensors(test::hf_fixture("bert_seqcls/inputs.safetensors"));
+  const auto want = io::read_safetensors(test::hf_fixture("bert_seqcls/expected.safetensors"));
   Output out = model->forward(batch_from(in));
   check_close("logits", out.logits, want.at("logits", "bert_seqcls"));
   check_close("last_hidden_state", out.last_hidden_state, want.at("last_hidden_state", "bert_seqcls"));
   check_close("loss", out.loss, want.at("loss", "bert_seqcls"), 0, 1e-5);
   out.loss.backward();
-  check_gradients(*model, fixture("bert_seqcls"));
+  check_gradients(*model, test::hf_fixture("bert_seqcls"));
 }
 
 TEST_CASE("parity: GPT2LMHeadModel matches HF outputs with loss and gradients", "[models][parity]") {
   auto model = load("gpt2");
-  const auto in = io::read_safetensors(fixture("gpt2/inputs.safetensors"));
-  const auto want = io::read_safetensors(fixture("gpt2/expected.safetensors"));
+  const auto in = io::read_safetensors(test::hf_fixture("gpt2/inputs.safetensors"));
+  const auto want = io::read_safetensors(test::hf_fixture("gpt2/expected.safetensors"));
   Output out = model->forward(batch_from(in));
   check_close("logits", out.logits, want.at("logits", "gpt2"));
   check_close("last_hidden_state", out.last_hidden_state, want.at("last_hidden_state", "gpt2"));
@@ -132,7 +130,7 @@ TEST_CASE("parity: GPT2LMHeadModel matches HF outputs with loss and gradients", 
   }
   check_close("loss", out.loss, want.at("loss", "gpt2"), 0, 1e-5);
   out.loss.backward();
-  check_gradients(*model, fixture("gpt2"));
+  check_gradients(*model, test::hf_fixture("gpt2"));
 
   model->full_logits = false;  // the training path: projection only where labels are
   check_close("loss (sparse)", model->forward(batch_from(in)).loss, want.at("loss", "gpt2"), 0, 1e-5);
@@ -142,8 +140,8 @@ TEST_CASE("parity: T5ForConditionalGeneration (v1.0 relu tied / v1.1 gated-gelu 
   for (const std::string name : {"t5_relu", "t5_gated_gelu"}) {
     INFO(name);
     auto model = load(name);
-    const auto in = io::read_safetensors(fixture(name + "/inputs.safetensors"));
-    const auto want = io::read_safetensors(fixture(name + "/expected.safetensors"));
+    const auto in = io::read_safetensors(test::hf_fixture(name + "/inputs.safetensors"));
+    const auto want = io::read_safetensors(test::hf_fixture(name + "/expected.safetensors"));
     Output out = model->forward(batch_from(in));
     check_close("logits", out.logits, want.at("logits", name), 1e-4, 1e-4);
     check_close("encoder_last_hidden_state", out.encoder_last_hidden_state, want.at("encoder_last_hidden_state", name));
@@ -156,7 +154,7 @@ TEST_CASE("parity: T5ForConditionalGeneration (v1.0 relu tied / v1.1 gated-gelu 
     }
     check_close("loss", out.loss, want.at("loss", name), 0, 1e-5);
     out.loss.backward();
-    check_gradients(*model, fixture(name));
+    check_gradients(*model, test::hf_fixture(name));
 
     // Labels alone (decoder inputs derived by shift_right) give the same loss.
     Batch labels_only = batch_from(in);

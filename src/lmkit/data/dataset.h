@@ -27,6 +27,13 @@ struct Example {
   double target = std::numeric_limits<double>::quiet_NaN();  ///< regression
 };
 
+/// How many samples of one source a mixture has drawn, and the source's epochs that makes.
+struct SourceDraws {
+  std::string name;
+  int64_t samples = 0;
+  double epochs = 0;  ///< fractional: samples over the source's epoch size
+};
+
 /// A dataset whose examples are pure functions of (index, epoch) and its seed:
 /// the same triple always gives the same example, so masking changes with the
 /// epoch yet a resumed run sees what an uninterrupted one would have.
@@ -38,6 +45,11 @@ class Dataset {
   virtual Example get(int64_t index, int64_t epoch) const = 0;
   /// Approximate length of example `index`, for length bucketing (0: unknown).
   virtual int64_t length_hint(int64_t index) const { return 0; }
+  /// Whether its examples are in the order training should see them (a mixture's interleaving):
+  /// the loader then does not shuffle them.
+  virtual bool keeps_order() const { return false; }
+  /// What its first `samples` examples hold, by source (a mixture's); empty for one source.
+  virtual std::vector<SourceDraws> draws(int64_t samples) const { return {}; }
 };
 
 /// The RNG for one example: seeded from (seed, epoch, index) only.

@@ -113,7 +113,7 @@ std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) c
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   std::mt19937_64 rng(derive_seed(derive_seed(options_.seed, 0x4c4f4144), static_cast<uint64_t>(epoch)));
-  if (options_.shuffle) shuffle(order, rng);
+  if (options_.shuffle && !dataset_->keeps_order()) shuffle(order, rng);
   if (options_.bucket_by_length) {
     // Similar lengths share a batch (less padding); batches stay in shuffled order.
     const size_t window = static_cast<size_t>(options_.batch_size * options_.world_size * 50);
@@ -125,7 +125,7 @@ std::shared_ptr<const std::vector<int64_t>> Loader::epoch_order(int64_t epoch) c
     const size_t bs = static_cast<size_t>(options_.batch_size * options_.world_size);  // global batches
     std::vector<size_t> batches(order.size() / bs);
     for (size_t i = 0; i < batches.size(); ++i) batches[i] = i;
-    if (options_.shuffle) shuffle(batches, rng);
+    if (options_.shuffle && !dataset_->keeps_order()) shuffle(batches, rng);
     std::vector<int64_t> reordered;
     for (size_t bi : batches) reordered.insert(reordered.end(), order.begin() + static_cast<std::ptrdiff_t>(bi * bs),
                                                order.begin() + static_cast<std::ptrdiff_t>((bi + 1) * bs));

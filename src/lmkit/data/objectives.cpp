@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lmkit/core/batch.h"
 #include "lmkit/core/error.h"
 
 namespace lmkit::data {

@@ -20,6 +20,11 @@ enum class Compression { kNone, kGzip, kZstd };
 /// invalid UTF-8). Reads at most the first 64 KiB.
 Compression sniff_text_file(const std::string& path);
 
+/// InputError unless `path` is plain text (sniff_text_file): SentencePiece's trainer reads its
+/// files itself, as plain text, and would learn a compressed file's bytes. `reader` names who
+/// reads it ("lmkit-tokenize train", "the tokenizer lmkit-pretrain trains").
+void check_plain_text(const std::string& path, const std::string& reader);
+
 /// `path` without a trailing ".gz" or ".zst" ("c4.json.gz" -> "c4.json").
 std::string strip_compression_suffix(const std::string& path);
 

@@ -12,6 +12,7 @@
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/linear.h"
+#include "lmkit/nn/position.h"
 #include "lmkit/nn/transformer_layer.h"
 
 namespace lmkit::models {

@@ -182,7 +182,7 @@ int64_t checkpoint_step(const std::string& dir) {
 
 Trainer::Trainer(TrainerInputs in, TrainerOptions options)
     : model_(std::move(in.model)), o_(std::move(options)), train_(std::move(in.train)), valid_(std::move(in.valid)),
-      train_loader_(in.loader), valid_loader_(in.valid_loader.value_or(in.loader)), device_(in.device),
+      valid_sources_(std::move(in.valid_sources)), train_loader_(in.loader), valid_loader_(in.valid_loader.value_or(in.loader)), device_(in.device),
       save_extra_(std::move(in.save_extra)) {
   check_input(model_ != nullptr && train_ != nullptr, "the trainer needs a model and training examples");
   check_input(o_.steps >= 1, "--steps must be >= 1");
@@ -318,11 +318,39 @@ Json Trainer::validate(int64_t step) {
   // A custom evaluator runs whole on every rank (the same figures everywhere, so every
   // rank takes the same early-stopping decision); the loss is evaluated in shares.
   const int64_t max_batches = o_.group ? (o_.eval_batches + o_.group->size() - 1) / o_.group->size() : o_.eval_batches;
-  Json r = o_.evaluator ? o_.evaluator(*model_)
-                        : eval::evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get(), o_.eval_accuracy);
+  Json r = o_.evaluator             ? o_.evaluator(*model_)
+           : !valid_sources_.empty() ? validate_sources(max_batches)
+                                     : eval::evaluate_loss(*model_, valid_, valid_loader_, device_, max_batches, o_.group.get(),
+                                                           o_.eval_accuracy);
   r["step"] = step;
   r["split"] = "valid";
   return r;
+}
+
+Json Trainer::validate_sources(int64_t max_batches) {
+  Json sources = Json::object();
+  for (const auto& [name, dataset] : valid_sources_) {
+    sources[name] = eval::evaluate_loss(*model_, dataset, valid_loader_, device_, max_batches, o_.group.get(), o_.eval_accuracy);
+  }
+  // Every figure pooled over the sources, weighted by their targets: counts summed, perplexities
+  // as the weighted geometric mean (exp of the pooled loss they stand for), the rest as the weighted mean.
+  Json pooled = Json::object();
+  double total = 0;
+  for (const auto& [name, s] : sources.items()) total += s.value("targets", 0.0);
+  for (const auto& [key, first] : sources.begin()->items()) {
+    if (!first.is_number()) continue;
+    const bool count = key == "targets" || key == "tokens" || key == "batches";
+    const bool perplexity = key.find("perplexity") != std::string::npos;
+    double sum = 0;
+    for (const auto& [name, s] : sources.items()) {
+      const double v = s.value(key, 0.0), weight = count ? 1.0 : s.value("targets", 0.0) / std::max(total, 1.0);
+      sum += weight * (perplexity ? std::log(v) : v);
+    }
+    pooled[key] = perplexity ? std::exp(sum) : sum;
+    if (count) pooled[key] = static_cast<int64_t>(std::llround(sum));
+  }
+  pooled["sources"] = std::move(sources);
+  return pooled;
 }
 
 struct Trainer::Loop {
@@ -522,7 +550,7 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
 
 bool Trainer::validate_and_keep_best(Loop& loop) {
   const int64_t step = loop.step;
-  if (!(valid_ || o_.evaluator) || !((o_.eval_every > 0 && step % o_.eval_every == 0) || step == o_.steps)) return false;
+  if (!(valid_ || !valid_sources_.empty() || o_.evaluator) || !((o_.eval_every > 0 && step % o_.eval_every == 0) || step == o_.steps)) return false;
   loop.last_valid = validate(step);
   loop.last_valid["epoch"] = loop.loader.position().epoch;
   if (writer()) loop.log(loop.last_valid);
@@ -570,6 +598,17 @@ Json Trainer::stop_interrupted(Loop& loop) {
   return {{"steps", step}, {"stopped_at", step}, {"train_loss", loop.last_loss}};
 }
 
+void Trainer::add_draws(Json& summary, const Loop& loop) const {
+  // A mixture keeps its order, so the samples drawn are the loader's position in it.
+  const data::LoaderPosition p = loop.loader.position();
+  const int64_t global = train_loader_.batch_size * train_loader_.world_size;
+  const auto draws = train_->draws(p.epoch * train_->size(p.epoch) + p.batch * global);
+  if (draws.empty()) return;
+  Json sources = Json::object();
+  for (const auto& d : draws) sources[d.name] = {{"samples", d.samples}, {"epochs", d.epochs}};
+  summary["train_sources"] = sources;
+}
+
 Json Trainer::finish(Loop& loop) {
   Json summary = {{"steps", loop.step},
                   {"early_stopped", early_stopped_},
@@ -580,6 +619,7 @@ Json Trainer::finish(Loop& loop) {
                   {"train_loss", loop.last_loss},
                   {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.start).count()}};
   if (!loop.last_valid.is_null()) summary["valid"] = loop.last_valid;
+  add_draws(summary, loop);
   const GeneratorStates states = generators();  // every rank: a collective under data parallelism
   if (writer()) {
     save_checkpoint(loop.step, loop.loader.position(), o_.output + "/final", states, o_.optimizer_in_exports);

@@ -91,6 +91,9 @@ struct TrainerInputs {
   /// Validation examples (nullptr: none; TrainerOptions::evaluator, when given, validates instead).
   std::shared_ptr<const data::Dataset> valid;
   std::optional<data::LoaderOptions> valid_loader;  ///< batches of `valid` (default: `loader`'s)
+  /// Validation sets by source (a mixture's, instead of `valid`): each evaluated on its own
+  /// (up to eval_batches each), reported under "sources" with the loss pooled over their targets.
+  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> valid_sources;
   c10::Device device = c10::kCPU;                    ///< init_runtime's
   /// Adds files to every checkpoint the run writes (step-N, best, final/) beside the weights
   /// and config.json. Only through it does a checkpoint hold its tokenizer — pass
@@ -126,6 +129,7 @@ class Trainer {
   void save_step(Loop& loop);                    ///< checkpoints/step-N, latest, rotation
   Json stop_interrupted(Loop& loop);             ///< --stop-at or a signal: checkpoint, no final/
   Json finish(Loop& loop);                       ///< final/ and result.json
+  void add_draws(Json& summary, const Loop& loop) const;  ///< a mixture's samples and epochs of each source
   void report_memory() const;                    ///< data-parallel: each rank's optimizer state and peak memory, to stderr
 
   /// `optimizer`: with optimizer.pt (a step checkpoint, or an export when optimizer_in_exports).
@@ -136,11 +140,13 @@ class Trainer {
   GeneratorStates generators() const;
   data::LoaderPosition restore(const std::string& dir);
   Json validate(int64_t step);
+  Json validate_sources(int64_t max_batches);  ///< each of valid_sources_ and their pooled loss
   bool writer() const { return !o_.group || o_.group->leader(); }
 
   std::shared_ptr<models::Model> model_;
   TrainerOptions o_;
   std::shared_ptr<const data::Dataset> train_, valid_;
+  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> valid_sources_;
   data::LoaderOptions train_loader_, valid_loader_;
   c10::Device device_;
   std::function<void(const std::string&)> save_extra_;
