@@ -7,6 +7,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/data/parquet.h"
 #include "lmkit/data/text_input.h"
 
 namespace lmkit::data {
@@ -67,6 +68,28 @@ std::vector<std::string> split_sentences(std::string_view p) {
 
 namespace {
 
+// A document's text: paragraphs separated by newlines, each split into sentences.
+Document document_of(std::string_view text) {
+  Document doc;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    add_paragraph(doc, text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return doc;
+}
+
+// One document per non-null text of a Parquet file's column.
+std::vector<Document> read_parquet_documents(const std::string& path, const std::string& column) {
+  std::vector<Document> docs;
+  read_parquet_texts(path, column, [&](std::string_view text) {
+    Document doc = document_of(text);
+    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+  });
+  return docs;
+}
+
 // One document per line's string field; paragraphs inside it are separated by newlines.
 std::vector<Document> read_jsonl_documents(std::istream& in, const std::string& path, const std::string& text_field) {
   std::vector<Document> docs;
@@ -79,14 +102,7 @@ std::vector<Document> read_jsonl_documents(std::istream& in, const std::string& 
     if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
       throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
     }
-    Document doc;
-    const std::string text = j[text_field].get<std::string>();
-    for (size_t pos = 0; pos <= text.size();) {
-      size_t end = text.find('\n', pos);
-      if (end == std::string::npos) end = text.size();
-      add_paragraph(doc, std::string_view(text).substr(pos, end - pos));
-      pos = end + 1;
-    }
+    Document doc = document_of(j[text_field].get<std::string>());
     if (!doc.sentences.empty()) docs.push_back(std::move(doc));
   }
   return docs;
@@ -122,6 +138,7 @@ std::vector<Document> read_blank_line_documents(std::istream& in) {
 }  // namespace
 
 std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
+  if (is_parquet_file(path)) return read_parquet_documents(path, text_field);  // its column, whatever the format
   TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
   std::istream& in = input.stream();
   if (format == TextFormat::kAuto) {

@@ -156,15 +156,17 @@ Compression sniff_text_file(const std::string& path) {
   head.resize(static_cast<size_t>(in.gcount()));
   if (starts_with(head, "\x1f\x8b", 2)) return Compression::kGzip;
   if (starts_with(head, "\x28\xb5\x2f\xfd", 4)) return Compression::kZstd;
-  const char* format = starts_with(head, "PAR1", 4)                 ? "a Parquet file"
-                       : starts_with(head, "BZh", 3)                ? "bzip2-compressed"
+  // Parquet is read by its column (data::read_documents, parquet.h), never as a stream of text.
+  check_input(!starts_with(head, "PAR1", 4),
+              path + ": a Parquet file, not text (lmkit-tokenize encode and lmkit-pretrain --train read its text column)");
+  const char* format = starts_with(head, "BZh", 3)                  ? "bzip2-compressed"
                        : starts_with(head, "\xfd" "7zXZ", 5)        ? "xz-compressed"
                        : starts_with(head, "PK\x03\x04", 4)         ? "a zip archive"
                        : starts_with(head, "7z\xbc\xaf\x27\x1c", 6) ? "a 7z archive"
                                                                     : nullptr;
   if (format) {
-    throw InputError(path + ": " + format + ", which lmkit does not read (it reads UTF-8 text, JSONL, and gzip- or "
-                     "zstd-compressed JSONL: .jsonl.gz, .json.gz, .jsonl.zst)");
+    throw InputError(path + ": " + format + ", which lmkit does not read (it reads UTF-8 text, JSONL, gzip- or "
+                     "zstd-compressed JSONL: .jsonl.gz, .json.gz, .jsonl.zst, and Parquet)");
   }
   check_text_bytes(head, path, "");
   return Compression::kNone;

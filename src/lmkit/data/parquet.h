@@ -1,0 +1,35 @@
+// Parquet shards as HF datasets' conversions and FineWeb ship them: the documents of one text
+// column, read a row group at a time through Apache Arrow's C++ libraries (PyPI's pyarrow wheel,
+// found beside torch at configure time; docs/architecture.md says why). The interface holds no
+// Arrow type: data/parquet.cpp alone includes Arrow (whose headers need C++20).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace lmkit::data {
+
+/// Whether this build reads Parquet (configured with pyarrow beside torch).
+bool parquet_available();
+
+/// Whether `path` starts as a Parquet file does ("PAR1").
+bool is_parquet_file(const std::string& path);
+
+struct ParquetCounts {
+  int64_t row_groups = 0;
+  int64_t rows = 0;
+  int64_t nulls = 0;  ///< null texts, skipped: no document
+};
+
+/// Calls `text(value)` for each non-null value of the string column `column` (string,
+/// large_string or dictionary-encoded strings; any page compression Arrow reads: snappy, zstd,
+/// gzip, ...), in row order, one row group in memory at a time. InputError: no such column
+/// (naming those there are), a column that holds no strings (naming its type), a file Arrow
+/// cannot open or a row group it cannot read (naming the file and the row group); an
+/// EnvironmentError when this build has no Parquet reader.
+ParquetCounts read_parquet_texts(const std::string& path, const std::string& column,
+                                 const std::function<void(std::string_view)>& text);
+
+}  // namespace lmkit::data

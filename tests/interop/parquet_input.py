@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Parquet shards as they are shipped, written by the reference writer (pyarrow), encode to the
+same token corpus as the same texts as plain JSONL, byte for byte (CTest "parquet: ..."):
+several row groups, snappy / zstd / gzip / uncompressed pages, dictionary-encoded, large_string
+and null texts, another column name (--text-field), a directory of shards; and what is wrong is
+one error naming it: a column that holds no text (its type), a missing column (the columns there
+are), a truncated file, a damaged page header (its row group). Damage inside a page's values is
+not detectable where the writer stored no page checksum (Parquet's default)."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("--work", required=True)
+    a = p.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    w = lambda *names: os.path.join(a.work, *names)
+    tokenize = os.path.join(a.bin, "lmkit-tokenize")
+
+    def encode(inputs, out, *extra):
+        return subprocess.run([tokenize, "encode", "--tokenizer", w("tok"), "--output", w(out), "--threads", "1",
+                               "--input", *inputs, *extra], capture_output=True, text=True)
+
+    def corpus(out):
+        with open(w(out, "tokens.bin"), "rb") as f:
+            return f.read()
+
+    # The sample's paragraphs, one document each (a few with paragraphs of their own inside).
+    sample = os.path.join(a.source, "data", "wikitext-2-sample", "train.txt")
+    lines = [l.strip() for l in open(sample, encoding="utf-8") if l.strip() and not l.strip().startswith("=")]
+    texts = [lines[i] + ("\n" + lines[i + 1] if i % 7 == 0 and i + 1 < len(lines) else "") for i in range(len(lines))]
+    with open(w("plain.jsonl"), "w", encoding="utf-8") as f:
+        for t in texts:
+            f.write(json.dumps({"text": t}) + "\n")
+    r = subprocess.run([tokenize, "train", "--input", os.path.join(a.source, "data", "wikitext-2-sample", "valid.txt"),
+                        "--output", w("tok"), "--vocab-size", "1000", "--family", "bert"], capture_output=True, text=True)
+    check(r.returncode == 0, f"a 1,000-piece tokenizer ({r.stderr[-300:]})")
+    r = encode([w("plain.jsonl")], "plain")
+    check(r.returncode == 0, f"{len(texts)} texts as plain JSONL encode ({r.stderr[-300:]})")
+    reference = corpus("plain")
+
+    ids = pa.array(range(len(texts)), pa.int64())
+    cases = {
+        "snappy, row groups of 100": (pa.table({"id": ids, "text": pa.array(texts, pa.string())}),
+                                      dict(compression="snappy", row_group_size=100)),
+        "zstd, dictionary-encoded": (pa.table({"text": pa.array(texts, pa.string()).dictionary_encode(), "id": ids}),
+                                     dict(compression="zstd", row_group_size=333)),
+        "gzip, large_string": (pa.table({"text": pa.array(texts, pa.large_string())}), dict(compression="gzip")),
+        "uncompressed, no dictionary": (pa.table({"text": pa.array(texts, pa.string())}),
+                                        dict(compression="none", use_dictionary=False, row_group_size=50)),
+    }
+    for name, (table, options) in cases.items():
+        path = w(name.split(",")[0] + ".parquet")
+        pq.write_table(table, path, **options)
+        groups = pq.ParquetFile(path).metadata.num_row_groups
+        r = encode([path], name.split(",")[0])
+        check(r.returncode == 0 and corpus(name.split(",")[0]) == reference,
+              f"parquet {name} ({groups} row groups): the corpus of the plain JSONL, byte for byte {r.stderr[-300:]}")
+    # Null texts are no documents; another column name through --text-field.
+    with_nulls = [None if i % 5 == 2 else t for i, t in enumerate(texts)]
+    pq.write_table(pa.table({"content": pa.array(with_nulls, pa.string())}), w("nulls.parquet"), row_group_size=64)
+    with open(w("kept.jsonl"), "w", encoding="utf-8") as f:
+        for t in with_nulls:
+            if t is not None:
+                f.write(json.dumps({"text": t}) + "\n")
+    encode([w("kept.jsonl")], "kept")
+    r = encode([w("nulls.parquet")], "nulls", "--text-field", "content")
+    check(r.returncode == 0 and corpus("nulls") == corpus("kept"),
+          f"null texts skipped, column 'content' by --text-field ({sum(t is None for t in with_nulls)} nulls)")
+    # A directory of shards is the corpus of the whole, in name order.
+    os.makedirs(w("shards"))
+    half = len(texts) // 2
+    pq.write_table(pa.table({"text": texts[:half]}), w("shards", "train-00000-of-00002.parquet"), compression="snappy")
+    pq.write_table(pa.table({"text": texts[half:]}), w("shards", "train-00001-of-00002.parquet"), compression="zstd")
+    r = encode([w("shards")], "sharded")
+    check(r.returncode == 0 and corpus("sharded") == reference, "a directory of two Parquet shards: the whole corpus")
+
+    def refused(path, want, *extra):
+        r = encode([path], "refused", *extra)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("error:")]
+        one = r.stderr.strip().splitlines()[-1:] == lines  # the error is the last line, and one line
+        check(r.returncode == 2 and len(lines) == 1 and one and all(s in lines[0] for s in want),
+              f"refused with one error line, exit 2: {lines[0] if lines else r.stderr[-300:]!r}")
+
+    pq.write_table(pa.table({"text": pa.array(range(10), pa.int64())}), w("ints.parquet"))
+    refused(w("ints.parquet"), ["ints.parquet", "column 'text' holds int64, not text"])
+    refused(w("snappy.parquet"), ["snappy.parquet", "no column 'body'", "id, text"], "--text-field", "body")
+    data = open(w("snappy.parquet"), "rb").read()
+    with open(w("truncated.parquet"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    refused(w("truncated.parquet"), ["truncated.parquet", "not a readable Parquet file"])
+    # Damage in the second row group's page header: the reader cannot parse it, and names the row group.
+    column = pq.ParquetFile(w("snappy.parquet")).metadata.row_group(1).column(1)
+    damaged = bytearray(data)
+    for i in range(column.data_page_offset, column.data_page_offset + 8):
+        damaged[i] ^= 0x5A
+    with open(w("header.parquet"), "wb") as f:
+        f.write(bytes(damaged))
+    refused(w("header.parquet"), ["header.parquet", "row group 1 of 16", "damaged"])
+    print(f"{len(failures)} failed" if failures else "all checks passed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
