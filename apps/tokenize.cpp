@@ -194,8 +194,7 @@ struct EncodeCommand {
     const std::vector<std::string> files = data::expand_inputs(inputs);  // directories and patterns: their files
     for (const auto& in : files) check_readable_file(in);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-    ProgressBar bar(0, "encode");
-    const Json h = data::encode_corpus(tok, {files, data::parse_text_format(format), text_field, output, threads}, &bar);
+    const Json h = data::encode_corpus(tok, {files, data::parse_text_format(format), text_field, output, threads}, "encode");
     std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
                 static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
                 static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());

@@ -49,6 +49,14 @@ TEST_CASE("corpus: encoding is identical whatever the thread count and matches t
   data::encode_corpus(*f.tok, {{test::sample("train.txt")}, data::TextFormat::kAuto, "text", dir / "one", 1});
   CHECK(read_file(dir / "one/tokens.bin") == read_file(f.corpus_path + "/tokens.bin"));
   CHECK(read_file(dir / "one/sentences.bin") == read_file(f.corpus_path + "/sentences.bin"));
+  // Streamed in batches of 4 KiB of text (about 250 of them here) instead of 32 MiB: the same corpus.
+  data::EncodeOptions small{{test::sample("train.txt")}, data::TextFormat::kAuto, "text", dir / "batched", 2};
+  small.batch_bytes = 4096;
+  data::encode_corpus(*f.tok, small);
+  for (const char* file : {"tokens.bin", "sentences.bin", "documents.bin", "header.json"}) {
+    INFO(file);
+    CHECK(read_file(dir / (std::string("batched/") + file)) == read_file(f.corpus_path + "/" + file));
+  }
   const data::Corpus& c = *f.corpus;
   CHECK(c.num_documents() == 60);
   CHECK(c.num_tokens() > 100000);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "lmkit/core/error.h"
@@ -17,28 +18,6 @@ namespace fs = std::filesystem;
 namespace lmkit::data {
 
 namespace {
-
-template <typename T>
-void write_array(const std::string& path, const std::vector<T>& values) {
-  AtomicFile f(path);
-  f.write(values.data(), values.size() * sizeof(T));
-  f.commit();
-}
-
-// Every sentence of the inputs, in order, and where each document starts (with the end).
-std::vector<std::string> collect_sentences(const EncodeOptions& o, std::vector<uint64_t>& doc_starts) {
-  std::vector<std::string> sentences;
-  for (const auto& path : o.inputs) {
-    auto docs = read_documents(path, o.format, o.text_field);
-    for (auto& d : docs) {
-      doc_starts.push_back(sentences.size());
-      for (auto& s : d.sentences) sentences.push_back(std::move(s));
-    }
-  }
-  if (sentences.empty()) throw InputError(join_names(o.inputs) + ": no text to encode (empty corpus)");
-  doc_starts.push_back(sentences.size());
-  return sentences;
-}
 
 // Encodes in parallel: each thread takes whole chunks, results are joined in
 // order, so the output is the same whatever the thread count.
@@ -77,50 +56,101 @@ std::vector<std::vector<int32_t>> encode_all(const tokenizer::Tokenizer& tok, co
   return encoded;
 }
 
-// tokens.bin in the header's dtype: uint16 while the vocabulary fits, else uint32.
-void write_tokens(const std::string& path, const std::vector<std::vector<int32_t>>& encoded, bool wide) {
-  AtomicFile f(path);
-  std::vector<uint16_t> narrow;
-  std::vector<uint32_t> full;
-  for (const auto& e : encoded) {
-    if (wide) {
-      full.assign(e.begin(), e.end());
-      f.write(full.data(), full.size() * sizeof(uint32_t));
-    } else {
-      narrow.assign(e.begin(), e.end());
-      f.write(narrow.data(), narrow.size() * sizeof(uint16_t));
+// The corpus files written as the text is read: tokens.bin in the header's dtype (uint16 while
+// the vocabulary fits, else uint32), sentences.bin and documents.bin (start offsets, then the end).
+// Sentences wait in a batch of about EncodeOptions::batch_bytes of text, encoded together on every thread, so
+// memory holds one batch and its tokens, not the corpus.
+class CorpusWriter {
+ public:
+  CorpusWriter(const std::string& dir, const tokenizer::Tokenizer& tok, int threads, size_t batch_bytes)
+      : tok_(tok), threads_(threads), batch_limit_(std::max<size_t>(1, batch_bytes)), wide_(tok.vocab_size() > 65535), tokens_(dir + "/tokens.bin"),
+        sentences_(dir + "/sentences.bin"), documents_(dir + "/documents.bin") {
+    sentence_starts_.push_back(0);
+  }
+  void add(Document&& doc) {
+    document_starts_.push_back(num_sentences_);
+    for (auto& s : doc.sentences) {
+      batch_bytes_ += s.size();
+      batch_.push_back(std::move(s));
+      ++num_sentences_;
+    }
+    ++num_documents_;
+    if (batch_bytes_ >= batch_limit_) flush();
+  }
+  // Encodes what waits and writes it, one write a file; then, when `last`, closes the files.
+  void flush(bool last = false) {
+    std::vector<uint16_t> narrow;
+    std::vector<uint32_t> full;
+    for (const auto& e : encode_all(tok_, batch_, threads_, nullptr)) {
+      if (wide_) full.insert(full.end(), e.begin(), e.end());
+      else narrow.insert(narrow.end(), e.begin(), e.end());
+      sentence_starts_.push_back(num_tokens_ += e.size());
+    }
+    if (wide_) tokens_.write(full.data(), full.size() * sizeof(uint32_t));
+    else tokens_.write(narrow.data(), narrow.size() * sizeof(uint16_t));
+    if (last) document_starts_.push_back(num_sentences_);
+    sentences_.write(sentence_starts_.data(), sentence_starts_.size() * sizeof(uint64_t));
+    documents_.write(document_starts_.data(), document_starts_.size() * sizeof(uint64_t));
+    batch_.clear();
+    sentence_starts_.clear();
+    document_starts_.clear();
+    batch_bytes_ = 0;
+    if (last) {
+      for (AtomicFile* f : {&tokens_, &sentences_, &documents_}) f->commit();
     }
   }
-  f.commit();
-}
+  uint64_t tokens() const { return num_tokens_; }
+  uint64_t sentences() const { return num_sentences_; }
+  uint64_t documents() const { return num_documents_; }
+  bool wide() const { return wide_; }
+
+ private:
+  const tokenizer::Tokenizer& tok_;
+  int threads_;
+  size_t batch_limit_;
+  bool wide_;
+  AtomicFile tokens_, sentences_, documents_;
+  std::vector<std::string> batch_;
+  std::vector<uint64_t> sentence_starts_, document_starts_;  // not yet written
+  size_t batch_bytes_ = 0;
+  uint64_t num_tokens_ = 0, num_sentences_ = 0, num_documents_ = 0;
+};
 
 }  // namespace
 
-Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, ProgressBar* progress) {
+Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, const std::string& progress_label) {
   check_input(!o.inputs.empty(), "encode: no input files");
   check_input(!o.output.empty(), "encode: no output corpus");
-  std::vector<uint64_t> doc_starts;
-  const std::vector<std::string> sentences = collect_sentences(o, doc_starts);
-  const auto encoded = encode_all(tok, sentences, resolve_threads(o.threads), progress);
-  std::vector<uint64_t> sentence_starts{0};
-  uint64_t total = 0;
-  for (const auto& e : encoded) sentence_starts.push_back(total += e.size());
-  const bool wide = tok.vocab_size() > 65535;
-  Json header = {{"format", "lmkit-corpus-1"},
-                 {"dtype", wide ? "uint32" : "uint16"},
-                 {"vocab_size", tok.vocab_size()},
-                 {"tokenizer_checksum", tok.checksum()},
-                 {"tokenizer_family", tok.family()},
-                 {"tokens", total},
-                 {"sentences", sentences.size()},
-                 {"documents", doc_starts.size() - 1},
-                 {"sources", o.inputs}};
+  int64_t total_bytes = 0, done_bytes = 0;
+  for (const auto& path : o.inputs) total_bytes += static_cast<int64_t>(fs::file_size(path));
+  std::optional<ProgressBar> bar;
+  if (!progress_label.empty()) bar.emplace(total_bytes, progress_label);
+  Json header;
   io::write_directory_atomic(o.output, [&](const std::string& tmp) {
-    write_tokens(tmp + "/tokens.bin", encoded, wide);
-    write_array(tmp + "/sentences.bin", sentence_starts);
-    write_array(tmp + "/documents.bin", doc_starts);
+    CorpusWriter writer(tmp, tok, resolve_threads(o.threads), o.batch_bytes);
+    auto fields = [&] { return ProgressBar::Fields{{"docs", std::to_string(writer.documents())}}; };
+    for (const auto& path : o.inputs) {
+      for_each_document(path, o.format, o.text_field, [&](Document&& d) { writer.add(std::move(d)); },
+                        [&](int64_t bytes) {
+                          if (bar) bar->update(done_bytes + bytes, fields());
+                        });
+      done_bytes += static_cast<int64_t>(fs::file_size(path));
+      if (bar) bar->update(done_bytes, fields());
+    }
+    if (writer.sentences() == 0) throw InputError(join_names(o.inputs) + ": no text to encode (empty corpus)");
+    writer.flush(/*last=*/true);
+    header = {{"format", "lmkit-corpus-1"},
+              {"dtype", writer.wide() ? "uint32" : "uint16"},
+              {"vocab_size", tok.vocab_size()},
+              {"tokenizer_checksum", tok.checksum()},
+              {"tokenizer_family", tok.family()},
+              {"tokens", writer.tokens()},
+              {"sentences", writer.sentences()},
+              {"documents", writer.documents()},
+              {"sources", o.inputs}};
     save_json_file(tmp + "/header.json", header);
   });
+  if (bar) bar->finish();
   return header;
 }
 
@@ -139,8 +169,7 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
                                           std::to_string(stamp) + "|" + std::to_string(tok.checksum()));
   const std::string dir = cache_dir + "/" + name + "-" + std::to_string(key);
   if (!is_corpus(dir)) {
-    ProgressBar bar(0, "encode " + name);
-    encode_corpus(tok, {{path}, TextFormat::kAuto, "text", dir, 0}, &bar);
+    encode_corpus(tok, {{path}, TextFormat::kAuto, "text", dir, 0}, "encode " + name);
   }
   return std::make_shared<const Corpus>(dir, path);
 }

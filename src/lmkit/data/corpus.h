@@ -29,11 +29,17 @@ struct EncodeOptions {
   std::string text_field = "text";
   std::string output;  ///< the corpus directory
   int threads = 0;     ///< 0: every core; the output does not depend on it
+  /// Text encoded at a time (memory holds about this much text and its tokens); the output
+  /// does not depend on it.
+  size_t batch_bytes = size_t{32} << 20;
 };
 
-/// Encodes text files into a corpus directory (written atomically) and returns its header.
-/// An input with no text is an InputError.
-Json encode_corpus(const tokenizer::Tokenizer& tokenizer, const EncodeOptions& options, ProgressBar* progress = nullptr);
+/// Encodes text files into a corpus directory (written atomically) and returns its header,
+/// streaming: memory holds one batch of about 32 MiB of text and its tokens (and a Parquet
+/// row group), not the corpus. With `progress_label`, a bar of the inputs' bytes read (rate,
+/// ETA). An input with no text is an InputError.
+Json encode_corpus(const tokenizer::Tokenizer& tokenizer, const EncodeOptions& options,
+                   const std::string& progress_label = "");
 
 /// A memory-mapped corpus.
 class Corpus {

@@ -80,81 +80,105 @@ Document document_of(std::string_view text) {
   return doc;
 }
 
-// One document per non-null text of a Parquet file's column.
-std::vector<Document> read_parquet_documents(const std::string& path, const std::string& column) {
-  std::vector<Document> docs;
-  read_parquet_texts(path, column, [&](std::string_view text) {
-    Document doc = document_of(text);
-    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
-  });
-  return docs;
-}
+// Reports `bytes` read of a file to `progress` (when given) at most every 4 MiB.
+class ByteProgress {
+ public:
+  explicit ByteProgress(const std::function<void(int64_t)>& progress) : progress_(progress) {}
+  void update(TextInput& input) {
+    if (!progress_ || ++calls_ % 256 != 0) return;
+    const int64_t at = input.bytes_read();
+    if (at - reported_ >= (int64_t{4} << 20)) progress_(reported_ = at);
+  }
+
+ private:
+  const std::function<void(int64_t)>& progress_;
+  int64_t reported_ = 0, calls_ = 0;
+};
 
 // One document per line's string field; paragraphs inside it are separated by newlines.
-std::vector<Document> read_jsonl_documents(std::istream& in, const std::string& path, const std::string& text_field) {
-  std::vector<Document> docs;
+void jsonl_documents(TextInput& input, const std::string& path, const std::string& text_field,
+                     const std::function<void(Document&&)>& document, ByteProgress& progress) {
   std::string line;
   int64_t line_no = 0;
-  while (std::getline(in, line)) {
+  while (std::getline(input.stream(), line)) {
     ++line_no;
+    progress.update(input);
     if (trim(line).empty()) continue;
     const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no), /*with_line=*/false);
     if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
       throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
     }
     Document doc = document_of(j[text_field].get<std::string>());
-    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    if (!doc.sentences.empty()) document(std::move(doc));
   }
-  return docs;
 }
 
-// Blank lines separate documents; WikiText articles (its = Title = lines) when the file has them.
-std::vector<Document> read_blank_line_documents(std::istream& in) {
-  std::vector<std::string> lines;
-  bool wikitext = false;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    wikitext = wikitext || is_wikitext_title(line);
-    lines.push_back(std::move(line));
+// Whether a file holds WikiText titles (" = Title = "): its articles are then its documents.
+bool has_wikitext_titles(const std::string& path) {
+  TextInput input(path);
+  for (std::string line; std::getline(input.stream(), line);) {
+    if (is_wikitext_title(line)) return true;
   }
-  std::vector<Document> docs;
+  return false;
+}
+
+// Blank lines separate documents; WikiText articles (its = Title = lines) when the file has them
+// (a first pass looks for one, so that the second holds one document at a time).
+void blank_line_documents(const std::string& path, const std::function<void(Document&&)>& document,
+                          const std::function<void(int64_t)>& report) {
+  const bool wikitext = has_wikitext_titles(path);
+  TextInput input(path);
+  ByteProgress progress(report);
   Document doc;
   auto close = [&] {
-    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    if (!doc.sentences.empty()) document(std::move(doc));
     doc = Document();
   };
-  for (const auto& l : lines) {
-    if (trim(l).empty()) {
+  for (std::string line; std::getline(input.stream(), line);) {
+    progress.update(input);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty()) {
       if (!wikitext) close();
       continue;
     }
-    if (wikitext && is_wikitext_title(l)) close();
-    add_paragraph(doc, l);
+    if (wikitext && is_wikitext_title(line)) close();
+    add_paragraph(doc, line);
   }
   close();
-  return docs;
 }
 
 }  // namespace
 
-std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
-  if (is_parquet_file(path)) return read_parquet_documents(path, text_field);  // its column, whatever the format
-  TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
-  std::istream& in = input.stream();
+void for_each_document(const std::string& path, TextFormat format, const std::string& text_field,
+                       const std::function<void(Document&&)>& document, const std::function<void(int64_t)>& progress) {
+  if (is_parquet_file(path)) {  // its column, whatever the format
+    read_parquet_texts(path, text_field, [&](std::string_view text) {
+      Document doc = document_of(text);
+      if (!doc.sentences.empty()) document(std::move(doc));
+    });
+    return;
+  }
   if (format == TextFormat::kAuto) {
     // *.jsonl, and compressed *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz).
     const std::string name = strip_compression_suffix(path);
-    const bool jsonl = ends_with(name, ".jsonl") || (input.compression() != Compression::kNone && ends_with(name, ".json"));
+    const bool jsonl = ends_with(name, ".jsonl") || (sniff_text_file(path) != Compression::kNone && ends_with(name, ".json"));
     format = jsonl ? TextFormat::kJsonl : TextFormat::kBlankLine;
   }
-  if (format == TextFormat::kJsonl) return read_jsonl_documents(in, path, text_field);
-  if (format == TextFormat::kBlankLine) return read_blank_line_documents(in);
-  std::vector<Document> docs;
-  for (std::string line; std::getline(in, line);) {
+  if (format == TextFormat::kBlankLine) return blank_line_documents(path, document, progress);
+  TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
+  ByteProgress bytes(progress);
+  if (format == TextFormat::kJsonl) return jsonl_documents(input, path, text_field, document, bytes);
+  for (std::string line; std::getline(input.stream(), line);) {  // lines: one document each
+    bytes.update(input);
     Document doc;
     add_paragraph(doc, line);
-    if (!doc.sentences.empty()) docs.push_back(std::move(doc));
+    if (!doc.sentences.empty()) document(std::move(doc));
   }
+}
+
+std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {
+  std::vector<Document> docs;
+  for_each_document(path, format, text_field, [&](Document&& d) { docs.push_back(std::move(d)); });
   return docs;
 }
 

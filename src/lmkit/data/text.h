@@ -6,6 +6,7 @@
 //   jsonl:      one JSON object per line, the document in a text field
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,14 @@ TextFormat parse_text_format(const std::string& name);
 struct Document {
   std::vector<std::string> sentences;
 };
+
+/// Calls `document` for each document of a file, in order, holding one at a time (a Parquet
+/// file: one row group); `progress(bytes)`, when given, hears how many of the file's bytes
+/// (compressed ones for gzip and zstd) have been read, every few MiB. Formats and errors as
+/// read_documents.
+void for_each_document(const std::string& path, TextFormat format, const std::string& text_field,
+                       const std::function<void(Document&&)>& document,
+                       const std::function<void(int64_t)>& progress = nullptr);
 
 /// Reads a file's documents. kAuto: jsonl for *.jsonl, otherwise blank-line.
 /// A missing file, an unreadable JSONL line or a missing text field is an

@@ -87,6 +87,9 @@ class DecompressBuf : public std::streambuf {
     return traits_type::to_int_type(*gptr());
   }
 
+ public:
+  int64_t raw_read() const { return raw_read_; }
+
  private:
   std::string name() const { return kind_ == Compression::kGzip ? "gzip" : "zstd"; }
 
@@ -99,6 +102,7 @@ class DecompressBuf : public std::streambuf {
   bool refill() {
     in_.read(raw_.data(), raw_.size());
     avail_ = static_cast<size_t>(in_.gcount()), pos_ = 0;
+    raw_read_ += static_cast<int64_t>(avail_);
     if (in_.bad()) fail("read error");
     return avail_ > 0;
   }
@@ -143,6 +147,7 @@ class DecompressBuf : public std::streambuf {
   ZSTD_DStream* zstd_ = nullptr;
   bool finished_ = false, sniffed_ = false, pending_ = false;
   int64_t lines_ = 0;
+  int64_t raw_read_ = 0;  // compressed bytes read from the file
 };
 
 }  // namespace detail
@@ -239,5 +244,11 @@ TextInput::~TextInput() = default;
 std::istream& TextInput::stream() { return impl_->stream ? *impl_->stream : static_cast<std::istream&>(impl_->plain); }
 
 Compression TextInput::compression() const { return impl_->compression; }
+
+int64_t TextInput::bytes_read() {
+  if (impl_->buf) return impl_->buf->raw_read();
+  const auto at = impl_->plain.tellg();
+  return at < 0 ? 0 : static_cast<int64_t>(at);
+}
 
 }  // namespace lmkit::data

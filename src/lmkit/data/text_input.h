@@ -6,6 +6,7 @@
 // InputError naming the file and the line it broke in, never a silently shorter corpus.
 #pragma once
 
+#include <cstdint>
 #include <istream>
 #include <memory>
 #include <string>
@@ -46,6 +47,8 @@ class TextInput {
 
   std::istream& stream();
   Compression compression() const;
+  /// Bytes of the file read so far (compressed bytes for gzip and zstd), for progress.
+  int64_t bytes_read();
 
  private:
   struct Impl;
