@@ -236,3 +236,25 @@ TEST_CASE("cuda: greedy generation with the KV cache gives the CPU's tokens", "[
   const auto on_gpu = eval::generate(*model, prompt.to(kCuda), {}, o);
   CHECK(on_cpu == on_gpu);
 }
+
+TEST_CASE("cuda: document-masked rows (block-diagonal bias, restarted positions) equal the CPU's", "[cuda][packing]") {
+  LMKIT_REQUIRE_CUDA();
+  for (const std::string family : {"gpt2", "bert"}) {
+    INFO(family);
+    at::manual_seed(5);
+    auto model = models::create_model(tiny(family), family + ".json");
+    model->eval();
+    model->full_logits = true;
+    Batch b;
+    b.input_ids = at::randint(5, 120, {2, 24}, at::kLong);
+    const at::Tensor docs = at::cat({at::zeros({2, 10}, at::kLong), at::ones({2, 6}, at::kLong), at::full({2, 8}, 2, at::kLong)}, 1);
+    b.extra[kDocumentIds] = docs;
+    b.extra[kPositionIds] = at::cat({at::arange(10), at::arange(6), at::arange(8)}).to(at::kLong).repeat({2, 1});
+    b.labels = b.input_ids;
+    const Output cpu = model->forward(b);
+    model->to(kCuda);
+    const Output gpu = model->forward(b.to(kCuda));
+    CHECK((gpu.logits.cpu() - cpu.logits).abs().max().item<double>() < 1e-4);
+    CHECK(std::abs(gpu.loss.item<double>() - cpu.loss.item<double>()) < 1e-5);
+  }
+}
