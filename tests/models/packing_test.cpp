@@ -87,7 +87,7 @@ TEST_CASE("document mask: a packed row's logits and loss equal each document's a
   }
 }
 
-TEST_CASE("document mask: models that mix positions refuse document_ids; position_ids are checked", "[models][packing]") {
+TEST_CASE("document mask: models that mix positions refuse document_ids, and position_ids are checked", "[models][packing]") {
   Json t5 = {{"model_type", "t5"}, {"vocab_size", 50}, {"d_model", 16}, {"d_kv", 8}, {"d_ff", 32}, {"num_layers", 1},
              {"num_heads", 2}};
   Json longformer = packing_config("longformer");
