@@ -101,7 +101,7 @@ void BloomImpl::reset_parameters() {
 
 at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                              std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states,
-                           const Packing& packing) {
+                             const Packing& packing) {
   const int64_t t = input_ids.size(1);
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   at::Tensor x = word_embeddings_layernorm(word_embeddings(input_ids));  // (B, T, D); no positions

@@ -212,7 +212,7 @@ void LlamaImpl::reset_parameters() {
 
 at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                              std::vector<nn::LayerCache>* caches, std::vector<at::Tensor>* hidden_states,
-                           const Packing& packing) {
+                             const Packing& packing) {
   const int64_t t = input_ids.size(1);
   const bool cached = caches && !caches->empty();
   const int64_t past = cached ? (*caches)[0].self_attn.position() : 0;  // positions seen
