@@ -122,20 +122,27 @@ def pretrain_args(family, work, out, batch, extra=(), train=None, valid=None):
 def equivalence(family, work):
     if family == "finetune":
         return equivalence_finetune(work)
+    # GPT trains a weighted mixture: its draws must not depend on how many processes share a batch.
+    train, valid = os.path.join(DATA, "train.txt"), os.path.join(DATA, "valid.txt")
+    mix = {"train": f"wiki=0.6:{train},short=0.4:{valid}"} if family == "gpt" else {}
     one = os.path.join(work, "one")
     t0 = time.time()
-    run(pretrain_args(family, work, one, 16))
+    run(pretrain_args(family, work, one, 16, **mix))
     tok = ["--tokenizer", os.path.join(one, "tokenizer.model")]
     two = os.path.join(work, "two")
     t1 = time.time()
-    run(torchrun(pretrain_args(family, work, two, 8, tok)))
+    run(torchrun(pretrain_args(family, work, two, 8, tok, **mix)))
     t2 = time.time()
     acc = os.path.join(work, "accumulate")
-    run(pretrain_args(family, work, acc, 8, tok + ["--accumulation", "2"]))
+    run(pretrain_args(family, work, acc, 8, tok + ["--accumulation", "2"], **mix))
     print(f"       1 x 16: {t1 - t0:.1f} s, 2 x 8 (torchrun): {t2 - t1:.1f} s")
     keys = ("loss", "mlm_loss", "nsp_accuracy") if family == "bert" else ("loss",)
     compare_runs(one, two, f"{family} 2 ranks x 8 vs 1 x 16", valid_keys=keys)
     compare_runs(one, acc, f"{family} 1 x 8 accumulating 2 vs 1 x 16", valid_keys=keys)
+    if mix:
+        drawn = [json.load(open(os.path.join(d, "result.json"))).get("train_sources") for d in (one, two, acc)]
+        check(drawn[0] == drawn[1] == drawn[2] and drawn[0] is not None,
+              f"{family}: the mixture drew the same of each source on 1 and 2 processes ({drawn[0]})")
 
 
 def finetune_inputs(work):
