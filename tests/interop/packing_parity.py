@@ -32,6 +32,10 @@ def model_of(family):
         return transformers.LlamaForCausalLM(transformers.LlamaConfig(
             vocab_size=60, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, bos_token_id=0, eos_token_id=0, pad_token_id=None)), True
+    if family == "roberta":  # positions counted from padding_idx + 1, as HF's RoBERTa takes them
+        return transformers.RobertaForMaskedLM(transformers.RobertaConfig(
+            vocab_size=60, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=66, pad_token_id=1)), False
     return transformers.BertForMaskedLM(transformers.BertConfig(
         vocab_size=60, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
         max_position_embeddings=64)), False
@@ -39,7 +43,7 @@ def model_of(family):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("family", choices=["gpt2", "llama", "bert"])
+    p.add_argument("family", choices=["gpt2", "llama", "bert", "roberta"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
     a = p.parse_args()
@@ -52,7 +56,8 @@ def main():
     t = 20
     ids = torch.randint(5, 60, (2, t))
     docs = torch.stack([torch.cat([torch.full((n,), d) for d, n in enumerate(row)]) for row in lengths])
-    pos = torch.stack([torch.cat([torch.arange(n) for n in row]) for row in lengths])
+    first = 2 if a.family == "roberta" else 0  # the position a document starts at (lmkit: Model::first_position())
+    pos = torch.stack([torch.cat([torch.arange(n) + first for n in row]) for row in lengths])
     labels = ids.clone()
     if causal:  # no target across a boundary: each document's first token after the row's first
         labels[docs != torch.roll(docs, 1, dims=1)] = -100
