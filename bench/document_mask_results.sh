@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 out=${1:-runs/document-mask}
 data_dir=${DATA:-data/wikitext-2-sample}
 steps=${STEPS:-400} batch=${BATCH:-8} seq=${SEQ:-256} seeds=${SEEDS:-1 2 3} threads=${THREADS:-2}
+for v in "STEPS=$steps" "BATCH=$batch" "SEQ=$seq" "THREADS=$threads" $(printf 'SEEDS=%s ' $seeds); do
+  [[ "${v#*=}" =~ ^[1-9][0-9]*$ ]] || { echo "error: ${v%%=*}: '${v#*=}' is not a positive whole number" >&2; exit 2; }
+done
+[ -n "$seeds" ] || { echo "error: SEEDS: no seed given" >&2; exit 2; }
 for f in train.txt valid.txt; do
   [ -f "$data_dir/$f" ] || { echo "error: $data_dir/$f: no such file (DATA names a folder with train.txt and valid.txt)" >&2; exit 2; }
 done

@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 out=${1:-runs/encode-throughput}
 size_mb=${SIZE_MB:-1024} threads=${THREADS:-2}
 python=${PYTHON:-.venv/bin/python}
+for v in "SIZE_MB=$size_mb" "THREADS=$threads"; do
+  [[ "${v#*=}" =~ ^[1-9][0-9]*$ ]] || { echo "error: ${v%%=*}: '${v#*=}' is not a positive whole number" >&2; exit 2; }
+done
+[ -x "$python" ] || { echo "error: PYTHON: $python is not an executable Python (bash scripts/setup.sh makes .venv)" >&2; exit 2; }
 rm -rf "$out" && mkdir -p "$out"
 build/bin/lmkit-tokenize train --input data/wikitext-2-sample/valid.txt --family gpt2 --vocab-size 8000 \
   --output "$out/tok" > "$out/tok.log" 2>&1
