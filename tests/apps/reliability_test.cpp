@@ -372,3 +372,14 @@ TEST_CASE("reliability: one lmkit-evaluate writes an --output at a time, however
   CHECK(again.code == 0);
   CHECK(load_json_file(result)["checkpoint"] == spelt);
 }
+
+TEST_CASE("reliability: a one-value flag given twice is refused by the names a user types", "[apps][reliability]") {
+  test::TempDir dir;
+  auto r = run(pretrain_args(dir / "x", 2) + " --steps 3");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("error: --steps is given 2 times (2, 3): it takes one value"));
+  r = run(pretrain_args(dir / "x", 2) + " --reset-positions --no-reset-positions");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("error: --reset-positions / --no-reset-positions is given 2 times (true, false)"));
+  CHECK_FALSE(fs::exists(dir / "x"));
+}

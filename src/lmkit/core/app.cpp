@@ -191,10 +191,13 @@ void check_repeats(const CLI::App& app) {
         o->get_multi_option_policy() == CLI::MultiOptionPolicy::Join) {
       continue;
     }
-    std::string values;
+    std::string values, names;
     for (const std::string& v : o->results()) values += (values.empty() ? "" : ", ") + v.substr(0, 40);
-    throw InputError(o->get_name(false, true) + " is given " + std::to_string(o->count()) + " times (" + values +
-                     "): it takes one value");
+    // Its long names as a user types them ("--reset-positions / --no-reset-positions"), not CLI11's
+    // joined spelling with the negated flag's value ("--reset-positions,--no-reset-positions{false}").
+    for (const std::string& n : o->get_lnames()) names += (names.empty() ? "--" : " / --") + n;
+    throw InputError((names.empty() ? o->get_name(false, true) : names) + " is given " + std::to_string(o->count()) +
+                     " times (" + values + "): it takes one value");
   }
   for (const CLI::App* sub : const_cast<CLI::App&>(app).get_subcommands([](CLI::App*) { return true; })) {
     check_repeats(*sub);
