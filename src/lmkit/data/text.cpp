@@ -80,6 +80,12 @@ Document document_of(std::string_view text) {
   return doc;
 }
 
+// Hands the document of `text` (a JSONL field, a Parquet value) on, unless it holds no sentence.
+void emit_text(std::string_view text, const std::function<void(Document&&)>& document) {
+  Document doc = document_of(text);
+  if (!doc.sentences.empty()) document(std::move(doc));
+}
+
 // Reports `bytes` read of a file to `progress` (when given) at most every 4 MiB.
 class ByteProgress {
  public:
@@ -108,8 +114,7 @@ void jsonl_documents(TextInput& input, const std::string& path, const std::strin
     if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
       throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
     }
-    Document doc = document_of(j[text_field].get<std::string>());
-    if (!doc.sentences.empty()) document(std::move(doc));
+    emit_text(j[text_field].get<std::string>(), document);
   }
 }
 
@@ -152,10 +157,7 @@ void blank_line_documents(const std::string& path, const std::function<void(Docu
 void for_each_document(const std::string& path, TextFormat format, const std::string& text_field,
                        const std::function<void(Document&&)>& document, const std::function<void(int64_t)>& progress) {
   if (is_parquet_file(path)) {  // its column, whatever the format
-    read_parquet_texts(path, text_field, [&](std::string_view text) {
-      Document doc = document_of(text);
-      if (!doc.sentences.empty()) document(std::move(doc));
-    });
+    read_parquet_texts(path, text_field, [&](std::string_view text) { emit_text(text, document); });
     return;
   }
   if (format == TextFormat::kAuto) {
