@@ -13,6 +13,7 @@
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/linear.h"
+#include "lmkit/nn/position.h"
 #include "lmkit/nn/recompute.h"
 
 namespace lmkit::models {
