@@ -71,8 +71,8 @@ TEST_CASE("linformer: the layerwise projection is one tensor, trained by every l
   model->to(at::kDouble);
   for (const auto& m : model->modules(false)) {
     if (auto* attn = m->as<nn::MultiHeadAttentionImpl>()) {
-      CHECK(attn->linformer_e.is_same(shared));
-      CHECK(attn->linformer_e.scalar_type() == at::kDouble);
+      CHECK(attn->kernel().tensor("linformer_e").is_same(shared));
+      CHECK(attn->kernel().tensor("linformer_e").scalar_type() == at::kDouble);
     }
   }
   model->to(at::kFloat);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lmkit/models/architectures.h"
+#include "lmkit/models/attention_config.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/encoder_heads.h"
 #include "lmkit/models/family.h"
@@ -93,13 +94,12 @@ const ConfigTable<BertConfig>& BertConfig::table() {
       return c.head == BertHead::kSequenceClassification || c.head == BertHead::kTokenClassification;
     };
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
-    auto linformer = [](const C& c) { return c.attention == "linformer"; };
     auto longformer = [](const C& c) { return c.model_type == "longformer"; };
     auto big_bird = [](const C& c) { return c.model_type == "big_bird"; };
     ConfigField<C> pad = fields::number("pad_token_id", &C::pad_token_id, int64_t{0});
     pad.read = [](ConfigReader& r, C& c) { r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0}); };
-    return ConfigTable<C>(
-        {fields::number("vocab_size", &C::vocab_size, int64_t{1}),
+    std::vector<ConfigField<C>> rows = {
+         fields::number("vocab_size", &C::vocab_size, int64_t{1}),
          fields::number("hidden_size", &C::hidden_size, int64_t{1}),
          fields::number("num_hidden_layers", &C::num_hidden_layers, int64_t{0}),
          fields::number("num_attention_heads", &C::num_attention_heads, int64_t{1}),
@@ -113,10 +113,9 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          fields::number("layer_norm_eps", &C::layer_norm_eps, 0.0),
          pad,  // null keeps the default (a padding row: RoBERTa's positions count from it)
          fields::nullable("classifier_dropout", &C::classifier_dropout, -1.0, 0.0, 1.0),
-         fields::fixed<C>("position_embedding_type", "absolute"),
-         fields::choice("attention", &C::attention, {"full", "linformer"}).when(linformer),
-         fields::number("linformer_k", &C::linformer_k, int64_t{1}).when(linformer),
-         fields::choice("linformer_sharing", &C::linformer_sharing, {"headwise", "key-value", "layerwise"}).when(linformer),
+         fields::fixed<C>("position_embedding_type", "absolute")};
+    for (auto& row : attention_config_fields(&C::attention, &C::attention_fields)) rows.push_back(std::move(row));
+    rows.insert(rows.end(), {
          attention_window_field(),
          fields::token_id("sep_token_id", &C::sep_token_id).when([](const C& c) { return c.model_type != "bert" && c.model_type != "roberta"; }),
          fields::fixed<C>("onnx_export", false).when(longformer),
@@ -127,8 +126,8 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          fields::fixed<C>("rescale_embeddings", false).when(big_bird),
          fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
          fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span),
-         labels_field(&C::num_labels).when(classifies)},
-        {"bos_token_id", "eos_token_id", "decoder_start_token_id", "tie_word_embeddings"});
+         labels_field(&C::num_labels).when(classifies)});
+    return ConfigTable<C>(rows, {"bos_token_id", "eos_token_id", "decoder_start_token_id", "tie_word_embeddings"});
   }();
   return table;
 }
@@ -214,13 +213,6 @@ void BertImpl::reset_parameters() {
 
 std::string BertImpl::hf_base_prefix() const { return hf_names(config.model_type).base; }
 
-void BertImpl::use_random_blocks(const at::Tensor& blocks) {
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto& attn = layers->ptr<nn::TransformerLayerImpl>(i)->self_attn;
-    attn->random_blocks = blocks.defined() ? blocks[static_cast<int64_t>(i)] : at::Tensor();
-  }
-}
-
 std::string BertImpl::architecture() const { return bert_architectures(config.model_type).name(config.head); }
 
 Json BertImpl::config_fields() const {
@@ -235,9 +227,7 @@ at::Tensor BertImpl::position_ids(const at::Tensor& input_ids) const {
 
 int64_t BertImpl::max_length() const { return bert_max_length(config); }
 
-bool BertImpl::takes_documents() const {
-  return config.model_type != "longformer" && !big_bird() && config.attention != "linformer";
-}
+bool BertImpl::takes_documents() const { return nn::attention(encoder_attention(config)).documents; }
 
 int64_t BertImpl::first_position() const {
   if (!takes_documents()) return -1;
@@ -246,7 +236,8 @@ int64_t BertImpl::first_position() const {
 
 at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                             const at::Tensor& token_type_ids, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask, const Packing& packing) {
+                            const at::Tensor& global_attention_mask, const Packing& packing,
+                            const at::Tensor& random_blocks) {
   at::Tensor types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
   // HF: BERT's position_ids = arange(T), whatever the padding; RoBERTa's skip it; given ones are taken as they are.
   const at::Tensor& given = packing.position_ids;
@@ -255,7 +246,7 @@ at::Tensor BertImpl::encode(const at::Tensor& input_ids, const at::Tensor& atten
                                            : absolute_positions(input_ids.size(1));
   at::Tensor x = word_embeddings(input_ids) + positions + token_type_embeddings(types);
   return run_bert_encoder(*this, config, x, attention_mask, embeddings_norm, layers, hidden_states,
-                          global_attention_mask, packing.document_ids);  // (B, T, D)
+                          {global_attention_mask, packing.document_ids, random_blocks});  // (B, T, D)
 }
 
 at::Tensor BertImpl::mlm_transform(const at::Tensor& hidden) {
@@ -303,11 +294,8 @@ double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
 Output BertImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  const at::Tensor random_blocks = batch.field(kBigBirdRandomBlocks);
-  if (random_blocks.defined()) use_random_blocks(random_blocks);
-  out.last_hidden_state =
-      encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch), Packing::of(batch));
-  if (random_blocks.defined()) use_random_blocks({});
+  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch),
+                                 Packing::of(batch), batch.field(kBigBirdRandomBlocks));
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
   if (mlm_dense) {
     apply_masked_lm(out, batch.labels, full_logits, [this](const at::Tensor& h) { return mlm_transform(h); },

@@ -51,14 +51,13 @@ struct BertConfig {
   int64_t pad_token_id = 0;
   double classifier_dropout = -1;  ///< < 0: use hidden_dropout_prob (HF: null)
   int64_t num_labels = 2;
-  /// Self-attention: "full", or "linformer" (Wang et al. 2020): keys and values projected along
-  /// the sequence to linformer_k rows (nn::MultiHeadAttentionOptions::linformer_k).
+  /// Self-attention (BERT, RoBERTa): a registered attention (nn/attention_kernel.h): "full",
+  /// "linformer" (Wang et al. 2020), "relative" (Shaw et al. 2018), a plugin's. Longformer and
+  /// BigBird choose their own from model_type and attention_type (encoder_attention).
   std::string attention = "full";
-  int64_t linformer_k = 256;
-  /// Which projections are shared (the paper's §4): "headwise" (each layer's E and F serve
-  /// all its heads), "key-value" (one E per layer for keys and values), "layerwise" (one E
-  /// for every layer, keys and values).
-  std::string linformer_sharing = "headwise";
+  /// The attention's own keys ({"linformer_k": 256, "linformer_sharing": "headwise"}), each read
+  /// and written as a top-level key of config.json; absent ones take the attention's defaults.
+  Json attention_fields = Json::object();
   /// Longformer's windows: each query sees attention_window / 2 keys either side. One value
   /// for every layer (HF's int) or one a layer.
   std::vector<int64_t> attention_window = {512};
@@ -108,10 +107,12 @@ class BertImpl : public Model {
 
   /// Encoder output (B, T, D) for ids (B, T); mask and token types may be undefined.
   /// Longformer's global tokens: `global_attention_mask` (B, T), 1 where a token is global.
-  /// `packing`: documents packed into the rows (takes_documents()).
+  /// `packing`: documents packed into the rows (takes_documents()). `random_blocks`: BigBird's,
+  /// one (H, nb − 2, r) a layer (kBigBirdRandomBlocks, a test hook: HF's draws); undefined:
+  /// drawn (training) or the first block (eval).
   at::Tensor encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
                     std::vector<at::Tensor>* hidden_states = nullptr, const at::Tensor& global_attention_mask = {},
-                    const Packing& packing = {});
+                    const Packing& packing = {}, const at::Tensor& random_blocks = {});
   /// Position ids (B, T): arange(T) for BERT; RoBERTa's (HF's create_position_ids_from_input_ids):
   /// padding_idx + the running count of non-padding tokens, padding at padding_idx.
   at::Tensor position_ids(const at::Tensor& input_ids) const;
@@ -121,9 +122,6 @@ class BertImpl : public Model {
   at::Tensor mlm_logits(const at::Tensor& hidden);
   /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
   at::Tensor mlm_transform(const at::Tensor& hidden);
-  /// BigBird's random blocks a batch names (kBigBirdRandomBlocks, a test hook: HF's draws), one
-  /// (H, nb − 2, r) a layer, for the next forward; undefined: drawn (training) or the first block (eval).
-  void use_random_blocks(const at::Tensor& blocks);
   /// Longformer's global tokens of a batch: its global_attention_mask, else (the sequence
   /// classifier, as HF's) the first token of every row; undefined for the other models.
   at::Tensor global_tokens(const Batch& batch) const;

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/models/attention_config.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/hf_names.h"
 #include "lmkit/models/losses.h"
@@ -11,28 +12,39 @@
 
 namespace lmkit::models {
 
+std::string encoder_attention(const BertConfig& c) {
+  if (c.model_type == "longformer") return "longformer";
+  if (c.model_type == "big_bird") return c.attention_type == "block_sparse" ? "block_sparse" : "full";
+  return c.attention;
+}
+
+namespace {
+
+// Layer i's attention settings: the attention's own keys, or Longformer's and BigBird's from theirs.
+Json encoder_attention_fields(const BertConfig& c, const std::string& attention, int64_t i) {
+  if (attention == "longformer") return {{"local_window", longformer_window(c, i) / 2}};
+  if (attention == "block_sparse") return {{"block_size", c.block_size}, {"random_blocks", c.num_random_blocks}};
+  return complete_attention_fields(attention, c.attention_fields);
+}
+
+}  // namespace
+
 torch::nn::ModuleList bert_encoder_layers(const BertConfig& c) {
   torch::nn::ModuleList layers;
-  const bool linformer = c.attention == "linformer", longformer = c.model_type == "longformer";
-  const bool block_sparse = c.model_type == "big_bird" && c.attention_type == "block_sparse";
+  const std::string attention = encoder_attention(c);
+  auto shared = std::make_shared<nn::SharedTensors>();  // Linformer's layerwise projection
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    // Layerwise sharing: layer 0 owns the one projection, the others use it.
-    const int owned = c.linformer_sharing == "headwise" ? 2 : c.linformer_sharing == "key-value" || i == 0 ? 1 : 0;
     layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(c.hidden_size, c.num_attention_heads, c.intermediate_size)
                                                .activation(nn::parse_activation(c.hidden_act))
                                                .norm_eps(c.layer_norm_eps)
                                                .pre_norm(false)
                                                .dropout(c.hidden_dropout_prob)
                                                .attention_dropout(c.attention_probs_dropout_prob)
-                                               .linformer_k(linformer ? c.linformer_k : 0)
-                                               .linformer_length(c.max_position_embeddings)
-                                               .linformer_projections(owned)
-                                               .local_window(longformer ? longformer_window(c, i) / 2 : 0)
-                                               .block_size(block_sparse ? c.block_size : 0)
-                                               .random_blocks(c.num_random_blocks)));
-    if (linformer && owned == 0) {
-      layers->ptr<nn::TransformerLayerImpl>(i)->self_attn->linformer_e = layers->ptr<nn::TransformerLayerImpl>(0)->self_attn->linformer_e;
-    }
+                                               .attention(attention)
+                                               .attention_fields(encoder_attention_fields(c, attention, i))
+                                               .layer(i)
+                                               .max_length(c.max_position_embeddings)
+                                               .shared(shared)));
   }
   return layers;
 }
@@ -48,14 +60,16 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefi
     add_linear(t, p + "intermediate.dense", layer->ffn->in);
     add_linear(t, p + "output.dense", layer->ffn->out);
     add_norm(t, p + "output.LayerNorm", layer->ffn_norm);
-    if (layer->self_attn->q_global) {  // Longformer's global projections
-      add_linear(t, p + "attention.self.query_global", layer->self_attn->q_global);
-      add_fused_linear(t, {p + "attention.self.key_global", p + "attention.self.value_global"}, layer->self_attn->kv_global);
+    if (auto q_global = layer->self_attn->kernel_linear("q_global")) {  // Longformer's global projections
+      add_linear(t, p + "attention.self.query_global", q_global);
+      auto kv_global = layer->self_attn->kernel_linear("kv_global");
+      add_fused_linear(t, {p + "attention.self.key_global", p + "attention.self.value_global"}, kv_global);
     }
-    // Linformer's projections, where this layer owns them (nn::MultiHeadAttentionOptions::linformer_projections).
-    const int owned = layer->self_attn->linformer_e.defined() ? layer->self_attn->options.linformer_projections() : 0;
-    if (owned >= 1) t.push_back({p + "attention.self.linformer_e", layer->self_attn->linformer_e});
-    if (owned >= 2) t.push_back({p + "attention.self.linformer_f", layer->self_attn->linformer_f});
+    // The kernel's own tensors registered on this layer (Linformer's where it owns them, Shaw's tables).
+    for (const char* name : {"linformer_e", "linformer_f", "relative_keys", "relative_values"}) {
+      const at::Tensor own = layer->self_attn->kernel_parameter(name);
+      if (own.defined()) t.push_back({p + "attention.self." + name, own});
+    }
   }
 }
 
@@ -117,6 +131,11 @@ double head_dropout(const BertConfig& c) {
 
 void check_attention_config(const BertConfig& c, const Json& j, const std::string& file) {
   if (c.model_type == "longformer") check_longformer_windows(c, file);
+  else if (c.model_type == "big_bird") {
+    check_input(c.attention == "full", file + ": key 'attention' = \"" + c.attention + "\": BigBird's attention is chosen by attention_type");
+  } else {
+    check_family_attention(c.attention, false, file);
+  }
   // "key 'linformer_k' = 256" read as the file's own value where the file never set it.
   auto value = [&](const char* key, int64_t v) {
     return "key '" + std::string(key) + "' = " + std::to_string(v) + (j.contains(key) ? "" : " (its default)");
@@ -129,34 +148,37 @@ void check_attention_config(const BertConfig& c, const Json& j, const std::strin
   check_input(c.model_type != "big_bird" || c.num_random_blocks <= blocks,
               file + ": " + value("num_random_blocks", c.num_random_blocks) + " is above the " + std::to_string(blocks) +
                   " blocks max_position_embeddings holds");
-  check_input(c.attention != "linformer" || c.linformer_k <= positions,
-              file + ": " + value("linformer_k", c.linformer_k) + " is above max_position_embeddings " +
+  const Json fields = complete_attention_fields(c.attention, c.attention_fields);
+  const int64_t k = c.attention == "linformer" ? fields["linformer_k"].get<int64_t>() : 0;
+  check_input(k <= positions,
+              file + ": " + value("linformer_k", k) + " is above max_position_embeddings " +
                   std::to_string(positions) + " (Linformer projects at most that many positions to k)");
-}
-
-at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,
-                                 int64_t length, at::ScalarType dtype, at::Device device) {
-  const auto opts = at::TensorOptions().dtype(dtype).device(device);
-  at::Tensor state = at::zeros({batch, length}, opts);
-  if (global_attention_mask.defined()) state.masked_fill_(global_attention_mask.to(device).ne(0), 1.0);
-  if (attention_mask.defined()) state.masked_fill_(attention_mask.to(device).eq(0), nn::mask_value(dtype));  // padding is never global
-  return state.view({batch, 1, 1, length});
 }
 
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
                             nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask, const at::Tensor& document_ids) {
+                            const EncoderMaskInputs& extra) {
   x = embeddings_norm(x);  // (B, T, D)
   if (model.is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   if (hidden_states) hidden_states->push_back(x);
   const int64_t t = x.size(1);
-  const at::Tensor bias =
-      config.model_type == "longformer"
-          ? longformer_key_states(attention_mask, global_attention_mask, x.size(0), t, x.scalar_type(), x.device())
-      : document_ids.defined()
-          ? nn::document_attention_bias(document_ids, attention_mask, false, x.scalar_type(), x.device())  // (B, 1, T, T)
-          : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
-  return run_layers(layers, x, bias, {}, {}, nullptr, hidden_states);
+  nn::AttentionMask mask;
+  mask.bias = extra.document_ids.defined()
+                  ? nn::document_attention_bias(extra.document_ids, attention_mask, false, x.scalar_type(), x.device())  // (B, 1, T, T)
+                  : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  if (attention_mask.defined()) mask.key_ok = attention_mask.to(x.device()).ne(0);
+  if (extra.global_attention_mask.defined()) mask.global = extra.global_attention_mask.to(x.device()).ne(0);
+  // One layer's random blocks a call: the recomputed replay and the first pass see the same ones.
+  std::vector<at::Tensor> blocks;
+  if (extra.random_blocks.defined()) blocks = extra.random_blocks.unbind(0);
+  if (blocks.empty()) return run_layers(layers, x, mask, {}, {}, nullptr, hidden_states);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    mask.random_blocks = blocks.at(i);
+    torch::nn::ModuleList one;
+    one->push_back(layers[i]);
+    x = run_layers(one, x, mask, {}, {}, nullptr, hidden_states);
+  }
+  return x;
 }
 
 void apply_masked_lm(Output& out, const at::Tensor& labels, bool full_logits,

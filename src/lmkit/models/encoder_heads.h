@@ -22,19 +22,26 @@ namespace lmkit::models {
 
 /// The post-norm layer stack a config describes.
 torch::nn::ModuleList bert_encoder_layers(const BertConfig& config);
+/// The attention a config's layers run (nn/attention_kernel.h): Longformer's for model_type
+/// "longformer", BigBird's block-sparse for "big_bird" with attention_type "block_sparse", else
+/// the config's "attention" (full, linformer, relative, a plugin's).
+std::string encoder_attention(const BertConfig& config);
+/// What the encoder's mask holds besides the padding: Longformer's global tokens, packed
+/// documents (B, T), BigBird's random blocks (one (H, nb − 2, r) a layer, HF's draws).
+struct EncoderMaskInputs {
+  at::Tensor global_attention_mask;
+  at::Tensor document_ids;
+  at::Tensor random_blocks;
+};
 /// Its HF tensors (`prefix` + "encoder.layer.N....", HF's BertLayer names).
 void add_bert_encoder_tensors(std::vector<HfTensor>& out, const std::string& prefix, torch::nn::ModuleList& layers);
 /// The encoder pass from summed embeddings x (B, T, D): the embeddings' norm, dropout
-/// (in training), then the layers under the padding mask (Longformer's: its key states, with
-/// `global_attention_mask`'s tokens global; with `document_ids` (B, T), within each packed
-/// document); each stage's output into `hidden_states` when given.
+/// (in training), then the layers under the padding mask (an nn::AttentionMask: the bias and
+/// the real keys, `extra`'s global tokens, within each packed document, BigBird's random
+/// blocks); each stage's output into `hidden_states` when given.
 at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x, const at::Tensor& attention_mask,
                             nn::Norm& embeddings_norm, torch::nn::ModuleList& layers, std::vector<at::Tensor>* hidden_states,
-                            const at::Tensor& global_attention_mask = {}, const at::Tensor& document_ids = {});
-/// Longformer's key states (B, 1, 1, T) (nn::MultiHeadAttentionOptions::local_window): the
-/// dtype's lowest value on padding, 1 on a global token, 0 on the others.
-at::Tensor longformer_key_states(const at::Tensor& attention_mask, const at::Tensor& global_attention_mask, int64_t batch,
-                                 int64_t length, at::ScalarType dtype, at::Device device);
+                            const EncoderMaskInputs& extra = {});
 /// The masked-LM head on out.last_hidden_state (vocabulary_head: transform, then the tied
 /// `weight` and `bias`): out.logits when `full_logits` or without labels; with labels the
 /// "mlm" term and loss and, with `span_boundary`, SpanBERT's "sbo".

@@ -75,19 +75,15 @@ double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys) 
   double flops = 0;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    const auto own = layer->self_attn->kernel().parameter_names();  // counted by the kernel
     for (const auto& p : layer->named_parameters()) {
-      // Linformer's projections are counted below; Longformer's global ones run on the few global rows.
-      const bool aside = p.key().find("linformer") != std::string::npos || p.key().find("_global") != std::string::npos;
-      if (p.value().dim() == 2 && !aside) flops += 2.0 * static_cast<double>(p.value().numel());
+      const std::string prefix = "self_attn.";
+      const bool kernel = p.key().rfind(prefix, 0) == 0 &&
+                          std::find(own.begin(), own.end(), p.key().substr(prefix.size())) != own.end();
+      if (p.value().dim() == 2 && !kernel) flops += 2.0 * static_cast<double>(p.value().numel());
     }
+    flops += layer->self_attn->kernel().flops_per_token(keys);
     const double inner = static_cast<double>(layer->self_attn->inner_dim());
-    // Linformer: scores and values over k projected keys, and the projections E·K, F·V (k per token each);
-    // Longformer: over the 2w + 1 keys of its window; BigBird, block-sparse: over (5 + r) blocks.
-    const auto& o = layer->self_attn->options;
-    const int64_t k = o.linformer_k(), w = o.local_window(), bs = o.block_size(), r = o.random_blocks();
-    int64_t seen = w > 0 ? std::min(keys, 2 * w + 1) : keys;
-    if (bs > 0 && keys > (5 + 2 * r) * bs) seen = (5 + r) * bs;
-    flops += k > 0 ? 8.0 * static_cast<double>(k) * inner : 4.0 * static_cast<double>(seen) * inner;  // self-attention
     if (layer->cross_attn) flops += 4.0 * static_cast<double>(keys) * inner;  // cross-attention (S ≈ T here)
   }
   return flops;
@@ -116,7 +112,7 @@ at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id,
   return shifted.masked_fill(shifted.eq(-100), pad_token_id);
 }
 
-at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Tensor& self_bias, const at::Tensor& memory,
+at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::AttentionMask& self_mask, const at::Tensor& memory,
                       const at::Tensor& cross_bias, std::vector<nn::LayerCache>* caches,
                       std::vector<at::Tensor>* hidden_states) {
   if (caches && caches->size() < layers->size()) caches->resize(layers->size());
@@ -124,10 +120,13 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Ten
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
     if (recompute) {
-      x = nn::recompute([layer](const std::vector<at::Tensor>& in) { return layer->forward(in[0], in[1], in[2], in[3], nullptr); },
-                        {x, self_bias, memory, cross_bias});
+      std::vector<at::Tensor> in = {x, memory, cross_bias};
+      for (const at::Tensor& part : self_mask.parts()) in.push_back(part);
+      x = nn::recompute([layer](const std::vector<at::Tensor>& v) {
+            return layer->forward(v[0], nn::AttentionMask::from_parts(v, 3), v[1], v[2], nullptr);
+          }, in);
     } else {
-      x = layer->forward(x, self_bias, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
+      x = layer->forward(x, self_mask, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
     }
     if (hidden_states) hidden_states->push_back(x);
   }

@@ -148,12 +148,13 @@ std::unique_ptr<DecodingSession> encoder_decoder_session(M& model, const at::Ten
 at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id, int64_t pad_token_id);
 
 /// Runs `layers` (TransformerLayer) in order; appends each output to `hidden_states` when given.
-at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const at::Tensor& self_bias,
+at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::AttentionMask& self_mask,
                       const at::Tensor& memory = {}, const at::Tensor& cross_bias = {},
                       std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
 
 /// Forward FLOPs per token of a TransformerLayer stack attending over `keys` positions:
-/// 2 per matrix weight, 4·keys·inner per self-attention (and per cross-attention).
+/// 2 per matrix weight, and each self-attention kernel's own count (AttentionKernel::flops_per_token,
+/// its parameters included); 4·keys·inner per cross-attention.
 double layer_flops_per_token(const torch::nn::ModuleList& layers, int64_t keys);
 
 /// Forward FLOPs per encoder token of an encoder–decoder model (T5, the Transformer): the

@@ -28,20 +28,6 @@ double mask_value(at::ScalarType dtype) {
 
 namespace {
 
-// The additive bias of a boolean "may attend" mask: 0 where allowed, the dtype's lowest value elsewhere.
-at::Tensor bias_of(const at::Tensor& allowed, at::ScalarType dtype) {
-  const auto opts = at::TensorOptions().dtype(dtype).device(allowed.device());
-  return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
-}
-
-// The per-key values (B, T) of a key bias (B|1, 1, 1, T), or undefined without one; `what` names
-// the attention that reads it.
-at::Tensor key_bias(const at::Tensor& bias, int64_t b, int64_t t, const char* what) {
-  if (!bias.defined()) return {};
-  check_input(bias.numel() == bias.size(0) * t, std::string("attention: ") + what + " takes a per-key bias (B, 1, 1, T)");
-  return bias.reshape({-1, t}).expand({b, t});
-}
-
 // The keys each query may see (bool, broadcastable to (B, 1, Tq, Tk)); undefined: all.
 at::Tensor allowed_keys(const at::Tensor& key_padding_mask, bool causal, int64_t q_len, int64_t k_len, at::Device device,
                         int64_t window) {
@@ -232,108 +218,34 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
     qkv = register_module("qkv", torch::nn::Linear(linear(d, 3 * inner)));
   }
   out = register_module("out", torch::nn::Linear(linear(inner, d)));
-  if (options.local_window() > 0) {
-    check_input(!options.cross_attention() && !options.causal() && options.linformer_k() == 0,
-                "attention: Longformer's local window is an encoder's self-attention");
-    q_global = register_module("q_global", torch::nn::Linear(linear(d, inner)));
-    kv_global = register_module("kv_global", torch::nn::Linear(linear(d, 2 * inner)));
-  }
-  const int64_t k = options.linformer_k(), n = options.linformer_length();
-  if (k > 0) {
-    check_input(!options.cross_attention() && !options.causal() && n >= k,
-                "attention: Linformer is an encoder's self-attention with linformer_k <= its length");
-    // Xavier's normal draw for a (k, n) map, as Linformer's projections are initialised.
-    const double std = 1.0 / std::sqrt(static_cast<double>(n + k));
-    if (options.linformer_projections() >= 1) linformer_e = register_parameter("linformer_e", at::randn({k, n}) * std);
-    if (options.linformer_projections() >= 2) linformer_f = register_parameter("linformer_f", at::randn({k, n}) * std);
-  }
+  AttentionSettings s;
+  s.embed_dim = d;
+  s.num_heads = h;
+  s.head_dim = head_dim_;
+  s.bias = options.bias();
+  s.scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
+  s.dropout = options.dropout();
+  s.causal = options.causal();
+  s.cross = options.cross_attention();
+  s.backend = options.backend();
+  s.layer = options.layer();
+  s.max_length = options.max_length();
+  s.fields = options.attention_fields();
+  s.shared = options.shared() ? options.shared() : std::make_shared<SharedTensors>();
+  kernel_ = make_attention_kernel(options.attention(), *this, s);
 }
 
-std::pair<at::Tensor, at::Tensor> MultiHeadAttentionImpl::linformer_keys(const at::Tensor& kh, const at::Tensor& vh,
-                                                                        const at::Tensor& mask) const {
-  const int64_t t = kh.size(2);
-  check_input(t <= linformer_e.size(1), "attention: an input of " + std::to_string(t) + " positions is longer than Linformer's " +
-                                            std::to_string(linformer_e.size(1)));
-  // The one place every app's forward passes (training, finetuning, evaluation, lmkit-forward):
-  // an input shorter than k trained and evaluated here, then was refused by lmkit-forward.
-  check_input(t >= linformer_e.size(0),
-              "input of " + std::to_string(t) + " positions, fewer than linformer_k " + std::to_string(linformer_e.size(0)) +
-                  ": Linformer projects the keys to k rows (give longer inputs, e.g. --seq-len, or a smaller linformer_k)");
-  at::Tensor k = kh, v = vh;
-  if (mask.defined()) {  // a key-padding bias (B|1, 1, 1, T): 0 where a key is real
-    check_input(mask.size(-2) == 1, "attention: Linformer takes a key-padding mask only");
-    const at::Tensor keep = mask.eq(0).transpose(-1, -2).to(kh.scalar_type());  // (B|1, 1, T, 1)
-    k = k * keep;
-    v = v * keep;
-  }
-  const at::Tensor& f = linformer_f.defined() ? linformer_f : linformer_e;
-  return {at::matmul(linformer_e.slice(1, 0, t).to(kh.scalar_type()), k),  // (k, T) · (B, H, T, hd)
-          at::matmul(f.slice(1, 0, t).to(vh.scalar_type()), v)};
+at::Tensor MultiHeadAttentionImpl::kernel_parameter(const std::string& name) const {
+  const auto params = named_parameters(/*recurse=*/false);
+  const at::Tensor* found = params.find(name);
+  return found ? *found : at::Tensor();
 }
 
-at::Tensor MultiHeadAttentionImpl::local_global(const at::Tensor& x, const at::Tensor& qh, const at::Tensor& kh,
-                                                const at::Tensor& vh, const at::Tensor& bias, double scale) {
-  const int64_t b = x.size(0), t = x.size(1), w = options.local_window();
-  const double p = is_training() ? options.dropout() : 0.0;
-  at::Tensor state = key_bias(bias, b, t, "Longformer");
-  if (!state.defined()) state = at::zeros({b, t}, x.options());
-  const at::Tensor padded = state.lt(0), global = state.gt(0), local = state.eq(0);  // (B, T)
-  // The most global tokens of a row (HF reads it to the host too, to size its tensors).
-  const int64_t g = global.sum(1).max().item<int64_t>();
-  at::Tensor y;
-  if (g == 0) {
-    y = banded_attention(qh, kh, vh, local, w, w, scale, p, true);
-  } else {
-    // Row r's global positions in order, in its first slots; a row with fewer fills the rest
-    // with non-global positions, which `ok` marks.
-    const at::Tensor slots = std::get<1>(at::sort(global.logical_not().to(at::kLong), /*stable=*/true, 1, false)).slice(1, 0, g);  // (B, G)
-    const at::Tensor ok = global.gather(1, slots);
-    const at::Tensor at_slots = slots.view({b, 1, g, 1}).expand({b, kh.size(1), g, head_dim_});
-    y = banded_attention(qh, kh, vh, local, w, w, scale, p, true, kh.gather(2, at_slots), vh.gather(2, at_slots), ok);
-    y = global_rows(x, y, slots, ok, padded, global, scale);
+torch::nn::Linear MultiHeadAttentionImpl::kernel_linear(const std::string& name) const {
+  for (const auto& child : named_children()) {
+    if (child.key() == name) return torch::nn::Linear(std::dynamic_pointer_cast<torch::nn::LinearImpl>(child.value()));
   }
-  return y.masked_fill(padded.view({b, 1, t, 1}), 0);  // HF zeroes the padding rows' probabilities
-}
-
-at::Tensor MultiHeadAttentionImpl::global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots,
-                                               const at::Tensor& ok, const at::Tensor& padded, const at::Tensor& global,
-                                               double scale) {
-  const int64_t b = x.size(0), t = x.size(1), g = slots.size(1), h = options.num_heads();
-  const double p = is_training() ? options.dropout() : 0.0;
-  const at::Tensor xg = x.gather(1, slots.unsqueeze(-1).expand({b, g, x.size(2)}));  // (B, G, D)
-  const at::Tensor qg = split_heads(linear(q_global, xg), 1)[0];                   // (B, H, G, hd)
-  const auto kvg = split_heads(linear(kv_global, x), 2);                           // 2 x (B, H, T, hd)
-  const at::Tensor keys = bias_of(padded.logical_not().view({b, 1, 1, t}), y.scalar_type());
-  const at::Tensor yg = scaled_dot_product(qg, kvg[0], kvg[1], keys, scale, p, true);  // (B, H, G, hd)
-  // Written at each slot's position; a slot that holds no global token writes past the end.
-  const at::Tensor to = at::where(ok, slots, at::full({}, t, slots.options())).view({b, 1, g, 1}).expand({b, h, g, head_dim_});
-  const at::Tensor rows = at::zeros({b, h, t + 1, head_dim_}, y.options()).scatter(2, to, yg).slice(2, 0, t);
-  return at::where(global.view({b, 1, t, 1}), rows, y);
-}
-
-at::Tensor MultiHeadAttentionImpl::block_sparse(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh,
-                                                const at::Tensor& bias, double scale) {
-  const int64_t b = qh.size(0), h = qh.size(1), t = qh.size(2), bs = options.block_size();
-  const int64_t padded = (t + bs - 1) / bs * bs, nb = padded / bs, r = options.random_blocks();
-  const at::Tensor keys = key_bias(bias, b, t, "BigBird");
-  at::Tensor real = keys.defined() ? keys.eq(0) : at::ones({b, t}, qh.options().dtype(at::kBool));
-  real = at::constant_pad_nd(real.to(at::kByte), {0, padded - t}).ne(0);  // HF pads to whole blocks with masked keys
-  auto pad = [&](const at::Tensor& x) { return at::constant_pad_nd(x, {0, 0, 0, padded - t}); };
-  at::Tensor blocks = random_blocks;
-  if (blocks.defined()) {  // given (the test hook): checked; drawn ones are valid by construction, with no host sync
-    // Integers, named (float32 blocks reached gather() and its raw error).
-    check_input(at::isIntegralType(blocks.scalar_type(), /*includeBool=*/false),
-                "attention: BigBird's random blocks must be an integer tensor of block numbers, got " +
-                    std::string(c10::toString(blocks.scalar_type())));
-    check_input(blocks.dim() == 3 && blocks.size(0) == h && blocks.size(1) == nb - 2 && blocks.size(2) == r,
-                "attention: BigBird's random blocks must be (" + std::to_string(h) + ", " + std::to_string(nb - 2) + ", " +
-                    std::to_string(r) + ") for " + std::to_string(t) + " positions, got " + c10::str(blocks.sizes()));
-    check_input(blocks.numel() == 0 || (blocks.min().item<int64_t>() >= 0 && blocks.max().item<int64_t>() < nb),
-                "attention: BigBird's random blocks must be block numbers in [0, " + std::to_string(nb) + ")");
-  } else {
-    blocks = is_training() ? draw_random_blocks(h, nb, r, qh.device()) : at::zeros({h, nb - 2, r}, qh.options().dtype(at::kLong));
-  }
-  return block_sparse_attention(pad(qh), pad(kh), pad(vh), real, bs, blocks, scale).slice(2, 0, t);
+  return torch::nn::Linear(nullptr);
 }
 
 std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x, int64_t n) const {
@@ -342,7 +254,7 @@ std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x,
   return x.view({b, t, n, h, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);  // n x (B, H, T, hd)
 }
 
-at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& memory,
+at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const AttentionMask& mask, const at::Tensor& memory,
                                            KVCache* cache) {
   const int64_t b = x.size(0), t = x.size(1);
   at::Tensor qh, kh, vh;
@@ -367,27 +279,8 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const at::Tensor
       cache->key = kh, cache->value = vh;
     }
   }
-  const double scale = options.scale_scores() ? 1.0 / std::sqrt(static_cast<double>(head_dim_)) : 1.0;
-  if (options.block_size() > 0 && t > (5 + 2 * options.random_blocks()) * options.block_size()) {
-    return linear(out, block_sparse(qh, kh, vh, bias, scale).transpose(1, 2).reshape({b, t, inner_dim()}));
-  }
-  if (q_global) return linear(out, local_global(x, qh, kh, vh, bias, scale).transpose(1, 2).reshape({b, t, inner_dim()}));
-  if (linformer_e.defined()) {
-    std::tie(kh, vh) = linformer_keys(kh, vh, bias);  // (B, H, k, hd): no key is padding any more
-    at::Tensor y = scaled_dot_product(qh, kh, vh, {}, scale, options.dropout(), is_training(), options.backend());
-    return linear(out, y.transpose(1, 2).reshape({b, t, inner_dim()}));  // (B, T, D)
-  }
-  // A causal layer called without a bias masks in the kernel; past keys (a cache) need the bias.
-  at::Tensor mask = bias;
-  bool in_kernel = false;
-  if (options.causal() && !bias.defined()) {
-    in_kernel = qh.size(2) == kh.size(2);
-    if (!in_kernel) mask = attention_bias({}, true, qh.size(2), kh.size(2), qh.scalar_type(), qh.device());
-  }
-  at::Tensor y = scaled_dot_product(qh, kh, vh, mask, scale, options.dropout(), is_training(), options.backend(),
-                                    nullptr, in_kernel);
-  y = y.transpose(1, 2).reshape({b, t, inner_dim()});  // (B, T, H·hd)
-  return linear(out, y);                                // (B, T, D)
+  const at::Tensor y = kernel_->attend(AttentionInputs{x, qh, kh, vh, mask});  // (B, H, T, hd)
+  return linear(out, y.transpose(1, 2).reshape({b, t, inner_dim()}));        // (B, T, D)
 }
 
 }  // namespace lmkit::nn

@@ -1,38 +1,24 @@
-// Multi-head attention shared by every model: self- and cross-attention, an
-// additive bias that carries padding, causal and position terms (T5), optional
-// score scaling, fused projections, and a KV cache for incremental decoding.
+// Multi-head attention shared by every model: self- and cross-attention, fused
+// projections, a KV cache for incremental decoding, and one attention kernel
+// (attention_kernel.h: full, Linformer, Longformer, BigBird, relative, a plugin's)
+// chosen by name at construction. The functions the kernels are made of are here too.
 #pragma once
 
 #include <cstdint>
+
+#include <map>
+#include <memory>
+#include <string>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "lmkit/core/config.h"
+#include "lmkit/nn/attention_kernel.h"
+
 namespace lmkit::nn {
-
-/// How softmax(QKᵀ·s + bias)·V is computed. Both give the same numbers.
-enum class AttentionBackend {
-  kAuto,  ///< at::scaled_dot_product_attention (fused kernels where LibTorch has one for the inputs)
-  kMath,  ///< explicit matmul -> softmax -> matmul
-  kFused, ///< at::scaled_dot_product_attention, as kAuto
-};
-
-/// softmax(q·kᵀ·scale + bias)·v with dropout on the probabilities.
-///   q (B, H, Tq, hd), k and v (B, H, Tk, hd), bias broadcastable to (B, H, Tq, Tk) or undefined.
-/// When `weights` is given, the probabilities (B, H, Tq, Tk) are stored there
-/// (this forces the explicit path). `causal` (Tq == Tk, no bias): query i sees keys
-/// 0..i, applied inside the kernel (`is_causal`: the flash kernel on a GPU) instead of
-/// through a bias tensor, which would rule the flash kernel out.
-at::Tensor scaled_dot_product(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
-                              double scale, double dropout, bool training,
-                              AttentionBackend backend = AttentionBackend::kAuto, at::Tensor* weights = nullptr,
-                              bool causal = false);
-
-/// The additive mask value HF uses: the dtype's lowest finite number, so masked
-/// keys get exactly zero weight and no row ever becomes NaN.
-double mask_value(at::ScalarType dtype);
 
 /// Additive attention bias (B|1, 1, Tq, Tk), or an undefined tensor when nothing is masked.
 ///   key_padding_mask: (B, Tk) with 1 for real keys, 0 for padding; may be undefined.
@@ -126,26 +112,15 @@ struct MultiHeadAttentionOptions {
   /// Self-attention: qkv's rows are grouped by head, (H, 3, hd) (BLOOM's query_key_value),
   /// instead of (3, H, hd).
   TORCH_ARG(bool, qkv_per_head) = false;
-  /// Linformer (Wang et al. 2020): keys and values projected along the sequence to
-  /// linformer_k rows, K' = E·K and V' = F·V with E, F (k, n) shared by the heads, so
-  /// attention costs O(T·k); 0: full attention. Self-attention of an encoder only.
-  TORCH_ARG(int64_t, linformer_k) = 0;
-  /// n, the longest input: E and F have n columns and an input of T uses the first T.
-  TORCH_ARG(int64_t, linformer_length) = 0;
-  /// The projections this module owns and registers: 2 (E and F), 1 (E, for keys and
-  /// values: key-value sharing), 0 (none: set linformer_e to one another module owns,
-  /// layerwise sharing).
-  TORCH_ARG(int, linformer_projections) = 2;
-  /// Longformer (Beltagy et al. 2020): each query sees the keys within local_window positions
-  /// either side (attention_window / 2) and the global tokens, which see every key through
-  /// their own projections (q_global, kv_global); 0: full attention. The bias then carries
-  /// each key's state, as HF's Longformer mask: < 0 padding, 0 local, > 0 global.
-  TORCH_ARG(int64_t, local_window) = 0;
-  /// BigBird's block-sparse attention (block_sparse_attention) in blocks of this many
-  /// positions, each query block seeing random_blocks random ones; 0: full attention. An
-  /// input of at most (5 + 2·random_blocks)·block_size positions takes full attention, as HF's.
-  TORCH_ARG(int64_t, block_size) = 0;
-  TORCH_ARG(int64_t, random_blocks) = 0;
+  /// The attention kernel (attention_kernel.h), by its registered name.
+  TORCH_ARG(std::string, attention) = "full";
+  /// The kernel's own settings (AttentionSettings::fields): {"linformer_k": 64}, {"local_window": 256}.
+  TORCH_ARG(Json, attention_fields) = Json::object();
+  /// The layer's index in its stack, and the longest input the model takes (AttentionSettings).
+  TORCH_ARG(int64_t, layer) = 0;
+  TORCH_ARG(int64_t, max_length) = 0;
+  /// What the kernels of one stack share (Linformer's layerwise projection); null: this module's own.
+  TORCH_ARG(std::shared_ptr<SharedTensors>, shared) = nullptr;
 };
 
 /// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
@@ -156,47 +131,34 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   explicit MultiHeadAttentionImpl(MultiHeadAttentionOptions options);
 
   /// x (B, T, D) -> (B, T, D).
-  ///   bias: additive, broadcastable to (B, H, T, Tk) where Tk counts cached keys too.
+  ///   mask: what each query may see (AttentionMask; an additive bias converts to one),
+  ///         broadcastable to (B, H, T, Tk) where Tk counts cached keys too.
   ///   memory: (B, S, M) for cross-attention.
   ///   cache: self-attention appends this step's keys/values; cross-attention
   ///          projects the memory once and reuses it.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& bias = {}, const at::Tensor& memory = {},
+  at::Tensor forward(const at::Tensor& x, const AttentionMask& mask = {}, const at::Tensor& memory = {},
                      KVCache* cache = nullptr);
 
   int64_t head_dim() const { return head_dim_; }
   int64_t inner_dim() const { return options.num_heads() * head_dim_; }
+  /// The kernel: how the heads attend.
+  const AttentionKernel& kernel() const { return *kernel_; }
+  /// A parameter or a linear layer the kernel registered on this module by `name`
+  /// ("linformer_e", "q_global"), or an undefined tensor / null module.
+  at::Tensor kernel_parameter(const std::string& name) const;
+  torch::nn::Linear kernel_linear(const std::string& name) const;
 
   MultiHeadAttentionOptions options;
   torch::nn::Linear qkv{nullptr};  ///< self-attention: weight (3·H·hd, D)
   torch::nn::Linear q{nullptr};    ///< cross-attention: weight (H·hd, D)
   torch::nn::Linear kv{nullptr};   ///< cross-attention: weight (2·H·hd, M)
   torch::nn::Linear out{nullptr};  ///< weight (D, H·hd)
-  at::Tensor linformer_e;          ///< Linformer's key projection (k, n), or undefined
-  at::Tensor linformer_f;          ///< its value projection (k, n); undefined: E projects the values too
-  torch::nn::Linear q_global{nullptr};   ///< Longformer's global queries: weight (H·hd, D)
-  torch::nn::Linear kv_global{nullptr};  ///< and the keys and values they see: weight (2·H·hd, D)
-  /// BigBird's random blocks (H, nb − 2, r) for the next calls, or undefined: drawn in
-  /// training, the first block in eval (HF draws none at inference). A test hook: HF's draws.
-  at::Tensor random_blocks;
 
  private:
-  /// Linformer's keys and values: padded positions (where the key-padding `mask` is not 0)
-  /// zeroed, then E·K and F·V over the input's T positions; (B, H, k, hd) each.
-  std::pair<at::Tensor, at::Tensor> linformer_keys(const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& mask) const;
-  /// Longformer's attention of x (B, T, D) with its heads qh, kh, vh (B, H, T, hd) under the
-  /// key states `bias` (MultiHeadAttentionOptions::local_window), before the output projection.
-  at::Tensor local_global(const at::Tensor& x, const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh,
-                          const at::Tensor& bias, double scale);
-  /// The global rows' own attention over every real key (not `padded`), written over `y`
-  /// (B, H, T, hd) at the G `slots` (B, G) where `ok`: the rows `global` (B, T) marks.
-  at::Tensor global_rows(const at::Tensor& x, const at::Tensor& y, const at::Tensor& slots, const at::Tensor& ok,
-                         const at::Tensor& padded, const at::Tensor& global, double scale);
-  /// BigBird's attention of qh, kh, vh (B, H, T, hd) under the key-padding `bias`: padded to
-  /// whole blocks, block-sparse, cut back to T.
-  at::Tensor block_sparse(const at::Tensor& qh, const at::Tensor& kh, const at::Tensor& vh, const at::Tensor& bias, double scale);
   /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
   std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
   int64_t head_dim_;
+  std::unique_ptr<AttentionKernel> kernel_;
 };
 TORCH_MODULE(MultiHeadAttention);
 

@@ -19,12 +19,11 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
                                   .causal(o.causal() && !cross)
                                   .backend(o.attention_backend())
                                   .qkv_per_head(o.qkv_per_head() && !cross)
-                                  .linformer_k(cross ? 0 : o.linformer_k())
-                                  .linformer_length(o.linformer_length())
-                                  .linformer_projections(o.linformer_projections())
-                                  .local_window(cross ? 0 : o.local_window())
-                                  .block_size(cross ? 0 : o.block_size())
-                                  .random_blocks(o.random_blocks()));
+                                  .attention(cross ? "full" : o.attention())
+                                  .attention_fields(cross ? Json::object() : o.attention_fields())
+                                  .layer(o.layer())
+                                  .max_length(o.max_length())
+                                  .shared(o.shared()));
   };
   auto norm = [&] { return Norm(NormOptions(o.d_model()).type(o.norm()).eps(o.norm_eps())); };
   self_attn = register_module("self_attn", attention(false));
@@ -40,10 +39,10 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
   ffn_norm = register_module("ffn_norm", norm());
 }
 
-at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const at::Tensor& self_bias, const at::Tensor& memory,
+at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const AttentionMask& self_mask, const at::Tensor& memory,
                                          const at::Tensor& cross_bias, LayerCache* cache) {
   auto self_block = [&](const at::Tensor& in) {
-    return self_attn(in, self_bias, at::Tensor(), cache ? &cache->self_attn : nullptr);
+    return self_attn(in, self_mask, at::Tensor(), cache ? &cache->self_attn : nullptr);
   };
   auto cross_block = [&](const at::Tensor& in) {
     return cross_attn(in, cross_bias, memory, cache ? &cache->cross_attn : nullptr);

@@ -48,15 +48,13 @@ struct TransformerLayerOptions {
   TORCH_ARG(AttentionBackend, attention_backend) = AttentionBackend::kAuto;
   /// Self-attention's fused qkv rows grouped by head (MultiHeadAttentionOptions::qkv_per_head).
   TORCH_ARG(bool, qkv_per_head) = false;
-  /// Linformer self-attention (MultiHeadAttentionOptions::linformer_*); 0: full attention.
-  TORCH_ARG(int64_t, linformer_k) = 0;
-  TORCH_ARG(int64_t, linformer_length) = 0;
-  TORCH_ARG(int, linformer_projections) = 2;
-  /// Longformer's local window, either side (MultiHeadAttentionOptions::local_window); 0: full attention.
-  TORCH_ARG(int64_t, local_window) = 0;
-  /// BigBird's block-sparse attention (MultiHeadAttentionOptions::block_size, random_blocks); 0: full attention.
-  TORCH_ARG(int64_t, block_size) = 0;
-  TORCH_ARG(int64_t, random_blocks) = 0;
+  /// Self-attention's kernel and its settings (MultiHeadAttentionOptions::attention, attention_fields,
+  /// layer, max_length, shared); cross-attention is full attention.
+  TORCH_ARG(std::string, attention) = "full";
+  TORCH_ARG(Json, attention_fields) = Json::object();
+  TORCH_ARG(int64_t, layer) = 0;
+  TORCH_ARG(int64_t, max_length) = 0;
+  TORCH_ARG(std::shared_ptr<SharedTensors>, shared) = nullptr;
 };
 
 /// Per-layer caches for incremental decoding.
@@ -70,10 +68,11 @@ class TransformerLayerImpl : public torch::nn::Module {
   explicit TransformerLayerImpl(TransformerLayerOptions options);
 
   /// x (B, T, D) -> (B, T, D).
-  ///   self_bias: additive (padding / causal / position) for self-attention, see attention_bias().
+  ///   self_mask: self-attention's mask (an additive bias: padding / causal / position, see
+  ///              attention_bias(); or the keys, global tokens, random blocks a kernel reads).
   ///   memory (B, S, D) and cross_bias: for decoder layers.
   ///   cache: for incremental decoding; x then holds only the new positions.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& self_bias = {}, const at::Tensor& memory = {},
+  at::Tensor forward(const at::Tensor& x, const AttentionMask& self_mask = {}, const at::Tensor& memory = {},
                      const at::Tensor& cross_bias = {}, LayerCache* cache = nullptr);
 
   TransformerLayerOptions options;
