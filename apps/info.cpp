@@ -13,6 +13,7 @@
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
+#include "lmkit/nn/attention_kernel.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/summary.h"
@@ -54,12 +55,13 @@ lmkit::Json registered() {
     return Json{{"name", name}, {"summary", summary}, {"source", source}};
   };
   Json out = {{"families", Json::array()}, {"objectives", Json::array()}, {"tasks", Json::array()},
-              {"metrics", Json::array()}, {"optimizers", Json::array()}};
+              {"metrics", Json::array()}, {"optimizers", Json::array()}, {"attentions", Json::array()}};
   for (const auto& f : lmkit::models::families()) out["families"].push_back(entry(f.model_type, "", f.source));
   for (const auto& o : lmkit::data::objectives()) out["objectives"].push_back(entry(o.name, o.summary, o.source));
   for (const auto& t : lmkit::tasks::tasks()) out["tasks"].push_back(entry(t.name, t.summary, t.source));
   for (const auto& m : lmkit::tasks::metrics()) out["metrics"].push_back(entry(m.name, m.summary, m.source));
   for (const auto& o : lmkit::train::optimizers()) out["optimizers"].push_back(entry(o.name, o.summary, o.source));
+  for (const auto& a : lmkit::nn::attentions()) out["attentions"].push_back(entry(a.name, a.summary, a.source));
   return out;
 }
 

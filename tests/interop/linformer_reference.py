@@ -20,12 +20,13 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 try:
     import torch
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
+
+    from forward_check import check_forward
 except ImportError as e:
     print(f"skipped: the Linformer reference needs torch and safetensors in this Python ({e})")
     sys.exit(77)
@@ -116,15 +117,6 @@ def inputs(g):
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "labels": labels}
 
 
-def compare(name, got, want):
-    got, want = got.double(), want.double()
-    if got.shape != want.shape:
-        return f"{name}: shape {tuple(got.shape)} vs the reference's {tuple(want.shape)}", 0.0
-    err = (got - want).abs().max().item()
-    scale = max(1.0, want.abs().max().item())
-    return (f"{name}: max |diff| {err:.3g} (scale {scale:.3g})" if err > TOLERANCE * scale else None), err / scale
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sharing", choices=["headwise", "key-value", "layerwise"])
@@ -144,24 +136,7 @@ def main():
     save_file(batch, os.path.join(a.work, "inputs.safetensors"))
     logits, loss = reference(w, batch, a.sharing)
     loss.backward()
-    out_path = os.path.join(a.work, "lmkit.safetensors")
-    cmd = [os.path.join(a.bin, "lmkit-forward"), "--checkpoint", ckpt, "--inputs", os.path.join(a.work, "inputs.safetensors"),
-           "--output", out_path, "--threads", "1", "--gradients"]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        print(" ".join(cmd) + "\n" + r.stdout)
-        print(f"FAIL: lmkit-forward exited {r.returncode}")
-        return 1
-    got = load_file(out_path)
-    failures, worst = [], 0.0
-    checks = [("logits", logits.detach()), ("loss", loss.detach())] + [("grad." + k, v.grad) for k, v in w.items()]
-    for name, want in checks:
-        if name not in got:
-            failures.append(f"{name}: missing from lmkit-forward's output")
-            continue
-        bad, rel = compare(name, got[name], want)
-        failures += [bad] if bad else []
-        worst = max(worst, rel)
+    failures, worst = check_forward(a.bin, a.work, ckpt, w, logits, loss, TOLERANCE)
     if failures:
         print("FAIL: " + "; ".join(failures))
         return 1

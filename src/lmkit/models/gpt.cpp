@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lmkit/models/architectures.h"
+#include "lmkit/models/attention_config.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/decoder_heads.h"
 #include "lmkit/models/family.h"
@@ -45,6 +46,7 @@ const ConfigTable<GptConfig>& GptConfig::table() {
         fields::fixed<C>("scale_attn_weights", true),
         fields::fixed<C>("scale_attn_by_inverse_layer_idx", false, /*write=*/false),
         fields::fixed<C>("reorder_and_upcast_attn", false, false)};
+    for (auto& field : attention_config_fields(&C::attention, &C::attention_fields)) f.push_back(field);
     for (auto& field : decoder_head_fields<C>(0.1)) f.push_back(field);
     return ConfigTable<C>(f, {"decoder_start_token_id", "summary_activation", "summary_first_dropout",
                               "summary_proj_to_labels", "summary_type", "summary_use_proj", "n_ctx"});
@@ -59,6 +61,7 @@ GptConfig GptConfig::from_json(const Json& j, const std::string& file) {
   if (c.n_embd % c.n_head != 0) {
     throw InputError(file + ": n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " + std::to_string(c.n_head));
   }
+  check_family_attention(c.attention, /*causal=*/true, file);
   return c;
 }
 
@@ -82,7 +85,11 @@ GptImpl::GptImpl(GptConfig config_)
                                                .pre_norm(true)
                                                .dropout(c.resid_pdrop)
                                                .attention_dropout(c.attn_pdrop)
-                                               .causal(true)));
+                                               .causal(true)
+                                               .attention(c.attention)
+                                               .attention_fields(complete_attention_fields(c.attention, c.attention_fields))
+                                               .layer(i)
+                                               .max_length(c.n_positions)));
   }
   ln_f = register_module("ln_f", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_epsilon)));
   build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, c.classifier_dropout});
@@ -138,6 +145,10 @@ std::vector<HfTensor> GptImpl::hf_tensors() {
     add_linear(t, p + "mlp.c_fc", layer->ffn->in, true);
     add_linear(t, p + "mlp.c_proj", layer->ffn->out, true);
     add_norm(t, p + "ln_2", layer->ffn_norm);
+    for (const char* name : {"relative_keys", "relative_values"}) {  // Shaw et al.'s tables (lmkit's names)
+      const at::Tensor own = layer->self_attn->kernel_parameter(name);
+      if (own.defined()) t.push_back({p + "attn." + name, own});
+    }
   }
   add_norm(t, b + "ln_f", ln_f);
   add_head_tensors(t);

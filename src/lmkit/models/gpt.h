@@ -28,6 +28,10 @@ struct GptConfig {
   int64_t pad_token_id = -1;  ///< -1: none (HF: null)
   bool tie_word_embeddings = true;
   int64_t num_labels = 2;
+  /// Self-attention: a registered attention that serves a causal decoder (nn/attention_kernel.h):
+  /// "full" (GPT-2's), "relative" (Shaw et al. 2018), a plugin's; its own keys in attention_fields.
+  std::string attention = "full";
+  Json attention_fields = Json::object();
   DecoderHead head = DecoderHead::kLmHead;
 
   int64_t inner() const { return n_inner > 0 ? n_inner : 4 * n_embd; }

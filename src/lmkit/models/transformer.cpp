@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "lmkit/models/attention_config.h"
 #include "lmkit/models/checks.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/hf_names.h"
@@ -24,7 +25,7 @@ const ConfigTable<TransformerConfig>& TransformerConfig::table() {
       if (r.get("vocab_size", vocab, int64_t{1})) c.src_vocab_size = c.tgt_vocab_size = vocab;
       r.get("src_vocab_size", c.src_vocab_size, int64_t{1});
     };
-    return ConfigTable<C>({src,
+    std::vector<ConfigField<C>> rows = {src,
                            fields::number("tgt_vocab_size", &C::tgt_vocab_size, int64_t{1}),
                            fields::number("d_model", &C::d_model, int64_t{1}),
                            fields::number("encoder_layers", &C::encoder_layers, int64_t{0}),
@@ -43,7 +44,9 @@ const ConfigTable<TransformerConfig>& TransformerConfig::table() {
                            fields::number("bos_token_id", &C::bos_token_id, int64_t{0}),
                            fields::number("eos_token_id", &C::eos_token_id, int64_t{0}),
                            fields::number("decoder_start_token_id", &C::decoder_start_token_id, int64_t{0}),
-                           fields::written<C>("is_encoder_decoder", true)});
+                           fields::written<C>("is_encoder_decoder", true)};
+    for (auto& row : attention_config_fields(&C::attention, &C::attention_fields)) rows.push_back(std::move(row));
+    return ConfigTable<C>(rows);
   }();
   return table;
 }
@@ -55,6 +58,7 @@ TransformerConfig TransformerConfig::from_json(const Json& j, const std::string&
     throw InputError(file + ": share_embeddings needs src_vocab_size == tgt_vocab_size");
   }
   if (c.d_model % c.num_heads != 0) throw InputError(file + ": d_model is not divisible by num_heads");
+  check_family_attention(c.attention, /*causal=*/true, file);
   // Padding is a row of both embeddings; the other ids are the decoder's (targets, generation).
   check_config_token_id(file, "pad_token_id", c.pad_token_id, c.src_vocab_size, "src_vocab_size");
   check_config_token_ids(j, file, c.tgt_vocab_size,
@@ -76,7 +80,7 @@ TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(c
   src_embed = register_module("src_embed", embedding(c.src_vocab_size));
   tgt_embed = c.share_embeddings ? src_embed : register_module("tgt_embed", embedding(c.tgt_vocab_size));
   positions = register_module("positions", nn::SinusoidalPositions(c.max_position_embeddings, c.d_model));
-  auto layer = [&](bool cross) {
+  auto layer = [&](bool cross, int64_t i) {
     return nn::TransformerLayer(nn::TransformerLayerOptions(c.d_model, c.num_heads, c.d_ff)
                                     .activation(nn::parse_activation(c.activation))
                                     .norm_eps(c.layer_norm_eps)
@@ -84,12 +88,16 @@ TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(c
                                     .dropout(c.dropout)
                                     .attention_dropout(c.attention_dropout)
                                     .cross_attention(cross)
-                                    .causal(cross));  // decoder layers: causal self-attention
+                                    .causal(cross)  // decoder layers: causal self-attention
+                                    .attention(c.attention)
+                                    .attention_fields(complete_attention_fields(c.attention, c.attention_fields))
+                                    .layer(i)
+                                    .max_length(c.max_position_embeddings));
   };
   encoder_layers = register_module("encoder_layers", torch::nn::ModuleList());
   decoder_layers = register_module("decoder_layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(layer(false));
-  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(layer(true));
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(layer(false, i));
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(layer(true, i));
   if (!c.tie_word_embeddings) {
     out_proj = register_module("out_proj",
                                torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.tgt_vocab_size).bias(false)));

@@ -32,6 +32,10 @@ struct TransformerConfig {
   /// The output projection reuses the target embedding (§3.4).
   bool tie_word_embeddings = true;
   double label_smoothing = 0.1;    ///< §5.4
+  /// Both stacks' self-attention: a registered attention that serves a causal decoder ("full",
+  /// "relative": Shaw et al. 2018 on this model); cross-attention stays full.
+  std::string attention = "full";
+  Json attention_fields = Json::object();
   int64_t pad_token_id = 0, bos_token_id = 2, eos_token_id = 1, decoder_start_token_id = 2;
 
   static const ConfigTable<TransformerConfig>& table();
