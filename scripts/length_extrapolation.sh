@@ -6,14 +6,16 @@
 #
 #   scripts/length_extrapolation.sh corpus     WikiText-2 train + enwiki-extract train as one text file
 #   scripts/length_extrapolation.sh pretrain   gpt2 (learned positions, n_positions 2048), llama (rotary),
-#                                              bloom (ALiBi), mistral (rotary, sliding window 64)
+#                                              bloom (ALiBi), mistral (rotary, sliding window 64), relative
+#                                              (gpt2 with Shaw et al.'s relative attention, k = 20, and no
+#                                              absolute positions)
 #   scripts/length_extrapolation.sh evaluate   lmkit-evaluate --seq-len L for every model and LENGTHS
 #   scripts/length_extrapolation.sh table      the perplexity table (markdown) and $OUT/extrapolation.svg
 #   scripts/length_extrapolation.sh cost       lmkit-bench train: step time and peak memory against length,
 #                                              full attention (llama-mini) and a window of 256 (mistral)
 #
 # DATA=<folder> names a datasets folder with wikitext-2/ and enwiki-extract/ (not part
-# of the project). Optional: MODELS (default "gpt2 llama bloom mistral"), STEPS (of
+# of the project). Optional: MODELS (default "gpt2 llama bloom mistral relative"), STEPS (of
 # BATCH x 128 tokens; default 800), BATCH (default 16), LENGTHS (default "128 256 512
 # 1024 2048"), COST_LENGTHS (default "512 1024 2048 4096 8192 16384"), THREADS (default
 # 2), OUT (default runs/positions).
@@ -22,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/bin
 OUT=${OUT:-runs/positions}
-MODELS=${MODELS:-gpt2 llama bloom mistral}
+MODELS=${MODELS:-gpt2 llama bloom mistral relative}
 STEPS=${STEPS:-800}
 BATCH=${BATCH:-16}
 LENGTHS=${LENGTHS:-128 256 512 1024 2048}
@@ -50,7 +52,10 @@ preset() {
     gpt2) sed 's/"n_positions": 1024/"n_positions": 2048/' models/gpt-mini.json > "$OUT/gpt-mini-2048.json"
           echo "$OUT/gpt-mini-2048.json" ;;
     llama|bloom|mistral) echo "models/$1-mini.json" ;;
-    *) echo "error: unknown model '$1' (gpt2, llama, bloom, mistral)" >&2; exit 2 ;;
+    relative) sed 's/"n_positions": 1024/"n_positions": 2048, "attention": "relative", "max_relative_position": 20, "position_embedding_type": "none"/' \
+                models/gpt-mini.json > "$OUT/gpt-mini-relative.json"
+              echo "$OUT/gpt-mini-relative.json" ;;
+    *) echo "error: unknown model '$1' (gpt2, llama, bloom, mistral, relative)" >&2; exit 2 ;;
   esac
 }
 

@@ -15,7 +15,8 @@ import math
 import os
 
 LABELS = {"gpt2": "GPT-2 (learned, n_positions 2048)", "llama": "Llama (rotary)", "bloom": "BLOOM (ALiBi)",
-          "mistral": "Mistral (rotary, window 64)"}
+          "mistral": "Mistral (rotary, window 64)",
+          "relative": "GPT-2, Shaw et al.'s relative attention (k = 20), no absolute positions"}
 COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
 

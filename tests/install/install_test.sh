@@ -201,6 +201,38 @@ expect_error "^error: --lion-beta2 applies to --optimizer lion, not adamw$" "$bi
   --output "$work/lion-bad"
 echo "plugin: the Lion optimizer trains by sign steps of the learning rate and resumes bitwise"
 
+# The attention example: Performer's FAVOR+ as a plugin. Its numbers against a reference of the paper's equations
+# with the same random features (tests/interop/performer_reference.py, where the Python has torch), then the apps:
+# a BERT that names it pretrains, resumes bitwise, is evaluated, and lmkit-info lists it; a decoder is refused.
+performer="$work/performer"
+cmake -S "$src/examples/performer_plugin" -B "$performer" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$performer.log" 2>&1 && cmake --build "$performer" >>"$performer.log" 2>&1 || { tail -40 "$performer.log"; exit 1; }
+performer_plugin="$performer/liblmkit_performer.so"
+py="${LMKIT_PYTHON:-python3}"
+if "$py" -c "import torch, safetensors" 2>/dev/null; then
+  "$py" "$src/tests/interop/performer_reference.py" "$performer_plugin" --bin "$bin" --work "$work/performer-reference" ||
+    { echo "FAIL: the Performer plugin differs from FAVOR+'s equations"; exit 1; }
+fi
+sed 's/"num_attention_heads": \([0-9]*\),/"num_attention_heads": \1, "attention": "performer", "performer_features": 32,/' \
+  "$prefix/share/lmkit/models/bert-tiny.json" >"$work/performer-bert.json"
+grep -q '"performer"' "$work/performer-bert.json" || { echo "FAIL: could not write a Performer config"; exit 1; }
+performer_args=(--plugin "$performer_plugin" --model "$work/performer-bert.json" --objective mlm --threads 1 --seq-len 32
+                --tokenizer "$work/shuffle-full/tokenizer.model" --train "$src/data/wikitext-2-sample/valid.txt" --batch-size 4)
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${performer_args[@]}" --steps 4 --output "$work/performer-once" >/dev/null 2>&1 ||
+  { echo "FAIL: lmkit-pretrain did not train a Performer BERT"; exit 1; }
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${performer_args[@]}" --steps 4 --stop-at 2 --output "$work/performer-twice" >/dev/null 2>&1
+OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${performer_args[@]}" --steps 4 --resume --output "$work/performer-twice" >/dev/null 2>&1
+cmp -s "$work/performer-once/final/model.safetensors" "$work/performer-twice/final/model.safetensors" ||
+  { echo "FAIL: a Performer run stopped and resumed differs from an uninterrupted one"; exit 1; }
+OMP_NUM_THREADS=1 "$bin/lmkit-evaluate" --plugin "$performer_plugin" --checkpoint "$work/performer-once/final" \
+  --data "$src/data/wikitext-2-sample/valid.txt" --metric mlm-perplexity --seq-len 32 --threads 1 >"$work/performer-eval.log" 2>&1 ||
+  { tail -5 "$work/performer-eval.log"; echo "FAIL: lmkit-evaluate did not score the Performer BERT"; exit 1; }
+"$bin/lmkit-info" --plugin "$performer_plugin" --registered | grep -q "^  performer .*\[$performer_plugin\]$" ||
+  { echo "FAIL: lmkit-info --registered does not list the plugin's attention"; exit 1; }
+echo '{"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 4, "attention": "performer"}' >"$work/performer-gpt.json"
+expect_error "cannot be a decoder's causal self-attention" "$bin/lmkit-info" --plugin "$performer_plugin" "$work/performer-gpt.json"
+echo "plugin: the Performer attention equals its equations, trains, resumes bitwise and is evaluated"
+
 # add_subdirectory: lmkit's targets name no CMAKE_SOURCE_DIR, so it configures inside another project.
 parent="$work/parent" && mkdir -p "$parent"
 cat >"$parent/CMakeLists.txt" <<CMAKE

@@ -19,11 +19,12 @@ def compare(name, got, want, tolerance):
     return (f"{name}: max |diff| {err:.3g} (scale {scale:.3g})" if err > tolerance * scale else None), err / scale
 
 
-def check_forward(bin_dir, work, ckpt, weights, logits, loss, tolerance):
-    """Runs lmkit-forward on `ckpt` and WORK/inputs.safetensors; returns (failures, worst |diff|/scale)."""
+def check_forward(bin_dir, work, ckpt, weights, logits, loss, tolerance, extra=()):
+    """Runs lmkit-forward on `ckpt` and WORK/inputs.safetensors (and `extra` flags: --plugin P);
+    returns (failures, worst |diff|/scale)."""
     out_path = os.path.join(work, "lmkit.safetensors")
     cmd = [os.path.join(bin_dir, "lmkit-forward"), "--checkpoint", ckpt, "--inputs", os.path.join(work, "inputs.safetensors"),
-           "--output", out_path, "--threads", "1", "--gradients"]
+           "--output", out_path, "--threads", "1", "--gradients", *extra]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         return [" ".join(cmd) + "\n" + r.stdout + f"lmkit-forward exited {r.returncode}"], 0.0

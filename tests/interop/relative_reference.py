@@ -128,7 +128,8 @@ def attention(q, k, v, bias, w, prefix):
     return dot_product_attention_relative(q * hd ** -0.5, k, v, bias, w[prefix + "relative_keys"], w[prefix + "relative_values"])
 
 
-def bert(w, batch):
+def bert(w, batch, attend=attention):
+    """BERT's masked LM with `attend(q, k, v, bias, w, prefix)` as each layer's attention core."""
     ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
     b, t = ids.shape
     hd = D // H
@@ -143,7 +144,7 @@ def bert(w, batch):
     for i in range(L):
         p = f"bert.encoder.layer.{i}."
         q, k, v = (heads(lin(x, p + "attention.self." + n)) for n in ("query", "key", "value"))
-        a = attention(q, k, v, bias, w, p + "attention.self.").transpose(1, 2).reshape(b, t, D)
+        a = attend(q, k, v, bias, w, p + "attention.self.").transpose(1, 2).reshape(b, t, D)
         x = norm(x + lin(a, p + "attention.output.dense"), p + "attention.output.LayerNorm")
         x = norm(x + lin(gelu(lin(x, p + "intermediate.dense")), p + "output.dense"), p + "output.LayerNorm")
     y = norm(gelu(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")

@@ -82,6 +82,16 @@ TEST_CASE("attention registry: an attention's keys belong to it, and a family ta
   CHECK(written.at("attention") == "relative");
   CHECK(written.at("max_relative_position") == 4);
   CHECK_FALSE(models::create_model(bert, "b.json")->config_json().contains("max_relative_position"));
+  // GPT-2 without its position table: relative attention alone, as in Shaw et al.'s paper.
+  Json alone = relative_gpt(4);
+  alone["position_embedding_type"] = "none";
+  auto nope = models::create_model(alone, "g.json");
+  for (const auto& p : nope->named_parameters()) CHECK(p.key().find("wpe") == std::string::npos);
+  CHECK(models::count_parameters(*model) - models::count_parameters(*nope) == 32 * 32);  // n_positions x n_embd
+  CHECK(nope->config_json().at("position_embedding_type") == "none");
+  CHECK_FALSE(model->config_json().contains("position_embedding_type"));
+  alone["position_embedding_type"] = "rotary";
+  CHECK_THROWS_WITH(models::create_model(alone, "g.json"), Catch::Contains("position_embedding_type"));
 }
 
 TEST_CASE("attention registry: user code registers an attention, a config names it, a name taken twice is refused",

@@ -65,11 +65,8 @@ void add_bert_encoder_tensors(std::vector<HfTensor>& t, const std::string& prefi
       auto kv_global = layer->self_attn->kernel_linear("kv_global");
       add_fused_linear(t, {p + "attention.self.key_global", p + "attention.self.value_global"}, kv_global);
     }
-    // The kernel's own tensors registered on this layer (Linformer's where it owns them, Shaw's tables).
-    for (const char* name : {"linformer_e", "linformer_f", "relative_keys", "relative_values"}) {
-      const at::Tensor own = layer->self_attn->kernel_parameter(name);
-      if (own.defined()) t.push_back({p + "attention.self." + name, own});
-    }
+    // The kernel's own tensors on this layer (Linformer's where it owns them, Shaw's tables, a plugin's).
+    add_kernel_tensors(t, p + "attention.self.", *layer->self_attn);
   }
 }
 

@@ -47,6 +47,8 @@ const ConfigTable<GptConfig>& GptConfig::table() {
         fields::fixed<C>("scale_attn_by_inverse_layer_idx", false, /*write=*/false),
         fields::fixed<C>("reorder_and_upcast_attn", false, false)};
     for (auto& field : attention_config_fields(&C::attention, &C::attention_fields)) f.push_back(field);
+    f.push_back(fields::choice("position_embedding_type", &C::position_embedding_type, {"absolute", "none"})
+                    .when([](const C& c) { return c.position_embedding_type != "absolute"; }));
     for (auto& field : decoder_head_fields<C>(0.1)) f.push_back(field);
     return ConfigTable<C>(f, {"decoder_start_token_id", "summary_activation", "summary_first_dropout",
                               "summary_proj_to_labels", "summary_type", "summary_use_proj", "n_ctx"});
@@ -76,7 +78,7 @@ GptImpl::GptImpl(GptConfig config_)
   const auto& c = config;
   const int64_t d = c.n_embd;
   wte = register_module("wte", torch::nn::Embedding(c.vocab_size, d));
-  wpe = register_module("wpe", nn::LearnedPositions(c.n_positions, d));
+  if (c.position_embedding_type == "absolute") wpe = register_module("wpe", nn::LearnedPositions(c.n_positions, d));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.n_layer; ++i) {
     layers->push_back(nn::TransformerLayer(nn::TransformerLayerOptions(d, c.n_head, c.inner())
@@ -99,7 +101,7 @@ GptImpl::GptImpl(GptConfig config_)
 void GptImpl::reset_parameters() {
   at::NoGradGuard no_grad;
   init_normal(*this, config.initializer_range);
-  wpe->weight.normal_(0, config.initializer_range);
+  if (wpe) wpe->weight.normal_(0, config.initializer_range);
   reset_norms(*this);
   // Radford et al. 2019: residual projections scaled by 1/sqrt(2 · n_layer).
   const double std_resid = config.initializer_range / std::sqrt(2.0 * std::max<int64_t>(1, config.n_layer));
@@ -116,7 +118,8 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   const int64_t t = input_ids.size(1);
   const int64_t past = caches && !caches->empty() ? (*caches)[0].self_attn.length() : 0;
   // HF forward(): position_ids = arange(past, past + T), whatever the padding; packed documents restart theirs.
-  at::Tensor x = wte(input_ids) + (packing.position_ids.defined() ? wpe->at(packing.position_ids) : wpe(t, past));  // (B, T, D)
+  at::Tensor x = wte(input_ids);  // (B, T, D)
+  if (wpe) x = x + (packing.position_ids.defined() ? wpe->at(packing.position_ids) : wpe(t, past));
   if (is_training() && config.embd_pdrop > 0) x = nn::dropout(x, config.embd_pdrop, true);
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
@@ -134,7 +137,7 @@ std::vector<HfTensor> GptImpl::hf_tensors() {
   std::vector<HfTensor> t;
   const std::string b = body_prefix("transformer.");
   t.push_back({b + "wte.weight", wte->weight});
-  t.push_back({b + "wpe.weight", wpe->weight});
+  if (wpe) t.push_back({b + "wpe.weight", wpe->weight});
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
     const std::string p = b + "h." + std::to_string(i) + ".";
@@ -145,10 +148,7 @@ std::vector<HfTensor> GptImpl::hf_tensors() {
     add_linear(t, p + "mlp.c_fc", layer->ffn->in, true);
     add_linear(t, p + "mlp.c_proj", layer->ffn->out, true);
     add_norm(t, p + "ln_2", layer->ffn_norm);
-    for (const char* name : {"relative_keys", "relative_values"}) {  // Shaw et al.'s tables (lmkit's names)
-      const at::Tensor own = layer->self_attn->kernel_parameter(name);
-      if (own.defined()) t.push_back({p + "attn." + name, own});
-    }
+    add_kernel_tensors(t, p + "attn.", *layer->self_attn);  // Shaw et al.'s tables, a plugin's (lmkit's names)
   }
   add_norm(t, b + "ln_f", ln_f);
   add_head_tensors(t);

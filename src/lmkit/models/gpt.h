@@ -32,6 +32,10 @@ struct GptConfig {
   /// "full" (GPT-2's), "relative" (Shaw et al. 2018), a plugin's; its own keys in attention_fields.
   std::string attention = "full";
   Json attention_fields = Json::object();
+  /// "absolute": GPT-2's learned positions (wpe); "none": no position table, the attention's
+  /// own terms carry order (Shaw et al.'s relative attention alone, as in their paper). lmkit's key
+  /// (HF's BERT spells it so), written only when "none".
+  std::string position_embedding_type = "absolute";
   DecoderHead head = DecoderHead::kLmHead;
 
   int64_t inner() const { return n_inner > 0 ? n_inner : 4 * n_embd; }
@@ -61,7 +65,7 @@ class GptImpl : public DecoderModel {
 
   GptConfig config;
   torch::nn::Embedding wte{nullptr};      ///< (V, D) token embeddings, tied to the LM head
-  nn::LearnedPositions wpe{nullptr};      ///< (n_positions, D)
+  nn::LearnedPositions wpe{nullptr};      ///< (n_positions, D); null with position_embedding_type "none"
   torch::nn::ModuleList layers{nullptr};  ///< n_layer x TransformerLayer (pre-norm)
   nn::Norm ln_f{nullptr};
 };

@@ -60,4 +60,12 @@ void write_num_labels(Json& j, int64_t num_labels) {
   j["label2id"] = label2id;
 }
 
+void add_kernel_tensors(std::vector<HfTensor>& out, const std::string& hf_prefix, const nn::MultiHeadAttentionImpl& attention) {
+  for (const std::string& name : attention.kernel().parameter_names()) {
+    if (name.find('.') != std::string::npos) continue;
+    const at::Tensor own = attention.kernel_parameter(name);
+    if (own.defined()) out.push_back({hf_prefix + name, own});
+  }
+}
+
 }  // namespace lmkit::models

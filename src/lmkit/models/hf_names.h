@@ -10,6 +10,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/config_table.h"
 #include "lmkit/models/model.h"
+#include "lmkit/nn/attention.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::models {
@@ -20,6 +21,11 @@ void add_linear(std::vector<HfTensor>& out, const std::string& hf_prefix, torch:
 /// Adds HF tensors for a fused projection: `names[i]` gets rows [i·n, (i+1)·n) of the fused weight/bias.
 void add_fused_linear(std::vector<HfTensor>& out, const std::vector<std::string>& hf_prefixes, torch::nn::Linear& fused);
 void add_norm(std::vector<HfTensor>& out, const std::string& hf_prefix, nn::Norm& norm);
+/// The tensors an attention kernel registered on `attention` itself (AttentionKernel::
+/// parameter_names without a '.': Linformer's projections, Shaw's tables, a plugin's), each
+/// under hf_prefix + its name. Submodules a kernel adds (Longformer's global projections) have
+/// HF names of their own, which the family lists.
+void add_kernel_tensors(std::vector<HfTensor>& out, const std::string& hf_prefix, const nn::MultiHeadAttentionImpl& attention);
 
 /// HF's generic PretrainedConfig keys (generation defaults, bookkeeping): accepted and ignored.
 void ignore_generic_hf_keys(ConfigReader& reader);
