@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "lmkit/core/batch.h"
 #include "lmkit/core/error.h"
@@ -64,6 +66,15 @@ TEST_CASE("attention registry: an attention's keys belong to it, and a family ta
                         Catch::Contains("this config's attention is 'full'"));
   stray["attention"] = "linformer";
   CHECK_THROWS_WITH(models::create_model(stray, "b.json"), Catch::Contains("attention 'relative''s"));
+  // Longformer's window and BigBird's blocks are theirs: refused by name elsewhere, never read and dropped.
+  for (const auto& [key, value, owner] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"attention_window", 8, "Longformer"}, {"block_size", 16, "BigBird"}, {"num_random_blocks", 2, "BigBird"},
+           {"attention_type", "original_full", "BigBird"}}) {
+    Json other = bert;
+    other[key] = value;
+    CHECK_THROWS_WITH(models::create_model(other, "b.json"),
+                      Catch::Contains("b.json: key '" + key + "' is " + owner + "'s, and this config is bert's"));
+  }
   Json unknown = bert;
   unknown["attention"] = "performer";
   CHECK_THROWS_WITH(models::create_model(unknown, "b.json"),

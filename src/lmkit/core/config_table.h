@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lmkit/core/config.h"
+#include "lmkit/core/error.h"
 
 namespace lmkit {
 
@@ -36,6 +37,23 @@ struct ConfigField {
   ConfigField when(std::function<bool(const C&)> when) const {
     ConfigField f = *this;
     f.written = std::move(when);
+    return f;
+  }
+
+  /// The same field, written where `owns` holds and read only there: elsewhere the key is
+  /// refused by name ("FILE: key 'block_size' is OWNER's, not `other(c)`'s"), never read
+  /// and dropped (a BERT config with Longformer's window, BigBird's blocks).
+  ConfigField owned_by(std::function<bool(const C&)> owns, std::string owner,
+                       std::function<std::string(const C&)> other) const {
+    ConfigField f = when(owns);
+    f.read = [read = read, owns, owner, other, key = key](ConfigReader& r, C& c) {
+      Json v;
+      if (!owns(c) && r.get(key, v)) {
+        throw InputError(r.file() + ": key '" + key + "' is " + owner + "'s, and this config is " + other(c) +
+                         "'s (remove the key)");
+      }
+      read(r, c);
+    };
     return f;
   }
 };

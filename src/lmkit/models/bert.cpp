@@ -82,7 +82,8 @@ ConfigField<BertConfig> attention_window_field() {
                               return c.attention_window.size() == 1 ? Json(c.attention_window[0]) : Json(c.attention_window);
                             },
                             {}, {}};
-  return f.when([](const BertConfig& c) { return c.model_type == "longformer"; });
+  return f.owned_by([](const BertConfig& c) { return c.model_type == "longformer"; }, "Longformer",
+                    [](const BertConfig& c) { return c.model_type; });
 }
 
 }  // namespace
@@ -96,6 +97,7 @@ const ConfigTable<BertConfig>& BertConfig::table() {
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
     auto longformer = [](const C& c) { return c.model_type == "longformer"; };
     auto big_bird = [](const C& c) { return c.model_type == "big_bird"; };
+    auto kind = [](const C& c) { return c.model_type; };
     ConfigField<C> pad = fields::number("pad_token_id", &C::pad_token_id, int64_t{0});
     pad.read = [](ConfigReader& r, C& c) { r.get_nullable("pad_token_id", c.pad_token_id, c.pad_token_id, int64_t{0}); };
     std::vector<ConfigField<C>> rows = {
@@ -119,9 +121,9 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          attention_window_field(),
          fields::token_id("sep_token_id", &C::sep_token_id).when([](const C& c) { return c.model_type != "bert" && c.model_type != "roberta"; }),
          fields::fixed<C>("onnx_export", false).when(longformer),
-         fields::choice("attention_type", &C::attention_type, {"block_sparse", "original_full"}).when(big_bird),
-         fields::number("block_size", &C::block_size, int64_t{1}).when(big_bird),
-         fields::number("num_random_blocks", &C::num_random_blocks, int64_t{0}).when(big_bird),
+         fields::choice("attention_type", &C::attention_type, {"block_sparse", "original_full"}).owned_by(big_bird, "BigBird", kind),
+         fields::number("block_size", &C::block_size, int64_t{1}).owned_by(big_bird, "BigBird", kind),
+         fields::number("num_random_blocks", &C::num_random_blocks, int64_t{0}).owned_by(big_bird, "BigBird", kind),
          fields::fixed<C>("use_bias", true).when(big_bird),
          fields::fixed<C>("rescale_embeddings", false).when(big_bird),
          fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
