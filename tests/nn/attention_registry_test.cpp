@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -75,6 +76,31 @@ TEST_CASE("attention registry: an attention's keys belong to it, and a family ta
     CHECK_THROWS_WITH(models::create_model(other, "b.json"),
                       Catch::Contains("b.json: key '" + key + "' is " + owner + "'s, and this config is bert's"));
   }
+  // --fields (config_fields) lists what the model reads: no other attention's or model type's keys.
+  auto keys_of = [](const Json& config) {
+    std::vector<std::string> keys;
+    for (const auto& row : models::create_model(config, "c.json")->config_fields()) keys.push_back(row.at("key"));
+    return keys;
+  };
+  auto has = [](const std::vector<std::string>& keys, const std::string& k) {
+    return std::find(keys.begin(), keys.end(), k) != keys.end();
+  };
+  const auto plain = keys_of(bert);
+  CHECK(has(plain, "attention"));
+  for (const char* k : {"max_relative_position", "linformer_k", "attention_window", "block_size", "span_boundary_max_targets"}) {
+    CHECK_FALSE(has(plain, k));
+  }
+  Json with_relative = bert;
+  with_relative["attention"] = "relative";
+  CHECK(has(keys_of(with_relative), "max_relative_position"));
+  Json longformer = bert;
+  longformer["model_type"] = "longformer";
+  longformer["pad_token_id"] = 1;
+  longformer["attention_window"] = 4;
+  const auto lf = keys_of(longformer);
+  CHECK(has(lf, "attention_window"));
+  CHECK_FALSE(has(lf, "attention"));
+  CHECK_FALSE(has(lf, "block_size"));
   Json unknown = bert;
   unknown["attention"] = "performer";
   CHECK_THROWS_WITH(models::create_model(unknown, "b.json"),

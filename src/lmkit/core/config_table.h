@@ -32,6 +32,16 @@ struct ConfigField {
   std::function<Json(const C&)> value;          ///< the value written and listed (null: HF's "none")
   std::function<bool(const C&)> written;        ///< unset: always written
   std::function<void(Json&, const C&)> write_as;  ///< unset: j[key] = value(c)
+  /// Whether a config reads the key at all (listed by describe() only then); unset: always.
+  std::function<bool(const C&)> reads;
+
+  /// The same field, listed only where `reads` holds (another head's or attention's keys are
+  /// not this model's to show).
+  ConfigField listed_when(std::function<bool(const C&)> reads_it) const {
+    ConfigField f = *this;
+    f.reads = std::move(reads_it);
+    return f;
+  }
 
   /// The same field, written only where `when` holds (a head's own keys).
   ConfigField when(std::function<bool(const C&)> when) const {
@@ -45,7 +55,7 @@ struct ConfigField {
   /// and dropped (a BERT config with Longformer's window, BigBird's blocks).
   ConfigField owned_by(std::function<bool(const C&)> owns, std::string owner,
                        std::function<std::string(const C&)> other) const {
-    ConfigField f = when(owns);
+    ConfigField f = when(owns).listed_when(owns);
     f.read = [read = read, owns, owner, other, key = key](ConfigReader& r, C& c) {
       Json v;
       if (!owns(c) && r.get(key, v)) {
@@ -150,10 +160,11 @@ class ConfigTable {
       else j[f.key] = f.value(c);
     }
   }
-  /// One row a field: {key, value (c's), default (defaults'), check}.
+  /// One row a field `c` reads: {key, value (c's), default (defaults'), check}.
   Json describe(const C& c, const C& defaults) const {
     Json rows = Json::array();
     for (const auto& f : fields_) {
+      if (f.reads && !f.reads(c)) continue;
       rows.push_back({{"key", f.key}, {"value", f.value(c)}, {"default", f.value(defaults)}, {"check", f.check}});
     }
     return rows;

@@ -43,7 +43,8 @@ std::vector<ConfigField<C>> attention_config_fields(std::string C::*name, Json C
                          },
                          {}, {}};
       const std::string owner = spec.name;
-      rows.push_back(row.when([=](const C& c) { return c.*name == owner; }));
+      auto owns = [=](const C& c) { return c.*name == owner; };
+      rows.push_back(row.when(owns).listed_when(owns));
     }
   }
   return rows;

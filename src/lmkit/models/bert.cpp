@@ -116,7 +116,12 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          pad,  // null keeps the default (a padding row: RoBERTa's positions count from it)
          fields::nullable("classifier_dropout", &C::classifier_dropout, -1.0, 0.0, 1.0),
          fields::fixed<C>("position_embedding_type", "absolute")};
-    for (auto& row : attention_config_fields(&C::attention, &C::attention_fields)) rows.push_back(std::move(row));
+    // Longformer and BigBird choose their own attention: "attention" and its keys are not theirs to list.
+    auto chooses = [](const C& c) { return c.model_type != "longformer" && c.model_type != "big_bird"; };
+    for (auto& row : attention_config_fields(&C::attention, &C::attention_fields)) {
+      auto listed = row.reads;
+      rows.push_back(row.listed_when([=](const C& c) { return chooses(c) && (!listed || listed(c)); }));
+    }
     rows.insert(rows.end(), {
          attention_window_field(),
          fields::token_id("sep_token_id", &C::sep_token_id).when([](const C& c) { return c.model_type != "bert" && c.model_type != "roberta"; }),
@@ -126,8 +131,8 @@ const ConfigTable<BertConfig>& BertConfig::table() {
          fields::number("num_random_blocks", &C::num_random_blocks, int64_t{0}).owned_by(big_bird, "BigBird", kind),
          fields::fixed<C>("use_bias", true).when(big_bird),
          fields::fixed<C>("rescale_embeddings", false).when(big_bird),
-         fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span),
-         fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span),
+         fields::number("span_boundary_max_targets", &C::span_boundary_max_targets, int64_t{1}).when(span).listed_when(span),
+         fields::number("span_boundary_position_size", &C::span_boundary_position_size, int64_t{1}).when(span).listed_when(span),
          labels_field(&C::num_labels).when(classifies)});
     return ConfigTable<C>(rows, {"bos_token_id", "eos_token_id", "decoder_start_token_id", "tie_word_embeddings"});
   }();
