@@ -109,6 +109,11 @@ at::Tensor bias_of(const at::Tensor& allowed, at::ScalarType dtype) {
   return at::where(allowed, at::zeros({}, opts), at::full({}, mask_value(dtype), opts));
 }
 
+at::Tensor additive_bias(const AttentionMask& mask, int64_t batch, int64_t keys, at::ScalarType dtype) {
+  if (mask.bias.defined() || !mask.key_ok.defined()) return mask.bias;
+  return bias_of(mask.key_ok.to(at::kBool).view({batch, 1, 1, keys}), dtype);
+}
+
 at::Tensor real_keys(const AttentionMask& mask, int64_t batch, int64_t keys, const char* what) {
   if (mask.key_ok.defined()) return mask.key_ok.to(at::kBool).expand({batch, keys});
   const at::Tensor& bias = mask.bias;

@@ -171,6 +171,10 @@ double mask_value(at::ScalarType dtype);
 /// The additive bias of a boolean "may attend" mask: 0 where allowed, mask_value elsewhere.
 at::Tensor bias_of(const at::Tensor& allowed, at::ScalarType dtype);
 
+/// The additive bias of a mask for the kernels that take one: its bias, else one made from its
+/// key_ok (B, 1, 1, Tk), else undefined (every key).
+at::Tensor additive_bias(const AttentionMask& mask, int64_t batch, int64_t keys, at::ScalarType dtype);
+
 /// The keys a mask lets through, (B, Tk) bool: its key_ok, else its bias's per-key values
 /// (a (B|1, 1, 1, Tk) bias: 0 where real), else undefined (every key). `what` names the
 /// attention in the error a bias with a query dimension gets (a document or causal mask).

@@ -23,11 +23,11 @@ class BlockSparseAttention : public AttentionKernel {
   at::Tensor attend(const AttentionInputs& in) override {
     const at::Tensor &q = in.q, &k = in.k, &v = in.v;
     const int64_t b = q.size(0), h = q.size(1), t = q.size(2);
-    at::Tensor real = real_keys(in.mask, b, t, "BigBird");
     if (!sparse(t)) {
-      const at::Tensor bias = in.mask.bias.defined() || !real.defined() ? in.mask.bias : bias_of(real.view({b, 1, 1, t}), q.scalar_type());
-      return scaled_dot_product(q, k, v, bias, settings_.scale, settings_.dropout, training(), settings_.backend);
+      return scaled_dot_product(q, k, v, additive_bias(in.mask, b, t, q.scalar_type()), settings_.scale, settings_.dropout,
+                                training(), settings_.backend);
     }
+    at::Tensor real = real_keys(in.mask, b, t, "BigBird");
     const int64_t padded = (t + block_ - 1) / block_ * block_, nb = padded / block_;
     if (!real.defined()) real = at::ones({b, t}, q.options().dtype(at::kBool));
     real = at::constant_pad_nd(real.to(at::kByte), {0, padded - t}).ne(0);  // HF pads to whole blocks with masked keys

@@ -15,8 +15,7 @@ class FullAttention : public AttentionKernel {
 
   at::Tensor attend(const AttentionInputs& in) override {
     const at::Tensor &q = in.q, &k = in.k;
-    at::Tensor bias = in.mask.bias;
-    if (!bias.defined() && in.mask.key_ok.defined()) bias = bias_of(in.mask.key_ok.view({k.size(0), 1, 1, k.size(2)}), q.scalar_type());
+    at::Tensor bias = additive_bias(in.mask, k.size(0), k.size(2), q.scalar_type());
     // A causal layer called without a bias masks in the kernel; past keys (a cache) need the bias.
     bool in_kernel = false;
     if (settings_.causal && !bias.defined()) {

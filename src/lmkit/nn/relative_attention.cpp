@@ -34,8 +34,7 @@ class RelativeAttention : public AttentionKernel {
     const at::Tensor qs = q * settings_.scale;
     at::Tensor scores = at::matmul(qs, k.transpose(-2, -1)) +
                         at::matmul(qs, keys_.to(q.scalar_type()).t()).gather(-1, bucket);  // (B, H, Tq, Tk)
-    at::Tensor bias = in.mask.bias;
-    if (!bias.defined() && in.mask.key_ok.defined()) bias = bias_of(in.mask.key_ok.view({b, 1, 1, tk}), q.scalar_type());
+    const at::Tensor bias = additive_bias(in.mask, b, tk, q.scalar_type());
     if (bias.defined()) scores = scores + bias.to(scores.scalar_type());
     if (settings_.causal && !bias.defined()) scores = scores + attention_bias({}, true, tq, tk, scores.scalar_type(), q.device());
     at::Tensor probs = at::softmax(scores, -1);
