@@ -309,3 +309,55 @@ TEST_CASE("evaluate: in-context metrics on a GPT, several tasks in one call, and
   CHECK_THAT(e.out, Catch::Contains("scores causal language models (GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM or "
                                     "BloomForCausalLM), not BertForSequenceClassification"));
 }
+
+namespace {
+std::string squad(const std::string& name) { return test::source_dir() + "/tests/fixtures/squad/" + name; }
+}  // namespace
+
+TEST_CASE("finetune: question answering trains on SQuAD v2.0 windows and evaluate reproduces its dev scores",
+          "[apps][finetune][squad]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  auto r = run("lmkit-finetune --task question-answering --init random --model " + test::model_preset("bert-tiny") +
+               " --tokenizer " + (*f.dir / "tok.model") + " --train " + squad("train.json") + " --dev " + squad("dev.json") +
+               " --output " + (dir / "ft") + " --epochs 1 --batch-size 32 --max-length 64 --max-query-length 24 --doc-stride 16"
+               " --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json result = load_json_file(dir / "ft/result.json");
+  CHECK(result["task"] == "question-answering");
+  CHECK(result["squad_version"] == "v2.0");
+  CHECK(result["total"] == 16);
+  CHECK(result["NoAns_total"] == 4);
+  CHECK(result["windows"].get<int64_t>() > 16);  // long contexts: several windows a question
+  CHECK(load_json_file(dir / "ft/best/config.json")["architectures"][0] == "BertForQuestionAnswering");
+  const Json info = load_json_file(dir / "ft/best/finetune.json");
+  CHECK(info["doc_stride"] == 16);
+  CHECK(info["version_2_with_negative"] == true);
+  const Json predictions = load_json_file(dir / "ft/predictions.json");
+  CHECK(predictions.size() == 16);
+  // As finetuned (windows, stride, thresholds from finetune.json): the same answers and figures.
+  auto e = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + squad("dev.json") + " --metric squad --output " +
+               (dir / "eval.json") + " --predictions " + (dir / "eval.pred.json") + " --threads 1");
+  INFO(e.out);
+  REQUIRE(e.code == 0);
+  const Json ev = load_json_file(dir / "eval.json");
+  for (const char* key : {"exact", "f1", "HasAns_f1", "NoAns_exact", "windows"}) CHECK(ev[key] == result[key]);
+  CHECK(load_json_file(dir / "eval.pred.json") == predictions);
+  // Bad input: one error line naming the question, the flag or the head.
+  { std::ofstream(dir / "moved.json") << R"({"data": [{"paragraphs": [{"context": "in 1984 .", "qas": [{"id": "x", "question": "when ?", "answers": [{"text": "1984", "answer_start": 0}]}]}]}]})"; }
+  const std::string eval = "lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --metric squad --threads 1 --output " + (dir / "bad.json");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {eval + " --data " + (dir / "moved.json"), "question 'x': answer '1984' is not at character 0 of its context"},
+      {eval + " --data " + squad("dev.json") + " --seq-len 64 --doc-stride 60", "--doc-stride 60 must be below"},
+      {eval + " --data " + squad("cases.json"), "not SQuAD's JSON"},
+      {"lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --metric classification --data " + squad("dev.json") +
+           " --output " + (dir / "c.json"), "has no classification head"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto b = run(args);
+    INFO(args << "\n" << b.out);
+    CHECK(b.code == 2);
+    CHECK_THAT(b.out, Catch::StartsWith("error: ") && Catch::Contains(message));
+  }
+}

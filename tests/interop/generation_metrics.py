@@ -47,35 +47,9 @@ except ImportError as e:
     sys.exit(77)
 
 
-# SQuAD v1.1's official evaluate-v1.1.py, verbatim in substance.
-def normalize_answer(s):
-    def remove_articles(text):
-        return re.sub(r'\b(a|an|the)\b', ' ', text)
-
-    def white_space_fix(text):
-        return ' '.join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return ''.join(ch for ch in text if ch not in exclude)
-
-    return white_space_fix(remove_articles(remove_punc(s.lower())))
-
-
-def squad_f1(prediction, ground_truth):
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    return (2 * precision * recall) / (precision + recall)
-
-
-def squad_exact_match(prediction, ground_truth):
-    return normalize_answer(prediction) == normalize_answer(ground_truth)
+# SQuAD v1.1's official evaluate-v1.1.py (squad_official.py, shared with squad_cases.py).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from squad_official import exact_match_score as squad_exact_match, f1_score_v1 as squad_f1  # noqa: E402
 
 
 SCORER = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)

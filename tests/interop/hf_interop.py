@@ -106,6 +106,10 @@ FAMILIES = {
     "electra_gen": (None, transformers.ElectraForMaskedLM, "labels"),
     "electra_seqcls": (None, transformers.ElectraForSequenceClassification, "labels"),
     "electra_tokcls": (None, transformers.ElectraForTokenClassification, "labels"),
+    "bert_qa": (None, transformers.BertForQuestionAnswering, "start_positions"),
+    "roberta_qa": (None, transformers.RobertaForQuestionAnswering, "start_positions"),
+    "longformer_qa": (None, transformers.LongformerForQuestionAnswering, "start_positions"),
+    "big_bird_qa": (None, transformers.BigBirdForQuestionAnswering, "start_positions"),
 }
 NUM_TAGS = 5
 
@@ -289,7 +293,28 @@ def made_config(family):
         family.split("_")[0]]
     extra = {"classifier_dropout": 0.1} if family.startswith("t5") else \
         {"bos_token_id": 1, "eos_token_id": 1} if family.startswith("gpt2") else {}
-    return cls(**c, num_labels=NUM_TAGS, **extra)
+    return cls(**c, num_labels=2 if family.endswith("_qa") else NUM_TAGS, **extra)
+
+
+def qa_inputs(family, config):
+    """Question-answering rows: <cls> question <sep> context <sep> (RoBERTa's and Longformer's
+    </s></s> between), the second right-padded; no global_attention_mask (Longformer puts global
+    attention on the question, to the first separator) and no token types (BigBird's come from
+    its question mask); answer positions, one end past the row (clamped and ignored, as HF's)."""
+    g = torch.Generator().manual_seed(5)
+    t, real, question = {"big_bird_qa": (50, 37, 6), "longformer_qa": (29, 21, 5)}.get(family, (16, 11, 4))
+    ids = torch.randint(5, config.vocab_size, (2, t), generator=g)
+    mask = torch.ones_like(ids)
+    sep = config.sep_token_id if family in ("longformer_qa", "big_bird_qa") else 3
+    roberta = family in ("roberta_qa", "longformer_qa")
+    ids[:, 0] = 0 if roberta else 2
+    ids[:, question] = sep
+    if roberta:
+        ids[:, question + 1] = sep
+    ids[0, t - 1], ids[1, real - 1] = sep, sep
+    ids[1, real:], mask[1, real:] = config.pad_token_id, 0
+    return {"input_ids": ids, "attention_mask": mask, "start_positions": torch.tensor([question + 3, 0]),
+            "end_positions": torch.tensor([question + 5, t + 7])}
 
 
 def tokcls_inputs(family, vocab):
@@ -326,7 +351,8 @@ def roberta_inputs(family):
         labels[r, c] = ids[r, c]
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 # HF output attributes; lmkit-forward writes each under the same name
-OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state"]
+OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state",
+                "start_logits", "end_logits"]
 
 
 def run(cmd):
@@ -372,7 +398,9 @@ def compare(name, got, want):
     if got.shape != want.shape:
         return f"{name}: shape {tuple(got.shape)} vs HF {tuple(want.shape)}", 0.0
     err = (got - want).abs().max().item() if want.numel() else 0.0
-    scale = max(1.0, want.abs().max().item() if want.numel() else 0.0)
+    # BigBird's QA head takes 1e6 off the question's logits: the scale is the other logits'.
+    kept = want[want.abs() < 1e5] if name in ("start_logits", "end_logits") else want
+    scale = max(1.0, kept.abs().max().item() if kept.numel() else 0.0)
     return (f"{name}: max |diff| {err:.3g} (scale {scale:.3g})" if err > TOLERANCE * scale else None), err / scale
 
 
@@ -420,7 +448,9 @@ def hf_to_lmkit(family, bin_dir, work):
     redraw(model, seed=7)
     ckpt = os.path.join(work, "hf")
     model.save_pretrained(ckpt)
-    if family.startswith("electra"):
+    if family.endswith("_qa"):
+        batch = qa_inputs(family, config)
+    elif family.startswith("electra"):
         batch = electra_inputs(family)
     elif family.startswith("longformer"):
         batch = longformer_inputs(family)
@@ -473,10 +503,10 @@ def greedy_generation(model, bin_dir, ckpt):
 
 def small_config(family):
     """A model preset small enough to pretrain for two steps in seconds."""
-    if family in ("bert", "bert_seqcls", "spanbert", "bert_tokcls"):
+    if family in ("bert", "bert_seqcls", "spanbert", "bert_tokcls", "bert_qa"):
         return {"model_type": "bert", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 128}
-    if family in ("roberta", "roberta_seqcls", "roberta_tokcls"):
+    if family in ("roberta", "roberta_seqcls", "roberta_tokcls", "roberta_qa"):
         return {"model_type": "roberta", **{k: v for k, v in ROBERTA_CONFIG.items() if k.endswith("_size") or
                                             k in ("num_hidden_layers", "num_attention_heads", "max_position_embeddings")}}
     if family in ("gpt2", "gpt2_tokcls"):
@@ -517,7 +547,8 @@ def lmkit_to_hf(family, bin_dir, work):
     objective = {"bert": "mlm+nsp", "bert_seqcls": "mlm+nsp", "gpt2": "clm", "roberta": "mlm",
                  "roberta_seqcls": "mlm", "spanbert": "mlm+sbo", "bert_tokcls": "mlm", "roberta_tokcls": "mlm",
                  "gpt2_tokcls": "clm", "longformer": "mlm", "longformer_seqcls": "mlm", "longformer_tokcls": "mlm",
-                 "big_bird": "mlm+nsp", "big_bird_seqcls": "mlm", "big_bird_tokcls": "mlm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
+                 "big_bird": "mlm+nsp", "big_bird_seqcls": "mlm", "big_bird_tokcls": "mlm", "bert_qa": "mlm", "roberta_qa": "mlm",
+                 "longformer_qa": "mlm", "big_bird_qa": "mlm"}.get(family, "clm" if rotary(family) else "mlm" if family.startswith("electra") else "span")
     run_dir = os.path.join(work, "pretrain")
     run([os.path.join(bin_dir, "lmkit-pretrain"), "--model", preset, "--train", os.path.join(SAMPLE, "valid.txt"),
          "--output", run_dir, "--objective", objective, "--vocab-size", "1000", "--steps", "2", "--batch-size", "4",
@@ -539,6 +570,13 @@ def lmkit_to_hf(family, bin_dir, work):
              "--output", os.path.join(work, "finetune"), "--epochs", "1", "--batch-size", "16", "--max-length", "32",
              "--threads", "1"])
         ckpt = os.path.join(work, "finetune", "best")
+    if family.endswith("_qa"):
+        squad = os.path.join(SOURCE, "tests", "fixtures", "squad")
+        run([os.path.join(bin_dir, "lmkit-finetune"), "--task", "question-answering", "--checkpoint", ckpt,
+             "--train", os.path.join(squad, "train.json"), "--dev", os.path.join(squad, "dev.json"),
+             "--output", os.path.join(work, "finetune"), "--epochs", "1", "--batch-size", "16", "--max-length", "64",
+             "--max-query-length", "16", "--doc-stride", "16", "--threads", "1"])
+        ckpt = os.path.join(work, "finetune", "best")
     _, cls, _ = FAMILIES[family]
     model, info = cls.from_pretrained(ckpt, output_loading_info=True)
     sbo_head = []
@@ -558,7 +596,9 @@ def lmkit_to_hf(family, bin_dir, work):
         # padding is the pad id: RoBERTa's positions skip it, HF's Llama classifier finds the last token by it
         ids[1, 10:] = model.config.pad_token_id
     batch = {"input_ids": ids, "attention_mask": mask}
-    if family in ("longformer", "longformer_tokcls"):
+    if family.endswith("_qa"):  # a separator after the question (Longformer's global tokens, BigBird's question mask)
+        ids[:, 4] = model.config.sep_token_id if family in ("longformer_qa", "big_bird_qa") else ids[:, 4]
+    if family in ("longformer", "longformer_tokcls", "longformer_qa"):
         glob = torch.zeros_like(ids)
         glob[:, [0, 5]] = 1
         batch["global_attention_mask"] = glob
@@ -571,6 +611,8 @@ def lmkit_to_hf(family, bin_dir, work):
         batch["labels"] = torch.tensor([0, 1])
     elif family.endswith("tokcls"):
         batch["labels"] = torch.randint(0, model.config.num_labels, (2, 16), generator=g).masked_fill(mask == 0, -100)
+    elif family.endswith("_qa"):
+        batch["start_positions"], batch["end_positions"] = torch.tensor([6, 0]), torch.tensor([8, 0])
     elif family in ("roberta", "spanbert", "electra_gen", "longformer"):
         labels = torch.full_like(ids, -100)
         labels[:, 3:6] = ids[:, 3:6]  # one span per row

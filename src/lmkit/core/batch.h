@@ -48,6 +48,11 @@ inline constexpr const char* kDocumentIds = "document_ids";
 /// position table (or the rotary angle) it takes; packed documents restart theirs at each
 /// document (counted from the model's Model::first_position()).
 inline constexpr const char* kPositionIds = "position_ids";
+/// Extractive question answering's targets in Batch::extra: (B) int64, the token index of
+/// each row's answer start and end (HF's names; 0, the first token, for no answer in the row;
+/// beyond the row: ignored, as HF clamps them to T and ignores T).
+inline constexpr const char* kStartPositions = "start_positions";
+inline constexpr const char* kEndPositions = "end_positions";
 /// BigBird's random blocks in Batch::extra, a test hook: (layers, heads, nb − 2, r) int64,
 /// the blocks HF drew, used instead of lmkit's draws (nn::MultiHeadAttentionImpl::random_blocks).
 inline constexpr const char* kBigBirdRandomBlocks = "bigbird_random_blocks";

@@ -24,24 +24,28 @@ const ArchitectureTable<BertHead>& bert_architectures(const std::string& model_t
        {"BertForMaskedLM", BertHead::kMaskedLm, ""},
        {"BertForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
        {"BertForSpanPreTraining", BertHead::kSpanPreTraining, ""},
-       {"BertForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+       {"BertForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead},
+       {"BertForQuestionAnswering", BertHead::kQuestionAnswering, kQuestionAnsweringHead}});
   static const ArchitectureTable<BertHead> roberta(
       {{"RobertaForMaskedLM", BertHead::kMaskedLm, ""},
        {"RobertaModel", BertHead::kNone, ""},
        {"RobertaForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
        {"RobertaForSpanPreTraining", BertHead::kSpanPreTraining, ""},
-       {"RobertaForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+       {"RobertaForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead},
+       {"RobertaForQuestionAnswering", BertHead::kQuestionAnswering, kQuestionAnsweringHead}});
   static const ArchitectureTable<BertHead> longformer(
       {{"LongformerForMaskedLM", BertHead::kMaskedLm, ""},
        {"LongformerModel", BertHead::kNone, ""},
        {"LongformerForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
-       {"LongformerForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+       {"LongformerForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead},
+       {"LongformerForQuestionAnswering", BertHead::kQuestionAnswering, kQuestionAnsweringHead}});
   static const ArchitectureTable<BertHead> big_bird(
       {{"BigBirdForPreTraining", BertHead::kPreTraining, ""},
        {"BigBirdModel", BertHead::kNone, ""},
        {"BigBirdForMaskedLM", BertHead::kMaskedLm, ""},
        {"BigBirdForSequenceClassification", BertHead::kSequenceClassification, kClassificationHead},
-       {"BigBirdForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead}});
+       {"BigBirdForTokenClassification", BertHead::kTokenClassification, kTokenClassificationHead},
+       {"BigBirdForQuestionAnswering", BertHead::kQuestionAnswering, kQuestionAnsweringHead}});
   if (model_type == "big_bird") return big_bird;
   return model_type == "longformer" ? longformer : model_type == "roberta" ? roberta : bert;
 }
@@ -92,7 +96,8 @@ const ConfigTable<BertConfig>& BertConfig::table() {
   using C = BertConfig;
   static const ConfigTable<C> table = [] {
     auto classifies = [](const C& c) {
-      return c.head == BertHead::kSequenceClassification || c.head == BertHead::kTokenClassification;
+      return c.head == BertHead::kSequenceClassification || c.head == BertHead::kTokenClassification ||
+             c.head == BertHead::kQuestionAnswering;  // HF's QA configs carry id2label, two entries
     };
     auto span = [](const C& c) { return c.head == BertHead::kSpanPreTraining; };
     auto longformer = [](const C& c) { return c.model_type == "longformer"; };
@@ -186,8 +191,8 @@ void BertImpl::build_heads() {
   const auto& c = config;
   const int64_t d = c.hidden_size;
   const BertHead h = c.head;
-  // BigBird's every head sits on BigBirdModel with its pooler.
-  const bool pooled = h == BertHead::kNone || big_bird() ||
+  // BigBird's every head sits on BigBirdModel with its pooler, but for question answering (add_pooling_layer=False).
+  const bool pooled = h == BertHead::kNone || (big_bird() && h != BertHead::kQuestionAnswering) ||
                       (!roberta() && (h == BertHead::kPreTraining || h == BertHead::kSequenceClassification));
   if (pooled) pooler = register_module("pooler", torch::nn::Linear(d, d));
   if (h == BertHead::kPreTraining || h == BertHead::kMaskedLm || h == BertHead::kSpanPreTraining) {
@@ -205,6 +210,19 @@ void BertImpl::build_heads() {
   if (h == BertHead::kSequenceClassification && !classifier_dense) classifier = register_module("classifier", torch::nn::Linear(d, c.num_labels));
   if (h == BertHead::kTokenClassification) {
     token_classifier = register_module("token_classifier", TokenClassifier(d, c.num_labels, head_dropout(c)));
+  }
+  if (h == BertHead::kQuestionAnswering) {
+    check_input(c.num_labels == 2, architecture() + " has two outputs a token (start, end); the config says num_labels " +
+                                       std::to_string(c.num_labels));
+    QuestionAnsweringOptions o;
+    o.hidden_size = d;
+    if (big_bird()) {
+      o.intermediate_size = c.intermediate_size;
+      o.activation = nn::parse_activation(c.hidden_act);
+      o.dropout = c.hidden_dropout_prob;
+      o.layer_norm_eps = c.layer_norm_eps;
+    }
+    qa_head = register_module("qa_head", QuestionAnsweringHead(o));
   }
 }
 
@@ -267,7 +285,9 @@ at::Tensor BertImpl::mlm_logits(const at::Tensor& hidden) {
 at::Tensor BertImpl::global_tokens(const Batch& batch) const {
   if (config.model_type != "longformer") return {};
   at::Tensor global = batch.field(kGlobalAttentionMask);
-  if (global.defined() || config.head != BertHead::kSequenceClassification) return global;
+  if (global.defined()) return global;
+  if (config.head == BertHead::kQuestionAnswering) return question_global_attention(batch.input_ids, config.sep_token_id);
+  if (config.head != BertHead::kSequenceClassification) return global;
   // HF's LongformerForSequenceClassification: global attention on <s> unless told otherwise.
   global = at::zeros_like(batch.input_ids);
   global.select(1, 0).fill_(1);
@@ -301,7 +321,16 @@ double BertImpl::flops_per_token(int64_t seq_len, int64_t) const {
 Output BertImpl::forward(const Batch& batch) {
   Output out;
   std::vector<at::Tensor>* hs = output_hidden_states ? &out.hidden_states : nullptr;
-  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, batch.token_type_ids, hs, global_tokens(batch),
+  // HF's BigBirdForQuestionAnswering: the question (to the first [SEP]) leaves the competition
+  // but for [CLS], and is token type 0 (the context 1) where no token types are given.
+  at::Tensor question, types = batch.token_type_ids;
+  if (qa_head && big_bird()) {
+    question = question_tokens(batch.input_ids, config.sep_token_id);
+    if (!types.defined()) types = 1 - question;
+    question = question.clone();
+    question.select(1, 0).zero_();
+  }
+  out.last_hidden_state = encode(batch.input_ids, batch.attention_mask, types, hs, global_tokens(batch),
                                  Packing::of(batch), batch.field(kBigBirdRandomBlocks));
   if (pooler) out.pooler_output = at::tanh(pooler(out.last_hidden_state.select(1, 0)));              // (B, D)
   if (mlm_dense) {
@@ -311,6 +340,7 @@ Output BertImpl::forward(const Batch& batch) {
   }
   if (nsp) next_sentence(batch, out);
   if (token_classifier) token_classifier->apply(out, out.last_hidden_state, batch.labels);
+  if (qa_head) qa_head->apply(out, out.last_hidden_state, question, batch.field(kStartPositions), batch.field(kEndPositions));
   if (config.head == BertHead::kSequenceClassification) classify(batch, out);
   return out;
 }
@@ -333,6 +363,11 @@ void BertImpl::check_batch(const Batch& b) const {
   if (config.model_type == "longformer") extras.push_back(kGlobalAttentionMask);
   if (big_bird()) extras.push_back(kBigBirdRandomBlocks);
   if (takes_documents()) extras.insert(extras.end(), {kDocumentIds, kPositionIds});
+  if (qa_head) {
+    extras.insert(extras.end(), {kStartPositions, kEndPositions});
+    check_unused(b.labels, "labels", architecture() + " (it takes start_positions and end_positions)");
+    check_answer_positions(b);
+  }
   check_encoder_batch(b, architecture(), config, extras,
                       config.head == BertHead::kSequenceClassification, static_cast<bool>(token_classifier));
   check_packing(b, config.max_position_embeddings);
@@ -360,6 +395,7 @@ std::vector<HfTensor> BertImpl::hf_tensors() {
   if (classifier_dense) add_linear(t, "classifier.dense", classifier_dense);
   if (classifier_out) add_linear(t, "classifier.out_proj", classifier_out);
   if (token_classifier) token_classifier->add_hf_tensors(t);
+  if (qa_head) qa_head->add_hf_tensors(t);
   return t;
 }
 

@@ -17,6 +17,7 @@
 #include "lmkit/core/config_table.h"
 #include "lmkit/models/architectures.h"
 #include "lmkit/models/model.h"
+#include "lmkit/models/question_answering.h"
 #include "lmkit/models/span_boundary.h"
 #include "lmkit/models/token_classifier.h"
 #include "lmkit/nn/norm.h"
@@ -31,6 +32,7 @@ enum class BertHead {
   kSequenceClassification,  ///< BertForSequenceClassification: pooled [CLS] -> dropout -> linear
   kSpanPreTraining,         ///< BertForSpanPreTraining: MLM + SpanBERT's span boundary objective, no pooler
   kTokenClassification,     ///< BertForTokenClassification: every token -> dropout -> linear, no pooler
+  kQuestionAnswering,       ///< BertForQuestionAnswering: start and end logits per token, no pooler
 };
 
 /// HF's BertConfig keys (RobertaConfig's and LongformerConfig's too, with their defaults).
@@ -123,7 +125,8 @@ class BertImpl : public Model {
   /// The MLM head's transform (dense, activation, norm) before the vocabulary projection.
   at::Tensor mlm_transform(const at::Tensor& hidden);
   /// Longformer's global tokens of a batch: its global_attention_mask, else (the sequence
-  /// classifier, as HF's) the first token of every row; undefined for the other models.
+  /// classifier, as HF's) the first token of every row, or (question answering) the question's
+  /// tokens, those before the first separator; undefined for the other models.
   at::Tensor global_tokens(const Batch& batch) const;
   /// Re-initialises every weight as HF does (N(0, initializer_range), zero biases and padding rows, unit norms).
   void reset_parameters();
@@ -150,6 +153,7 @@ class BertImpl : public Model {
   torch::nn::Linear classifier_dense{nullptr}, classifier_out{nullptr};  ///< RoBERTa's and BigBird's
   SpanBoundaryHead span_boundary{nullptr};              ///< kSpanPreTraining
   TokenClassifier token_classifier{nullptr};            ///< kTokenClassification
+  QuestionAnsweringHead qa_head{nullptr};               ///< kQuestionAnswering
 
  private:
   /// RoBERTa's embeddings and heads: RoBERTa and Longformer.

@@ -29,6 +29,7 @@ struct Objective {
 inline constexpr const char* kClassificationHead = "classification";            ///< a label per sequence
 inline constexpr const char* kTokenClassificationHead = "token-classification";  ///< a label per token
 inline constexpr const char* kTextToTextHead = "text-to-text";                   ///< generates a target text
+inline constexpr const char* kQuestionAnsweringHead = "question-answering";      ///< an answer span's start and end
 
 struct Family {
   std::string model_type;                  ///< HF model_type: bert, gpt2, t5, transformer

@@ -12,6 +12,8 @@ TaskSpec classification_task();
 TaskSpec token_classification_task();
 /// Text-to-text generation (translation, summarisation, QA as text).
 TaskSpec text_to_text_task();
+/// Extractive question answering (SQuAD v1.1 and v2.0), scored by SQuAD's official scripts.
+TaskSpec question_answering_task();
 
 /// lmkit-evaluate's own metrics (builtin_metrics.cpp): the corpus metrics (perplexity,
 /// mlm-perplexity, pseudo-perplexity, span, objective), bleu and the in-context three.

@@ -44,6 +44,13 @@ std::shared_ptr<models::Model> make_model(const FinetuneOptions& a, const Contex
   Json overrides = {{"num_labels", num_labels}};
   const bool no_pad = c.model_config.contains("pad_token_id") && c.model_config["pad_token_id"].is_null();
   if (num_labels > 0 && no_pad && c.pad_id >= 0) overrides["pad_token_id"] = c.pad_id;
+  // Longformer's and BigBird's question-answering heads find the question by sep_token_id
+  // (global attention, BigBird's question mask): the tokenizer's separator, whatever the preset said.
+  const std::string type = c.model_config.value("model_type", "");
+  if (c.family.head(models::kQuestionAnsweringHead) == head && (type == "longformer" || type == "big_bird") &&
+      tok.specials().sep >= 0) {
+    overrides["sep_token_id"] = tok.specials().sep;
+  }
   if (!a.checkpoint.empty()) {
     // A new head starts from random initialisation (listed on stderr), the body from the checkpoint.
     model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, overrides, /*new_head=*/true)

@@ -17,7 +17,7 @@ namespace {
 
 std::vector<TaskSpec>& registry() {
   static std::vector<TaskSpec> all = [] {
-    std::vector<TaskSpec> builtin = {classification_task(), token_classification_task(), text_to_text_task()};
+    std::vector<TaskSpec> builtin = {classification_task(), token_classification_task(), text_to_text_task(), question_answering_task()};
     for (auto& t : builtin) t.source = "lmkit";
     return builtin;
   }();
