@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -15,21 +16,24 @@
 namespace {
 
 // The named input tensors of a safetensors file as a Batch: other names are the model's
-// extra inputs (next_sentence_label), which it refuses unless it reads them.
+// extra inputs (next_sentence_label; an image model's pixel_values), which it refuses unless
+// it reads them.
 lmkit::Batch read_inputs(const std::string& path) {
   const auto file = lmkit::io::read_safetensors(path);
   const std::set<std::string> fields{"input_ids",      "attention_mask", "token_type_ids",      "decoder_input_ids",
                                      "decoder_attention_mask", "labels"};
   lmkit::Batch batch;
+  const bool images = file.get("pixel_values").defined();
+  if (!images) file.at("input_ids", path);  // an InputError naming the file when absent
   for (const auto& t : file.tensors) {
     if (fields.count(t.first)) continue;
-    // Without input_ids an extra name is more likely a misspelt field.
-    if (!file.get("input_ids").defined()) {
+    // Without input_ids (or an image model's pixel_values) an extra name is more likely a misspelt field.
+    if (!file.get("input_ids").defined() && !images) {
       throw lmkit::InputError(path + ": unknown input tensor '" + t.first + "' and no input_ids");
     }
     batch.extra[t.first] = t.second;
   }
-  batch.input_ids = file.at("input_ids", path);
+  batch.input_ids = file.get("input_ids");
   batch.attention_mask = file.get("attention_mask");
   batch.token_type_ids = file.get("token_type_ids");
   batch.decoder_input_ids = file.get("decoder_input_ids");
@@ -65,6 +69,30 @@ std::vector<std::pair<std::string, at::Tensor>> named_outputs(lmkit::models::Mod
   return tensors;
 }
 
+constexpr const char* kInputsHelp =
+    "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask, "
+    "labels, and the inputs the model reads besides (next_sentence_label; an image model's pixel_values instead of input_ids)";
+
+// --save DIR: refused when DIR is a file, or exists without --overwrite.
+void check_save(const std::string& save, bool overwrite) {
+  if (!std::filesystem::exists(save)) return;
+  lmkit::check_input(std::filesystem::is_directory(save), "--save " + save + ": is a file, not a checkpoint directory");
+  lmkit::check_input(overwrite, "--save " + save + ": exists; give --overwrite to replace it");
+}
+
+// The model as it ran into `save`, with the files beside the checkpoint's weights that describe
+// its inputs (tokenizer, image preprocessing).
+void save_as_run(lmkit::models::Model& model, const std::string& checkpoint, const std::string& save) {
+  model.to(c10::kCPU);
+  lmkit::models::save_pretrained(model, save, [&](const std::string& tmp) {
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                          "tokenizer.lmkit.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
+                          "preprocessor_config.json"}) {
+      if (std::filesystem::exists(checkpoint + "/" + f)) std::filesystem::copy_file(checkpoint + "/" + f, tmp + "/" + f);
+    }
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,17 +100,17 @@ int main(int argc, char** argv) {
   if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-forward: run a checkpoint on input tensors from a safetensors file and write its outputs");
   lmkit::RuntimeOptions runtime;
-  std::string checkpoint, inputs, output, architecture;
+  std::string checkpoint, inputs, output, architecture, save;
   bool hidden_states = false, gradients = false, new_head = false, overwrite = false;
   app.add_option("--checkpoint", checkpoint, "checkpoint directory (config.json + model.safetensors)")->required();
-  app.add_option("--inputs", inputs,
-                 "safetensors with input_ids and optionally attention_mask, token_type_ids, decoder_input_ids, "
-                 "decoder_attention_mask, labels, and the inputs the model reads besides (next_sentence_label)")
-      ->required();
+  app.add_option("--inputs", inputs, kInputsHelp)->required();
   app.add_option("--output", output, "safetensors file to write")->required();
   app.add_option("--architecture", architecture, "run the checkpoint under another head (e.g. BertModel)");
   app.add_flag("--new-head", new_head, "with --architecture: start a head the checkpoint lacks at random");
-  app.add_flag("--overwrite", overwrite, "replace the --output file if it exists");
+  app.add_flag("--overwrite", overwrite, "replace the --output file (and the --save directory) if it exists");
+  app.add_option("--save", save,
+                 "also write the checkpoint as it ran (its --architecture, a --new-head's random weights) to this "
+                 "directory, as HF's save_pretrained would: the weights, config.json and the tokenizer beside it");
   app.add_flag("--hidden-states", hidden_states, "also write hidden_states.N (and encoder_hidden_states.N)");
   app.add_flag("--gradients", gradients,
                "also write grad.NAME = d(loss)/d(parameter) under HF's parameter names (needs labels; dropout off)");
@@ -93,6 +121,7 @@ int main(int argc, char** argv) {
     // both reported success, the later silently replacing the other's outputs.
     const lmkit::OutputLock lock(output);
     lmkit::check_output_file(output, overwrite);
+    if (!save.empty()) check_save(save, overwrite);
     const lmkit::Batch batch = read_inputs(inputs);
     auto model = lmkit::models::load_pretrained(checkpoint, architecture, nullptr, lmkit::Json::object(), new_head);
     try {
@@ -112,6 +141,7 @@ int main(int argc, char** argv) {
       out.loss.backward();
     }
     const auto tensors = named_outputs(*model, out, gradients);
+    if (!save.empty()) save_as_run(*model, checkpoint, save);
     lmkit::io::write_safetensors(output, tensors, {{"format", "pt"}, {"producer", "lmkit-forward"}});
     // A line per output; the parameter gradients (hundreds for a large model) as one count.
     std::printf("%s: %zu tensors\n", output.c_str(), tensors.size());

@@ -110,6 +110,9 @@ FAMILIES = {
     "roberta_qa": (None, transformers.RobertaForQuestionAnswering, "start_positions"),
     "longformer_qa": (None, transformers.LongformerForQuestionAnswering, "start_positions"),
     "big_bird_qa": (None, transformers.BigBirdForQuestionAnswering, "start_positions"),
+    "vit_imgcls": (None, transformers.ViTForImageClassification, "labels"),
+    "vit_interp": (None, transformers.ViTForImageClassification, "labels"),
+    "vit_mae": (None, transformers.ViTMAEForPreTraining, "pixel_values"),
 }
 NUM_TAGS = 5
 
@@ -272,6 +275,10 @@ def llama_inputs(family):
 
 def made_config(family):
     """The HF config of a family without a committed fixture (RoBERTa, Llama, the token classifiers)."""
+    if family == "vit_mae":
+        return transformers.ViTMAEConfig(**VIT_CONFIG, **MAE_DECODER)
+    if family.startswith("vit"):
+        return transformers.ViTConfig(**VIT_CONFIG, num_labels=NUM_TAGS)
     if family.startswith("electra"):
         return transformers.ElectraConfig(**ELECTRA_CONFIG, num_labels=NUM_TAGS if family.endswith("tokcls") else 2)
     if family.startswith("bloom"):
@@ -294,6 +301,26 @@ def made_config(family):
     extra = {"classifier_dropout": 0.1} if family.startswith("t5") else \
         {"bos_token_id": 1, "eos_token_id": 1} if family.startswith("gpt2") else {}
     return cls(**c, num_labels=2 if family.endswith("_qa") else NUM_TAGS, **extra)
+
+
+# 32×32 images of 3 channels in patches of 8 (16 patches), GELU, dropout off (ViT's default).
+VIT_CONFIG = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+              "image_size": 32, "patch_size": 8, "num_channels": 3, "layer_norm_eps": 1e-6}
+MAE_DECODER = {"decoder_hidden_size": 32, "decoder_num_hidden_layers": 2, "decoder_num_attention_heads": 4,
+               "decoder_intermediate_size": 64, "norm_pix_loss": True}
+
+
+def vit_inputs(family):
+    """Two images (48×40 for vit_interp: positions interpolated, as HF's interpolate_pos_encoding),
+    a class each; MAE's per-patch noise (HF's `noise`), so both drop the same 75% of patches."""
+    g = torch.Generator().manual_seed(5)
+    h, w = (48, 40) if family == "vit_interp" else (32, 32)
+    batch = {"pixel_values": torch.randn(2, 3, h, w, generator=g)}
+    if family == "vit_mae":
+        batch["noise"] = torch.rand(2, 16, generator=g)
+    else:
+        batch["labels"] = torch.tensor([1, 3])
+    return batch
 
 
 def qa_inputs(family, config):
@@ -352,7 +379,7 @@ def roberta_inputs(family):
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 # HF output attributes; lmkit-forward writes each under the same name
 OUTPUT_NAMES = ["loss", "logits", "prediction_logits", "seq_relationship_logits", "encoder_last_hidden_state",
-                "start_logits", "end_logits"]
+                "start_logits", "end_logits", "mask", "ids_restore"]
 
 
 def run(cmd):
@@ -386,8 +413,10 @@ def hf_inputs(family, inputs):
 def hf_forward(model, batch, gradients):
     model.eval()
     model.zero_grad(set_to_none=True)
+    # lmkit interpolates ViT's positions for another image size by itself; HF is asked to.
+    other_size = "pixel_values" in batch and batch["pixel_values"].shape[-2:] != (model.config.image_size,) * 2
     with torch.set_grad_enabled(gradients):
-        out = model(**batch)
+        out = model(**batch, **({"interpolate_pos_encoding": True} if other_size else {}))
     if gradients:
         out.loss.backward()
     return out
@@ -402,6 +431,20 @@ def compare(name, got, want):
     kept = want[want.abs() < 1e5] if name in ("start_logits", "end_logits") else want
     scale = max(1.0, kept.abs().max().item() if kept.numel() else 0.0)
     return (f"{name}: max |diff| {err:.3g} (scale {scale:.3g})" if err > TOLERANCE * scale else None), err / scale
+
+
+# Transformers 5 names ViT's modules otherwise than the checkpoints it writes and lmkit reads.
+LEGACY_NAMES = [(r"(^|\.)layers\.(\d+)\.", r"\1encoder.layer.\2."), (r"attention\.q_proj", "attention.attention.query"),
+                (r"attention\.k_proj", "attention.attention.key"), (r"attention\.v_proj", "attention.attention.value"),
+                (r"attention\.o_proj", "attention.output.dense"), (r"mlp\.fc1", "intermediate.dense"),
+                (r"mlp\.fc2", "output.dense")]
+
+
+def legacy_name(name):
+    import re
+    for pattern, replacement in LEGACY_NAMES:
+        name = re.sub(pattern, replacement, name)
+    return name
 
 
 def check_outputs(hf_out, lmkit_out, model=None):
@@ -421,6 +464,8 @@ def check_outputs(hf_out, lmkit_out, model=None):
     if model is not None:
         for pname, p in model.named_parameters():  # tied parameters are listed once, with the summed gradient
             key = "grad." + pname
+            if key not in lmkit_out:
+                key = "grad." + legacy_name(pname)
             if key not in lmkit_out:
                 failures.append(f"{key}: missing from lmkit-forward's output")
                 continue
@@ -450,6 +495,8 @@ def hf_to_lmkit(family, bin_dir, work):
     model.save_pretrained(ckpt)
     if family.endswith("_qa"):
         batch = qa_inputs(family, config)
+    elif family.startswith("vit"):
+        batch = vit_inputs(family)
     elif family.startswith("electra"):
         batch = electra_inputs(family)
     elif family.startswith("longformer"):
@@ -640,6 +687,45 @@ def lmkit_to_hf(family, bin_dir, work):
                       f"worst |diff|/scale {worst:.2e}")
 
 
+def vit_lmkit_to_hf(family, bin_dir, work):
+    """No image pipeline trains a ViT yet: lmkit reads HF's random model and writes it back with
+    lmkit-forward --save (vit: as ViTModel, its pooler a new head), and HF's from_pretrained
+    must load lmkit's files with no missing or unexpected keys and give lmkit-forward's outputs."""
+    config = made_config(family)
+    torch.manual_seed(0)
+    cls = FAMILIES[family][1]
+    model = cls(config)
+    redraw(model, seed=7)
+    model.save_pretrained(os.path.join(work, "hf"))
+    batch = vit_inputs(family)
+    inputs_path = os.path.join(work, "inputs.safetensors")
+    architecture = []
+    if family == "vit_imgcls":  # the base model under a pooler lmkit starts at random
+        batch.pop("labels")
+        cls, architecture = transformers.ViTModel, ["--architecture", "ViTModel", "--new-head"]
+    save_file(batch, inputs_path)
+    saved = os.path.join(work, "lmkit")
+    run([os.path.join(bin_dir, "lmkit-forward"), "--checkpoint", os.path.join(work, "hf"), "--inputs", inputs_path,
+         "--output", os.path.join(work, "lmkit.safetensors"), "--save", saved, "--threads", "1"] + architecture)
+    lmkit_out = load_file(os.path.join(work, "lmkit.safetensors"))
+    back, info = cls.from_pretrained(saved, output_loading_info=True)
+    failures = [f"{k}: {v}" for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys", "mismatched_keys")]
+    hf_out = hf_forward(back, batch, gradients=False)
+    names = ["last_hidden_state", "pooler_output"] if family == "vit_imgcls" else OUTPUT_NAMES
+    worst, checked = 0.0, 0
+    for name in names:
+        want = getattr(hf_out, name, None)
+        if want is None:
+            continue
+        bad, rel = compare(name, lmkit_out[name], want.detach())
+        failures += [bad] if bad else []
+        worst, checked = max(worst, rel), checked + 1
+    if checked == 0:
+        failures.append("no outputs compared")
+    return failures, (f"{type(back).__name__} loaded lmkit-forward --save's files with no missing/unexpected keys; "
+                      f"{checked} outputs; worst |diff|/scale {worst:.2e}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf"])
@@ -653,7 +739,7 @@ def main():
     torch.set_num_threads(1)
     shutil.rmtree(a.work, ignore_errors=True)  # lmkit's apps replace no earlier outputs without --overwrite
     os.makedirs(a.work)
-    fn = hf_to_lmkit if a.direction == "hf-to-lmkit" else lmkit_to_hf
+    fn = hf_to_lmkit if a.direction == "hf-to-lmkit" else vit_lmkit_to_hf if a.family.startswith("vit") else lmkit_to_hf
     failures, summary = fn(a.family, a.bin, a.work)
     print(f"{a.direction} {a.family} (transformers {transformers.__version__}, torch {torch.__version__}): {summary}")
     for f in failures:

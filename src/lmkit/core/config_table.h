@@ -81,7 +81,7 @@ std::string range_text(T lo, T hi) {
 template <class C, class T>
 ConfigField<C> number(const char* key, T C::*member, T lo, T hi = std::numeric_limits<T>::max()) {
   return {key, range_text(lo, hi), [=](ConfigReader& r, C& c) { r.get(key, c.*member, lo, hi); },
-          [=](const C& c) { return Json(c.*member); }, {}, {}};
+          [=](const C& c) { return Json(c.*member); }, {}, {}, {}};
 }
 
 /// As number(), where HF's null means `none`: read as `none`, and written as null when the
@@ -91,7 +91,7 @@ ConfigField<C> nullable(const char* key, T C::*member, T none, T lo, T hi = std:
   const bool sentinel = none < lo || none > hi;
   return {key, range_text(lo, hi) + " or null",
           [=](ConfigReader& r, C& c) { r.get_nullable(key, c.*member, none, lo, hi); },
-          [=](const C& c) { return sentinel && c.*member == none ? Json(nullptr) : Json(c.*member); }, {}, {}};
+          [=](const C& c) { return sentinel && c.*member == none ? Json(nullptr) : Json(c.*member); }, {}, {}, {}};
 }
 
 /// A special token's id: an integer >= 0, or null (held as -1) for none.
@@ -103,7 +103,7 @@ ConfigField<C> token_id(const char* key, int64_t C::*member) {
 template <class C>
 ConfigField<C> flag(const char* key, bool C::*member) {
   return {key, "true | false", [=](ConfigReader& r, C& c) { r.get(key, c.*member); },
-          [=](const C& c) { return Json(c.*member); }, {}, {}};
+          [=](const C& c) { return Json(c.*member); }, {}, {}, {}};
 }
 
 /// A string that must be one of `allowed`.
@@ -113,7 +113,7 @@ ConfigField<C> choice(const char* key, std::string C::*member, std::set<std::str
   for (const auto& a : allowed) names += (names.empty() ? "" : " | ") + a;
   return {key, names,
           [=](ConfigReader& r, C& c) { r.get_choice(key, c.*member, allowed); },
-          [=](const C& c) { return Json(c.*member); }, {}, {}};
+          [=](const C& c) { return Json(c.*member); }, {}, {}, {}};
 }
 
 /// A key whose one supported value is `value` (a variant lmkit does not implement is
@@ -126,7 +126,7 @@ ConfigField<C> fixed(const char* key, Json value, bool write = true) {
                      r.get(key, read);
                      if (read != value) throw InputError(r.file() + ": key '" + key + "' = " + brief_json(read) + " is not supported");
                    },
-                   [=](const C&) { return value; }, {}, {}};
+                   [=](const C&) { return value; }, {}, {}, {}};
   if (!write) f.written = [](const C&) { return false; };
   return f;
 }
@@ -135,7 +135,7 @@ ConfigField<C> fixed(const char* key, Json value, bool write = true) {
 /// is_encoder_decoder, which a model type implies).
 template <class C>
 ConfigField<C> written(const char* key, Json value) {
-  return {key, "written " + value.dump(), [](ConfigReader&, C&) {}, [=](const C&) { return value; }, {}, {}};
+  return {key, "written " + value.dump(), [](ConfigReader&, C&) {}, [=](const C&) { return value; }, {}, {}, {}};
 }
 
 }  // namespace fields

@@ -28,7 +28,7 @@ std::vector<ConfigField<C>> attention_config_fields(std::string C::*name, Json C
   std::vector<ConfigField<C>> rows;
   ConfigField<C> choice{"attention", "a registered attention (lmkit-info --registered)",
                         [=](ConfigReader& r, C& c) { r.get("attention", c.*name); },
-                        [=](const C& c) { return Json(c.*name); }, {}, {}};
+                        [=](const C& c) { return Json(c.*name); }, {}, {}, {}};
   rows.push_back(choice.when([=](const C& c) { return c.*name != "full"; }));
   for (const nn::AttentionSpec& spec : nn::attentions()) {
     for (const nn::AttentionField& f : spec.fields) {
@@ -41,7 +41,7 @@ std::vector<ConfigField<C>> attention_config_fields(std::string C::*name, Json C
                            const Json all = complete_attention_fields(spec.name, c.*fields);
                            return all.contains(f.key) ? all[f.key] : f.fallback;
                          },
-                         {}, {}};
+                         {}, {}, {}};
       const std::string owner = spec.name;
       auto owns = [=](const C& c) { return c.*name == owner; };
       rows.push_back(row.when(owns).listed_when(owns));

@@ -85,7 +85,7 @@ ConfigField<BertConfig> attention_window_field() {
                             [](const BertConfig& c) {
                               return c.attention_window.size() == 1 ? Json(c.attention_window[0]) : Json(c.attention_window);
                             },
-                            {}, {}};
+                            {}, {}, {}};
   return f.owned_by([](const BertConfig& c) { return c.model_type == "longformer"; }, "Longformer",
                     [](const BertConfig& c) { return c.model_type; });
 }

@@ -17,6 +17,7 @@
 #include "lmkit/models/roberta.h"
 #include "lmkit/models/t5.h"
 #include "lmkit/models/transformer.h"
+#include "lmkit/models/vit.h"
 
 namespace lmkit::models {
 
@@ -27,7 +28,7 @@ std::vector<Family>& registry() {
   static std::vector<Family> all = [] {
     std::vector<Family> builtin = {bert_family(), gpt_family(), t5_family(), transformer_family(), roberta_family(),
                                    llama_family(), mistral_family(), bloom_family(), longformer_family(),
-                                   big_bird_family()};
+                                   big_bird_family(), vit_family(), vit_mae_family()};
     for (auto& f : builtin) f.source = "lmkit";
     return builtin;
   }();

@@ -30,6 +30,7 @@ inline constexpr const char* kClassificationHead = "classification";            
 inline constexpr const char* kTokenClassificationHead = "token-classification";  ///< a label per token
 inline constexpr const char* kTextToTextHead = "text-to-text";                   ///< generates a target text
 inline constexpr const char* kQuestionAnsweringHead = "question-answering";      ///< an answer span's start and end
+inline constexpr const char* kImageClassificationHead = "image-classification";  ///< a label per image
 
 struct Family {
   std::string model_type;                  ///< HF model_type: bert, gpt2, t5, transformer

@@ -58,7 +58,7 @@ template <class C>
 ConfigField<C> labels_field(int64_t C::*member) {
   return {"num_labels", "integer >= 1 (or id2label, one name a class)",
           [=](ConfigReader& r, C& c) { c.*member = read_num_labels(r, c.*member); },
-          [=](const C& c) { return Json(c.*member); }, {}, [=](Json& j, const C& c) { write_num_labels(j, c.*member); }};
+          [=](const C& c) { return Json(c.*member); }, {}, [=](Json& j, const C& c) { write_num_labels(j, c.*member); }, {}};
 }
 
 }  // namespace lmkit::models

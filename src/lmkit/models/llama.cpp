@@ -58,7 +58,7 @@ ConfigField<LlamaConfig> rope_field() {
     p.finish();
   };
   return {"rope_theta", "number > 0 (rope_parameters.rope_theta)", read, [](const LlamaConfig& c) { return Json(c.rope_theta); },
-          {}, [](Json& j, const LlamaConfig& c) { j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}; }};
+          {}, [](Json& j, const LlamaConfig& c) { j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}; }, {}};
 }
 
 }  // namespace

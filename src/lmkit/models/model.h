@@ -22,6 +22,9 @@ struct HfTensor {
   std::string name;        ///< HF parameter name, e.g. "bert.encoder.layer.0.attention.self.query.weight"
   at::Tensor param;        ///< the lmkit parameter, or a row-slice view of a fused one (Q of qkv)
   bool transpose = false;  ///< GPT-2's Conv1D stores (in, out); lmkit's Linear (out, in)
+  /// Other names a checkpoint may hold it under, read but never written (Transformers 5's
+  /// spelling of ViT-MAE's decoder layers).
+  std::vector<std::string> aliases = {};
 };
 
 /// Incremental decoding state for generation: caches, encoder memory.

@@ -130,6 +130,7 @@ LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::
       if (t.name.rfind(prefix, 0) == 0) candidates.push_back(t.name.substr(prefix.size()));
       else candidates.push_back(prefix + t.name);
     }
+    candidates.insert(candidates.end(), t.aliases.begin(), t.aliases.end());
     auto found = tensors.end();
     for (const auto& name : candidates) {
       found = tensors.find(name);

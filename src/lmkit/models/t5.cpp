@@ -44,7 +44,8 @@ ConfigField<T5Config> gated_act_field() {
           [act](Json& j, const T5Config& c) {
             j["dense_act_fn"] = act(c);
             j["is_gated_act"] = c.feed_forward_proj != "relu";
-          }};
+          },
+          {}};
 }
 
 }  // namespace
