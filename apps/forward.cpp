@@ -24,7 +24,6 @@ lmkit::Batch read_inputs(const std::string& path) {
                                      "decoder_attention_mask", "labels"};
   lmkit::Batch batch;
   const bool images = file.get("pixel_values").defined();
-  if (!images) file.at("input_ids", path);  // an InputError naming the file when absent
   for (const auto& t : file.tensors) {
     if (fields.count(t.first)) continue;
     // Without input_ids (or an image model's pixel_values) an extra name is more likely a misspelt field.
@@ -33,7 +32,7 @@ lmkit::Batch read_inputs(const std::string& path) {
     }
     batch.extra[t.first] = t.second;
   }
-  batch.input_ids = file.get("input_ids");
+  batch.input_ids = images ? file.get("input_ids") : file.at("input_ids", path);
   batch.attention_mask = file.get("attention_mask");
   batch.token_type_ids = file.get("token_type_ids");
   batch.decoder_input_ids = file.get("decoder_input_ids");

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <optional>
 
@@ -265,8 +266,9 @@ void print_sources(const Json& summary) {
   }
 }
 
-// `accuracy`: the objective labels tokens with classes (its figure is the accuracy, not a perplexity).
-void print_summary(const Args& a, const Json& summary, bool accuracy) {
+// `accuracy`: the objective labels tokens with classes (its figure is the accuracy, not a perplexity);
+// an image objective's loss (MAE's pixel error) has no perplexity either.
+void print_summary(const Args& a, const Json& summary, bool accuracy, bool images = false) {
   if (summary.value("already_finished", false)) {
     std::printf("the run already finished at step %lld: nothing to do\ncheckpoint: %s/final\n",
                 static_cast<long long>(summary.value("steps", int64_t{0})), a.output.c_str());
@@ -285,7 +287,7 @@ void print_summary(const Args& a, const Json& summary, bool accuracy) {
     for (auto it = v.begin(); it != v.end(); ++it) terms = terms || it.key().find("_perplexity") != std::string::npos;
     std::printf(", valid loss %.4f", v["loss"].get<double>());
     if (accuracy && v.contains("accuracy")) std::printf(", accuracy %.4f", v["accuracy"].get<double>());
-    if (!accuracy && !terms) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
+    if (!accuracy && !terms && !images) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
     // The model's loss terms and metrics apart ("mlm_loss 2.31, mlm_perplexity 10.1, nsp_accuracy 0.62").
     std::string parts;
     for (auto it = v.begin(); it != v.end(); ++it) {
@@ -299,6 +301,87 @@ void print_summary(const Args& a, const Json& summary, bool accuracy) {
   }
   print_sources(summary);
   std::printf("\ncheckpoint: %s/final\n", a.output.c_str());
+}
+
+// How a run batches and trains.
+struct Plan {
+  data::LoaderOptions loader;
+  train::TrainerOptions trainer;
+};
+
+// Records the run's config, trains `model` on `data` and prints the summary; `save_extra` adds
+// the files a checkpoint carries beside the weights (the tokenizer, an image processor).
+void train_and_report(const Args& a, const train::Run& run, Json run_config, std::shared_ptr<models::Model> model,
+                      const PretrainingData& data, const Plan& plan, const std::string& objective,
+                      std::function<void(const std::string&)> save_extra, bool accuracy, bool images = false) {
+  run_config["objective"] = objective;
+  run_config["warmup"] = plan.trainer.schedule.warmup;
+  run_config["model_config"] = model->config_json();
+  run_config["world_size"] = run.group() ? run.group()->size() : 1;  // each rank's share of a batch depends on it
+  run.record_config(run_config, a.steps, a.allow_changes);
+  if (run.leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
+                               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
+                               objective.c_str(), static_cast<long long>(data.train->size(0)));
+  train::TrainerInputs in;
+  in.model = std::move(model);
+  in.train = data.train;
+  in.loader = plan.loader;
+  in.valid = data.valid;
+  in.valid_sources = data.valid_sources;
+  in.device = run.started.device;
+  in.save_extra = std::move(save_extra);
+  train::Trainer trainer(std::move(in), plan.trainer);
+  const Json summary = trainer.run();
+  if (run.leader) print_summary(a, summary, accuracy, images);
+}
+
+// An image objective's data (MAE): IDX images at the model's size, the valid ones masked from a
+// fixed seed; the patches a side come from the model's config.
+PretrainingData image_data(const Args& a, const data::ObjectiveSpec& spec, const Json& mc) {
+  const int64_t size = mc.value("image_size", int64_t{0}), patch = mc.value("patch_size", int64_t{1});
+  const int64_t channels = mc.value("num_channels", int64_t{1});
+  auto make = [&](const std::string& path, uint64_t seed) -> std::shared_ptr<const data::Dataset> {
+    if (path.empty()) return nullptr;
+    auto images = std::make_shared<data::ImageSet>(data::read_idx_images(path));
+    check_input(images->height == size && images->width == size && images->channels == channels,
+                path + ": its images are " + std::to_string(images->height) + "×" + std::to_string(images->width) + " with " +
+                    std::to_string(images->channels) + " channel(s); the model takes " + std::to_string(size) + "×" +
+                    std::to_string(size) + " with " + std::to_string(channels) + " (lmkit does not resize)");
+    data::ObjectiveInputs in;
+    in.images = images;
+    in.seq_len = (size / patch) * (size / patch);
+    in.seed = seed;
+    return spec.dataset(in);
+  };
+  PretrainingData d;
+  d.train = make(a.train, a.runtime.seed);
+  d.valid = make(a.valid, 12345);
+  return d;
+}
+
+// lmkit-pretrain on images (--objective mae): no tokenizer; the checkpoints carry HF's
+// preprocessor_config.json instead, the normalisation the pixels had.
+void run_images(const Args& a, const Json& resolved, const train::Run& run, const Json& config, const std::string& config_name,
+                const models::Objective& objective, const data::ObjectiveSpec& spec) {
+  check_input(a.tokenizer.empty(), "--tokenizer: objective " + objective.name + " reads images, not text");
+  check_input(!a.seq_len_given, "--seq-len: objective " + objective.name + " reads images (their patches are the sequence)");
+  check_input(!data::is_corpus(a.train) && data::parse_mixture(a.train).empty(),
+              "--train " + a.train + ": objective " + objective.name + " reads one IDX image file");
+  auto model = a.init.empty() ? models::create_model(config, config_name, objective.architecture)
+                              : models::load_pretrained(a.init, objective.architecture, nullptr, Json::object(), a.new_head);
+  const Json mc = model->config_json();
+  const PretrainingData data = image_data(a, spec, mc);
+  data::LoaderOptions lo;
+  lo.batch_size = a.batch_size;
+  lo.seed = a.runtime.seed;
+  lo.pad_id = 0;
+  lo.prefetch = static_cast<int>(a.prefetch);
+  const train::TrainerOptions o = trainer_options(a, run.started.group, false);
+  const Json processor = data::ImageProcessor().to_json(mc.value("num_channels", int64_t{1}), mc.value("image_size", int64_t{0}),
+                                                        mc.value("image_size", int64_t{0}));
+  train_and_report(a, run, resolved, model, data, {lo, o}, objective.name,
+                   [processor](const std::string& dir) { save_json_file(dir + "/preprocessor_config.json", processor); }, false,
+                   /*images=*/true);
 }
 
 void run(const Args& a, const Json& resolved) {
@@ -320,6 +403,7 @@ void run(const Args& a, const Json& resolved) {
               "--source-lang and --target-lang apply to parallel-text objectives, not " + objective.name);
   // Said now, not after the tokenizer is trained and the corpus encoded.
   if (leader) a.tensorboard.check();
+  if (spec.images) return run_images(a, resolved, run, config, config_name, objective, spec);
   data::PackingOptions asked;
   asked.document_mask = a.document_mask;
   asked.reset_positions = a.reset_positions;
@@ -337,24 +421,9 @@ void run(const Args& a, const Json& resolved) {
   const train::TrainerOptions o = trainer_options(a, run.started.group, spec.num_classes > 0);
 
   Json run_config = resolved;
-  run_config["objective"] = objective.name, run_config["tokenizer"] = own_tokenizer(a, tok_path), run_config["warmup"] = o.schedule.warmup;
-  run_config["model_config"] = model->config_json();
-  run_config["world_size"] = group ? group->size() : 1;  // each rank's share of a batch depends on it
-  run.record_config(run_config, a.steps, a.allow_changes);
-  if (leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
-               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
-               objective.name.c_str(), static_cast<long long>(data.train->size(0)));
-  train::TrainerInputs in;
-  in.model = model;
-  in.train = data.train;
-  in.loader = lo;
-  in.valid = data.valid;
-  in.valid_sources = data.valid_sources;
-  in.device = run.started.device;
-  in.save_extra = [&](const std::string& dir) { tok.save(dir); };
-  train::Trainer trainer(std::move(in), o);
-  const Json summary = trainer.run();
-  if (leader) print_summary(a, summary, spec.num_classes > 0);
+  run_config["tokenizer"] = own_tokenizer(a, tok_path);
+  train_and_report(a, run, run_config, model, data, {lo, o}, objective.name, [&](const std::string& dir) { tok.save(dir); },
+                   spec.num_classes > 0);
 }
 
 // The learning rate, its schedule and the optimizer (with every registered optimizer's flags).

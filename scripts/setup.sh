@@ -26,7 +26,8 @@ packages=(
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
   nlohmann-json3-dev libcli11-dev catch2 zlib1g-dev libzstd-dev zstd
 )
-[ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev doxygen)
+# Fashion-MNIST (Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist) for ViT and MAE.
+[ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev doxygen dataset-fashion-mnist)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -92,6 +92,22 @@ def tasks_seeds(out: Path) -> None:
     write(out / "kind0-bom-crlf", bytes([0]) + b"\xef\xbb\xbf" + tsv.replace("\n", "\r\n").encode())
 
 
+def squad_seeds(out: Path) -> None:
+    """SQuAD JSON: the v2.0 fixture's first questions, a v1.1 set with several answers, an
+    unanswerable question, non-ASCII context (answer_start counts characters), and a bad offset."""
+    fixture = json.loads((FIXTURES / "squad" / "dev.json").read_text(encoding="utf-8"))
+    first = {"version": "v2.0", "data": fixture["data"][:2]}
+    write(out / "fixture-v2", json.dumps(first, ensure_ascii=False).encode())
+    context = "Zürich's café — opened in 1984 — is near the lake ."
+    qas = [{"id": "a", "question": "when ?", "answers": [{"text": "1984", "answer_start": 26},
+                                                         {"text": "in 1984", "answer_start": 23}]},
+           {"id": "b", "question": "where ?", "answers": [], "is_impossible": True}]
+    write(out / "unicode", json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]},
+                                      ensure_ascii=False).encode())
+    qas[0]["answers"][0]["answer_start"] = 27
+    write(out / "bad-offset", json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}).encode())
+
+
 def tokenizer_seeds(out: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
@@ -159,7 +175,7 @@ def main() -> None:
         sys.exit("usage: make_seeds.py OUT")
     out = Path(sys.argv[1])
     for name, make in [("safetensors", safetensors_seeds), ("json_config", json_config_seeds), ("corpus", corpus_seeds),
-                       ("tasks", tasks_seeds), ("tokenizer", tokenizer_seeds)]:
+                       ("tasks", tasks_seeds), ("tokenizer", tokenizer_seeds), ("squad", squad_seeds)]:
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)

@@ -22,6 +22,12 @@ Batch Batch::to(const at::Device& device) const {
   return b;
 }
 
+int64_t Batch::rows() const {
+  if (input_ids.defined()) return input_ids.size(0);
+  const at::Tensor images = field(kPixelValues);
+  return images.defined() ? images.size(0) : 0;
+}
+
 int64_t Batch::num_tokens() const {
   int64_t n = 0;
   if (input_ids.defined()) n += attention_mask.defined() ? attention_mask.sum().item<int64_t>() : input_ids.numel();

@@ -32,6 +32,9 @@ struct Batch {
   Batch to(const at::Device& device) const;
   /// Number of real (non-padding) input tokens, for tokens/s.
   int64_t num_tokens() const;
+  /// Its rows: input_ids' (or an image model's pixel_values'); 0 for a batch with neither
+  /// (a rank's empty share of the last batch).
+  int64_t rows() const;
 };
 
 /// Next-sentence prediction's labels in Batch::extra: (B) int64, 0 = segment B follows A,
@@ -53,6 +56,11 @@ inline constexpr const char* kPositionIds = "position_ids";
 /// beyond the row: ignored, as HF clamps them to T and ignores T).
 inline constexpr const char* kStartPositions = "start_positions";
 inline constexpr const char* kEndPositions = "end_positions";
+/// Images in Batch::extra: (B, channels, height, width) float, HF's name (ViT, MAE).
+inline constexpr const char* kPixelValues = "pixel_values";
+/// MAE's per-patch noise in Batch::extra: (B, patches) float; the patches of the smallest values
+/// are kept (HF's `noise`). The MAE objective draws it per example from its seed, so masks repeat.
+inline constexpr const char* kMaeNoise = "noise";
 /// BigBird's random blocks in Batch::extra, a test hook: (layers, heads, nb − 2, r) int64,
 /// the blocks HF drew, used instead of lmkit's draws (nn::MultiHeadAttentionImpl::random_blocks).
 inline constexpr const char* kBigBirdRandomBlocks = "bigbird_random_blocks";

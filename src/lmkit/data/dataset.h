@@ -23,6 +23,11 @@ struct Example {
   /// An objective's own per-example labels by name, collated into Batch::extra as (B)
   /// int64 (NSP's kNextSentenceLabel, core/batch.h). Every example of a batch has the same names.
   std::vector<std::pair<std::string, int64_t>> row_labels;
+  /// An image (ViT, MAE) instead of input_ids: its pixels, normalised, channel-major
+  /// (C·H·W floats), collated into Batch::extra's kPixelValues as (B, C, H, W).
+  std::vector<float> pixels;
+  std::vector<int64_t> image_shape;        ///< {C, H, W} of `pixels`
+  std::vector<float> patch_noise;          ///< MAE's per-patch noise (Batch::extra's kMaeNoise), or empty
   int64_t class_label = -1;                ///< classification
   double target = std::numeric_limits<double>::quiet_NaN();  ///< regression
 };

@@ -56,8 +56,35 @@ void set_example_labels(const std::vector<Example>& examples, Batch& batch) {
 
 }  // namespace
 
+namespace {
+
+// Images: their pixels stacked (B, C, H, W), MAE's noise (B, patches), class labels (B).
+Batch collate_images(const std::vector<Example>& examples) {
+  const Example& first = examples.front();
+  const int64_t b = static_cast<int64_t>(examples.size());
+  std::vector<int64_t> shape = {b};
+  shape.insert(shape.end(), first.image_shape.begin(), first.image_shape.end());
+  at::Tensor pixels = at::empty(shape, at::kFloat);
+  at::Tensor noise = first.patch_noise.empty() ? at::Tensor() : at::empty({b, static_cast<int64_t>(first.patch_noise.size())}, at::kFloat);
+  for (int64_t i = 0; i < b; ++i) {
+    const Example& e = examples[static_cast<size_t>(i)];
+    check_input(e.image_shape == first.image_shape && e.patch_noise.size() == first.patch_noise.size(),
+                "examples of one batch differ in their image sizes");
+    std::copy(e.pixels.begin(), e.pixels.end(), pixels[i].data_ptr<float>());
+    if (noise.defined()) std::copy(e.patch_noise.begin(), e.patch_noise.end(), noise[i].data_ptr<float>());
+  }
+  Batch batch;
+  batch.extra[kPixelValues] = pixels;
+  if (noise.defined()) batch.extra[kMaeNoise] = noise;
+  set_example_labels(examples, batch);
+  return batch;
+}
+
+}  // namespace
+
 Batch collate(const std::vector<Example>& examples, int32_t pad_id, int64_t pad_to) {
   check_input(!examples.empty(), "collate: no examples");
+  if (examples.front().input_ids.empty() && !examples.front().pixels.empty()) return collate_images(examples);
   int64_t t = longest(examples, &Example::input_ids);
   if (pad_to > 0) {
     check_input(t <= pad_to, "an example of " + std::to_string(t) + " tokens exceeds the fixed length " + std::to_string(pad_to));

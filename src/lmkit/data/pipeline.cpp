@@ -124,6 +124,18 @@ ObjectiveSpec seq2seq_objective() {
   return seq2seq;
 }
 
+// MAE (He et al. 2022): images, each with per-patch noise from its seed (the patches of the smallest
+// values are kept): the model masks and reconstructs, the data only draws.
+ObjectiveSpec mae_objective() {
+  ObjectiveSpec mae = spec("mae", "masked autoencoding of image patches (He et al. 2022): IDX images, 75% of patches dropped");
+  mae.images = true;
+  mae.make_dataset = [](const ObjectiveInputs& in) -> std::shared_ptr<Dataset> {
+    check_input(in.images != nullptr, "objective mae reads images (an IDX file), not text");
+    return std::make_shared<ImageDataset>(in.images, in.processor, /*with_labels=*/false, in.seq_len, in.seed);
+  };
+  return mae;
+}
+
 }  // namespace
 
 namespace {
@@ -136,7 +148,8 @@ std::vector<ObjectiveSpec>& registry() {
         masked_objective("mlm+sbo", "span masking + the span boundary objective on packed blocks (Joshi et al. 2020)", true),
         span_objective(),
         clm_objective(),
-        seq2seq_objective()};
+        seq2seq_objective(),
+        mae_objective()};
     for (auto& o : builtin) o.source = "lmkit";
     return builtin;
   }();
@@ -193,7 +206,7 @@ Batch ObjectiveSpec::synthetic(int64_t batch, int64_t seq_len, int64_t target_le
 std::string objective_names(bool corpus_only) {
   std::vector<std::string> names;
   for (const auto& o : objectives()) {
-    if (!corpus_only || !o.parallel_text) names.push_back(o.name);
+    if (!corpus_only || (!o.parallel_text && !o.images)) names.push_back(o.name);
   }
   return join_names(names, " or ");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lmkit/core/batch.h"
+#include "lmkit/data/images.h"
 #include "lmkit/data/objectives.h"
 
 namespace lmkit::data {
@@ -23,12 +24,15 @@ struct ObjectiveInputs {
   uint64_t seed = 0;                        ///< masking / pairing seed
   MaskingOptions masking;                   ///< masked-LM objectives
   PackingOptions packing;                   ///< objectives that pack documents (ObjectiveSpec::packs_documents)
+  std::shared_ptr<const ImageSet> images;   ///< image objectives (ObjectiveSpec::images); seq_len is then the patches
+  ImageProcessor processor;                 ///< how their pixels are normalised
 };
 
 struct ObjectiveSpec {
   std::string name;                ///< as --objective spells it
   std::string summary;             ///< one line for --help and errors
   bool parallel_text = false;      ///< reads PREFIX.SRC / PREFIX.TGT line by line, not a corpus
+  bool images = false;             ///< reads IDX image files (ObjectiveInputs::images), no text and no tokenizer
   bool separate_targets = false;   ///< labels are a sequence of their own (a decoder's), not per input position
   /// Packs documents into blocks and honours ObjectiveInputs::packing (--document-mask,
   /// --reset-positions); an objective without it is refused those flags.

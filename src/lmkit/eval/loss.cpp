@@ -131,7 +131,7 @@ Json evaluate_loss(models::Model& model, std::shared_ptr<const data::Dataset> da
   for (int64_t i = 0; i < n; ++i) {
     check_stop("evaluation");
     Batch b = loader.next().to(device);
-    if (!b.input_ids.defined()) continue;  // this rank's share of the last batch is empty
+    if (b.rows() == 0) continue;  // this rank's share of the last batch is empty
     tally.add(model, b, model.forward(b));
   }
   if (group) tally.reduce(*group, device);

@@ -135,8 +135,8 @@ const std::string& Family::head_or_error(const std::string& name) const {
 }
 
 int64_t count_targets(const Model& model, const Batch& b) {
-  if (!b.input_ids.defined()) return 0;
-  if (!b.labels.defined()) return b.input_ids.size(0);
+  if (b.rows() == 0) return 0;
+  if (!b.labels.defined()) return b.rows();  // one target a row (an image's reconstruction, a QA span)
   if (b.labels.dim() == 1) return b.labels.size(0);  // classification
   const at::Tensor scored = model.shifted_labels() ? b.labels.slice(1, 1) : b.labels;
   return scored.ne(-100).sum().item<int64_t>();

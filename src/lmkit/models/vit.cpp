@@ -360,6 +360,10 @@ Family vit_like(const std::string& model_type) {
 }  // namespace
 
 Family vit_family() { return vit_like("vit"); }
-Family vit_mae_family() { return vit_like("vit_mae"); }
+Family vit_mae_family() {
+  Family f = vit_like("vit_mae");
+  f.objectives = {{"mae", "ViTMAEForPreTraining"}};
+  return f;
+}
 
 }  // namespace lmkit::models

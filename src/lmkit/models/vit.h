@@ -27,11 +27,8 @@ enum class VitHead {
   kMaePreTraining,       ///< ViTMAEForPreTraining: the decoder and the pixel loss
 };
 
-/// Images in Batch::extra: (B, num_channels, H, W) float, HF's name.
-inline constexpr const char* kPixelValues = "pixel_values";
-/// MAE's per-patch noise in Batch::extra: (B, patches) float; the patches of the smallest
-/// values are kept (HF's `noise`, for reproducing a draw). Drawn from the RNG when absent.
-inline constexpr const char* kMaeNoise = "noise";
+using lmkit::kMaeNoise;     ///< core/batch.h: drawn from the RNG when absent
+using lmkit::kPixelValues;  ///< core/batch.h
 
 /// HF's ViTConfig and ViTMAEConfig keys.
 struct VitConfig {

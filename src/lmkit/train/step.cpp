@@ -104,11 +104,11 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
   for (size_t i = 0; i < batches.size(); ++i) {
     const Batch& b = batches[i];
     if (c.reducer) c.reducer->before_backward(i + 1 == batches.size());
-    if (!b.input_ids.defined()) continue;  // nothing of this step's data on this rank
+    if (b.rows() == 0) continue;  // nothing of this step's data on this rank
     c.r.tokens += b.num_tokens();
     at::Tensor loss;
     {
-      AutocastGuard autocast(b.input_ids.device(), c.bf16);
+      AutocastGuard autocast(b.input_ids.defined() ? b.input_ids.device() : b.field(kPixelValues).device(), c.bf16);
       loss = weighted_loss(c.model.forward(b), alone ? nullptr : &targets[i], totals);
     }
     if (!loss.defined()) continue;
