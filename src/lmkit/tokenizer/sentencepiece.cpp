@@ -300,8 +300,12 @@ void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>&
     std::string message(err);
     std::smatch m;
     if (std::regex_search(message, m, std::regex("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)"))) {
-      throw InputError("the training text has " + m[2].str() + " distinct characters, more than the " + m[1].str() +
-                       " pieces --vocab-size leaves for them: raise --vocab-size or lower --character-coverage");
+      // With byte fallback the required pieces are the text's characters and the 256 byte pieces.
+      const bool bytes = std::any_of(options.begin(), options.end(), [](const auto& o) { return o.first == "byte_fallback" && o.second == "true"; });
+      const std::string what = bytes ? "each character of the training text, and the 256 byte-fallback pieces"
+                                     : "each distinct character of the training text";
+      throw InputError("the tokenizer needs " + m[2].str() + " pieces to start from (" + what + "), more than the " + m[1].str() +
+                       " --vocab-size leaves for them: raise --vocab-size or lower --character-coverage");
     }
     if (std::regex_search(message, m, std::regex("Vocabulary size too high \\(([0-9]+)\\)\\. Please set it to a value <= ([0-9]+)"))) {
       throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
