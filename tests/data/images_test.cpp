@@ -11,6 +11,7 @@
 #include "app_runner.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 #include "lmkit/data/images.h"
 #include "lmkit/data/loader.h"
 #include "test_util.h"
