@@ -7,7 +7,8 @@
 #   bash bench/bf16_loss_curve.sh [OUT_DIR]     (default runs/bf16-curve; ~10 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/bf16-curve}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/bf16-curve "$@") || exit 2
 steps=${STEPS:-200}
 rm -rf "$out"
 mkdir -p "$out"

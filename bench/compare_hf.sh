@@ -17,7 +17,8 @@
 # ("lmkit-unfused", LMKIT_DISABLE=fused: its ratio is the kernels' speed-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/bench-hf}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/bench-hf "$@") || exit 2
 mkdir -p "$out"
 steps=${STEPS:-10} rounds=${ROUNDS:-2} threads=${THREADS:-$(nproc)} device=${DEVICE:-cpu}
 py=${PYTHON:-.venv/bin/python}

@@ -10,7 +10,8 @@
 #   MODE=zero MODEL=models/gpt-small.json BATCH=8 SEQ=128 STEPS=12 bash bench/distributed.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/distributed}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/distributed "$@") || exit 2
 steps=${STEPS:-30} batch=${BATCH:-32} seq=${SEQ:-128} model=${MODEL:-models/bert-mini.json}
 cores=$(nproc)
 procs=${PROCS:-2}

@@ -10,7 +10,8 @@
 #   WikiText-2 sample); STEPS=400 BATCH=8 SEQ=256 SEEDS="1 2 3" THREADS=2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/document-mask}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/document-mask "$@") || exit 2
 data_dir=${DATA:-data/wikitext-2-sample}
 steps=${STEPS:-400} batch=${BATCH:-8} seq=${SEQ:-256} seeds=${SEEDS:-1 2 3} threads=${THREADS:-2}
 for v in "STEPS=$steps" "BATCH=$batch" "SEQ=$seq" "THREADS=$threads" $(printf 'SEEDS=%s ' $seeds); do

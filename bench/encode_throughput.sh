@@ -8,7 +8,8 @@
 set -euo pipefail
 command -v /usr/bin/time > /dev/null || { echo "error: /usr/bin/time is missing (apt-get install time): it measures peak memory" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-out=${1:-runs/encode-throughput}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/encode-throughput "$@") || exit 2
 size_mb=${SIZE_MB:-1024} threads=${THREADS:-2}
 python=${PYTHON:-.venv/bin/python}
 for v in "SIZE_MB=$size_mb" "THREADS=$threads"; do

@@ -7,7 +7,8 @@
 #   DEVICE=cuda DTYPE=bf16 LEVERS="flash chunked_ce" SHAPES="gpt2-small bert-base" bash bench/levers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/levers}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/levers "$@") || exit 2
 mkdir -p "$out"
 steps=${STEPS:-8} rounds=${ROUNDS:-2} threads=${THREADS:-$(nproc)} device=${DEVICE:-cpu} dtype=${DTYPE:-fp32}
 lmkit=${LMKIT_BENCH:-build/bin/lmkit-bench}

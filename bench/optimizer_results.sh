@@ -8,7 +8,8 @@
 #   bash bench/optimizer_results.sh [OUT_DIR]    (default runs/optimizers; STEPS=400 SEEDS="1 2 3")
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/optimizers}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/optimizers "$@") || exit 2
 steps=${STEPS:-400} seeds=${SEEDS:-1 2 3}
 rm -rf "$out" && mkdir -p "$out"
 data=(--train data/wikitext-2-sample/train.txt --valid data/wikitext-2-sample/valid.txt)

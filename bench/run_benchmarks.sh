@@ -6,7 +6,8 @@
 #   bash bench/run_benchmarks.sh [OUT_DIR]      (default runs/bench; one log per benchmark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-runs/bench}
+. scripts/script_args.sh
+out=$(output_folder_arg runs/bench "$@") || exit 2
 mkdir -p "$out"
 b=build/bin/lmkit-bench
 steps=${STEPS:-10}

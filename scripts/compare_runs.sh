@@ -10,7 +10,8 @@
 # bash /tmp/old/scripts/build.sh`, then scripts/compare_runs.sh /tmp/old/build/bin build/bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,10p' "$0"; exit 2; }
+[ $# -ge 2 ] && [ $# -le 3 ] || { echo "error: scripts/compare_runs.sh: expected BIN_BEFORE BIN_AFTER [WORK], got $# argument(s)" >&2; sed -n '2,10p' "$0" >&2; exit 2; }
+for d in "$1" "$2"; do [ -x "$d/lmkit-pretrain" ] || { echo "error: scripts/compare_runs.sh: $d holds no lmkit-pretrain (a build's bin folder)" >&2; exit 2; }; done
 before=$1 after=$2 work=${3:-/tmp/lmkit-compare}
 status=0
 mkdir -p "$work"

@@ -17,6 +17,8 @@
 # (1: the SIGTERM check; 0 where a parallel group already runs it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/script_args.sh
+no_args "$@" || exit 2
 BIN=${BIN:-build/bin}
 OUT=${OUT:-runs/gpu-verify}
 DEVICE=${DEVICE:-cuda}

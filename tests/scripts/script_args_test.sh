@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Every experiment and benchmark script refuses what it does not take before doing anything:
+# one `error:` line naming the script and the argument, exit 2, nothing written.
+#   tests/scripts/script_args_test.sh SOURCE_DIR
+set -uo pipefail
+source=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+touch a-file
+failures=0
+check() {  # check SCRIPT EXPECTED ARGS...
+  local script=$1 expected=$2
+  shift 2
+  local before out rc
+  before=$(ls -A "$source" | sort)
+  out=$(bash "$source/$script" "$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$out" | grep -c '^error: ')" -ne 1 ] || [[ "$out" != *"$expected"* ]]; then
+    echo "FAIL $script $*: exit $rc, output:"
+    printf '%s\n' "$out" | head -5
+    failures=$((failures + 1))
+  fi
+  if [ "$(ls -A "$source" | sort)" != "$before" ]; then
+    echo "FAIL $script $*: wrote into the checkout"
+    failures=$((failures + 1))
+  fi
+}
+for script in bench/bf16_loss_curve.sh bench/compare_hf.sh bench/distributed.sh bench/document_mask_results.sh \
+              bench/encode_throughput.sh bench/levers.sh bench/optimizer_results.sh bench/run_benchmarks.sh; do
+  check "$script" "unknown option '--bogus'" --bogus
+  check "$script" "one argument at most" runs/x runs/y
+  check "$script" "is a file, not an output folder" "$work/a-file"
+done
+check scripts/gpu_verify.sh "takes no arguments" --bogus
+check scripts/compare_runs.sh "expected BIN_BEFORE BIN_AFTER [WORK], got 1" only-one
+check scripts/compare_runs.sh "holds no lmkit-pretrain" "$work" "$work"
+python3 "$source/scripts/make_squad.py" --output "$work/a-file" > "$work/out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q "^error: --output $work/a-file is a file" "$work/out"; then
+  echo "FAIL scripts/make_squad.py --output FILE: exit $rc"
+  failures=$((failures + 1))
+fi
+echo "script arguments: $failures failure(s)"
+[ $failures -eq 0 ]
