@@ -96,6 +96,9 @@ TEST_CASE("vit: bad images, configs and keys are named errors", "[models][vit]")
   Json j = vit_config();
   j["image_size"] = 18;
   CHECK_THROWS_WITH(models::create_model(j, "v.json"), Catch::Contains("image_size 18 is not divisible by patch_size 4"));
+  // A default is quoted as one, not as the file's value (ViT-Base's image_size 224 against a patch of 15).
+  CHECK_THROWS_WITH(models::create_model({{"model_type", "vit"}, {"patch_size", 15}}, "v.json"),
+                    Catch::Contains("v.json: image_size 224 (its default) is not divisible by patch_size 15"));
   j = vit_config();
   j["decoder_hidden_size"] = 16;
   CHECK_THROWS_WITH(models::create_model(j, "v.json"), Catch::Contains("key 'decoder_hidden_size' is ViT-MAE's"));

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cctype>
 #include <cmath>
 
 #include "lmkit/models/checks.h"
@@ -63,8 +64,12 @@ VitConfig VitConfig::from_json(const Json& j, const std::string& file) {
   c.model_type = j.value("model_type", "vit");
   read_hf_config(table(), j, file, c);
   if (c.pooler_output_size < 0) c.pooler_output_size = c.hidden_size;
+  // A value the file never set is quoted as the default it is, not as the file's.
+  auto named = [&](const char* key, int64_t v) {
+    return std::string(key) + " " + std::to_string(v) + (j.contains(key) || !std::isalpha(key[0]) ? "" : " (its default)");
+  };
   auto divisible = [&](int64_t a, const char* an, int64_t b, const char* bn) {
-    check_input(a % b == 0, file + ": " + an + " " + std::to_string(a) + " is not divisible by " + bn + " " + std::to_string(b));
+    check_input(a % b == 0, file + ": " + named(an, a) + " is not divisible by " + (std::isdigit(bn[0]) ? std::string(bn) : named(bn, b)));
   };
   divisible(c.hidden_size, "hidden_size", c.num_attention_heads, "num_attention_heads");
   divisible(c.image_size, "image_size", c.patch_size, "patch_size");
