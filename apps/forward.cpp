@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
     // One writer of --output at a time: two runs into one new file both passed the check below and
     // both reported success, the later silently replacing the other's outputs.
     const lmkit::OutputLock lock(output);
+    std::optional<lmkit::OutputLock> save_lock;  // the --save directory is claimed the same way
+    if (!save.empty()) save_lock.emplace(save, "--save");
     lmkit::check_output_file(output, overwrite);
     if (!save.empty()) check_save(save, overwrite);
     const lmkit::Batch batch = read_inputs(inputs);

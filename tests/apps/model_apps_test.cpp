@@ -52,6 +52,23 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
   Run types = run(base + " --inputs " + (dir / "types.safetensors"));
   CHECK(types.code == 2);
   CHECK_THAT(types.out, Catch::Contains("GPT2LMHeadModel does not take token_type_ids"));
+  // --save: a file in its place, an existing checkpoint without --overwrite; pixel_values to a text model.
+  io::write_safetensors(dir / "ok.safetensors", {{"input_ids", at::ones({1, 4}, at::kLong)}});
+  const std::string saving = "lmkit-forward --checkpoint " + test::hf_fixture("gpt2") + " --output " + (dir / "s.safetensors");
+  Run file = run(saving + " --inputs " + (dir / "ok.safetensors") + " --save " + (dir / "typo.safetensors"));
+  CHECK(file.code == 2);
+  CHECK_THAT(file.out, Catch::StartsWith("error: --save ") && Catch::Contains("is a file, not a checkpoint directory"));
+  REQUIRE(run(saving + " --inputs " + (dir / "ok.safetensors") + " --overwrite --save " + (dir / "saved")).code == 0);
+  CHECK(std::filesystem::exists(dir / "saved/model.safetensors"));
+  CHECK(run(saving + " --inputs " + (dir / "ok.safetensors") + " --overwrite --save " + (dir / "saved")).code == 0);  // replaced
+  Run kept = run("lmkit-forward --checkpoint " + test::hf_fixture("gpt2") + " --output " + (dir / "o3.safetensors") + " --inputs " +
+                 (dir / "ok.safetensors") + " --save " + (dir / "saved"));
+  CHECK(kept.code == 2);
+  CHECK_THAT(kept.out, Catch::Contains("--save " + (dir / "saved") + ": exists; give --overwrite to replace it"));
+  io::write_safetensors(dir / "pixels.safetensors", {{"pixel_values", at::zeros({1, 1, 8, 8})}});
+  Run pixels = run(saving + " --overwrite --inputs " + (dir / "pixels.safetensors"));
+  CHECK(pixels.code == 2);
+  CHECK_THAT(pixels.out, Catch::StartsWith("error: ") && Catch::Contains("GPT2LMHeadModel does not take pixel_values"));
   // Ids an embedding cannot take, empty and mis-shaped tensors: named, exit 2 (LibTorch's
   // "Expected tensor for argument #1 'indices'" and "select(): index 0 out of range" were exit 1).
   const std::vector<std::pair<std::vector<std::pair<std::string, at::Tensor>>, std::string>> shaped = {
