@@ -122,6 +122,15 @@ TEST_CASE("squad: windows overlap by doc_stride, cover the context, and place th
     // Consecutive windows of one question share doc_stride context tokens.
     auto context_tokens = [](const data::QaFeature& x) { return std::count_if(x.word.begin(), x.word.end(), [](int32_t w) { return w >= 0; }); };
     CHECK(context_tokens(f[0]) > o.doc_stride);
+    auto context_words = [](const data::QaFeature& x) {
+      std::vector<int32_t> w;
+      for (int32_t k : x.word) if (k >= 0) w.push_back(k);
+      return w;
+    };
+    REQUIRE(f[1].question == 0);
+    const auto first = context_words(f[0]), second = context_words(f[1]);
+    CHECK(std::vector<int32_t>(first.end() - o.doc_stride, first.end()) ==
+          std::vector<int32_t>(second.begin(), second.begin() + o.doc_stride));
     // The answers from logits that point at the answer's tokens in one window, and at [CLS] elsewhere.
     std::vector<std::vector<float>> s, e;
     for (const auto& x : f) {
