@@ -36,7 +36,8 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const
   tasks::check_request(r, m);  // refuses --predictions naming the --output file, before its lock below
   std::optional<OutputLock> predictions_lock;  // and of --predictions
   if (!r.predictions.empty()) predictions_lock.emplace(r.predictions, "--predictions");
-  const auto tok = tokenizer::Tokenizer::load(r.checkpoint);
+  // A model that reads images has no tokenizer: its task's metric gets the empty one.
+  const auto tok = tasks::reads_images(r.checkpoint) ? tokenizer::Tokenizer{} : tokenizer::Tokenizer::load(r.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
   const tasks::MetricInputs in{r.checkpoint, r.data,    tok,           device,      a.batch_size, a.seq_len,
                                r.max_examples, a.columns, r.predictions, work.path(), app,          &task_flags};

@@ -339,14 +339,9 @@ void train_and_report(const Args& a, const train::Run& run, Json run_config, std
 // fixed seed; the patches a side come from the model's config.
 PretrainingData image_data(const Args& a, const data::ObjectiveSpec& spec, const Json& mc) {
   const int64_t size = mc.value("image_size", int64_t{0}), patch = mc.value("patch_size", int64_t{1});
-  const int64_t channels = mc.value("num_channels", int64_t{1});
   auto make = [&](const std::string& path, uint64_t seed) -> std::shared_ptr<const data::Dataset> {
     if (path.empty()) return nullptr;
-    auto images = std::make_shared<data::ImageSet>(data::read_idx_images(path));
-    check_input(images->height == size && images->width == size && images->channels == channels,
-                path + ": its images are " + std::to_string(images->height) + "×" + std::to_string(images->width) + " with " +
-                    std::to_string(images->channels) + " channel(s); the model takes " + std::to_string(size) + "×" +
-                    std::to_string(size) + " with " + std::to_string(channels) + " (lmkit does not resize)");
+    auto images = data::read_model_images(path, mc, /*labels=*/false);
     data::ObjectiveInputs in;
     in.images = images;
     in.seq_len = (size / patch) * (size / patch);

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "app_runner.h"
@@ -123,6 +124,22 @@ TEST_CASE("images: lmkit-pretrain --objective mae trains ViT-MAE on IDX images a
   CHECK_THAT(r.out, Catch::Contains("ViTMAEForPreTraining") && Catch::Contains("valid loss"));
   const Json config = load_json_file(dir / "run/final/config.json");
   CHECK(config["architectures"][0] == "ViTMAEForPreTraining");
+  // Its rate is in images, and its pixel error has no perplexity.
+  bool train_line = false, valid_line = false;
+  std::ifstream metrics(dir / "run/metrics.jsonl");
+  for (std::string text; std::getline(metrics, text);) {
+    const Json line = Json::parse(text);
+    if (line["split"] == "train") {
+      train_line = true;
+      CHECK(line["images_per_sec"].get<double>() > 0);
+      CHECK_FALSE(line.contains("tokens_per_sec"));
+    } else {
+      valid_line = true;
+      CHECK_FALSE(line.contains("perplexity"));
+    }
+  }
+  CHECK((train_line && valid_line));
+  CHECK_THAT(r.out, Catch::Contains("img/s="));
   const Json processor = load_json_file(dir / "run/final/preprocessor_config.json");
   CHECK(processor["image_processor_type"] == "ViTImageProcessor");
   CHECK(processor["size"]["height"] == 8);
@@ -139,4 +156,72 @@ TEST_CASE("images: lmkit-pretrain --objective mae trains ViT-MAE on IDX images a
                   (dir / "b2") + " --steps 1 --threads 1");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("its images are 12×12 with 1 channel(s); the model takes 8×8"));
+}
+
+TEST_CASE("images: lmkit-finetune --task image-classification from an MAE checkpoint or at random, scored by lmkit-evaluate",
+          "[apps][images]") {
+  test::TempDir dir;
+  write_idx(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 40, 8, 8, true);
+  write_idx(dir / "dev-images-idx3-ubyte", dir / "dev-labels-idx1-ubyte", 12, 8, 8, false);
+  const Json body = {{"hidden_size", 16}, {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"intermediate_size", 32},
+                     {"image_size", 8},   {"patch_size", 2},        {"num_channels", 1}};
+  Json mae = body, vit = body;
+  mae.update({{"model_type", "vit_mae"}, {"decoder_hidden_size", 8}, {"decoder_num_hidden_layers", 1},
+              {"decoder_num_attention_heads", 2}, {"decoder_intermediate_size", 16}});
+  vit["model_type"] = "vit";
+  save_json_file(dir / "mae.json", mae);
+  save_json_file(dir / "vit.json", vit);
+  REQUIRE(test::run("lmkit-pretrain --model " + (dir / "mae.json") + " --train " + (dir / "train-images-idx3-ubyte.gz") +
+                    " --output " + (dir / "mae") + " --steps 2 --batch-size 8 --threads 1").code == 0);
+  const std::string data = " --train " + (dir / "train-images-idx3-ubyte.gz") + " --dev " + (dir / "dev-images-idx3-ubyte") +
+                           " --epochs 1 --batch-size 8 --lr 1e-3 --threads 1 --output ";
+  // The MAE checkpoint finetunes as a ViT: its encoder read, the decoder left unused, a new classifier.
+  auto r = test::run("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + data + (dir / "ft"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("is a ViTMAEForPreTraining; ViTForImageClassification leaves its") &&
+                        Catch::Contains("decoder.") && Catch::Contains("40 train / 12 dev examples, 10 labels"));
+  const Json config = load_json_file(dir / "ft/best/config.json");
+  CHECK(config["model_type"] == "vit");
+  CHECK(config["architectures"][0] == "ViTForImageClassification");
+  CHECK_FALSE(config.contains("decoder_hidden_size"));
+  CHECK(load_json_file(dir / "ft/best/preprocessor_config.json")["image_processor_type"] == "ViTImageProcessor");
+  CHECK(load_json_file(dir / "ft/best/label_map.json").size() == 10);
+  CHECK_FALSE(std::filesystem::exists(dir / "ft/best/tokenizer.json"));
+  CHECK_FALSE(std::filesystem::exists(dir / "ft/best/tokenizer.model"));
+  // lmkit-evaluate on the dev file gives the dev figures the run kept.
+  r = test::run("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " +
+                (dir / "dev-images-idx3-ubyte") + " --threads 1 --output " + (dir / "test.json") + " --predictions " + (dir / "p.tsv"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Json scored = load_json_file(dir / "test.json"), kept = load_json_file(dir / "ft/result.json");
+  CHECK(scored["examples"] == 12);
+  CHECK(scored["accuracy"].get<double>() == Approx(kept["accuracy"].get<double>()));
+  CHECK(read_file(dir / "p.tsv") == read_file(dir / "ft/predictions.tsv"));
+  // At random from a preset.
+  r = test::run("lmkit-finetune --task image-classification --init random --model " + (dir / "vit.json") + data + (dir / "rnd"));
+  INFO(r.out);
+  CHECK(r.code == 0);
+  // What an image model does not take is named.
+  auto refused = [&](const std::string& command, const std::string& message) {
+    auto bad = test::run(command);
+    INFO(command << "\n" << bad.out);
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.out, Catch::Contains(message));
+  };
+  refused("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + " --tokenizer x" + data + (dir / "b1"),
+          "--tokenizer: model_type 'vit' reads images, not text");
+  refused("lmkit-evaluate --metric perplexity --checkpoint " + (dir / "ft/best") + " --data " + (dir / "dev-images-idx3-ubyte") +
+              " --output " + (dir / "b2.json"),
+          "--metric perplexity reads text; " + (dir / "ft/best") + " is a model_type 'vit' model, which reads images (its "
+          "metric: image-classification)");
+  refused("lmkit-finetune --task classification --checkpoint " + (dir / "mae/final") + data + (dir / "b3"),
+          "has no classification head");
+  write_idx(dir / "bare-images-idx3-ubyte", "", 12, 8, 8, false);
+  refused("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + " --train " +
+              (dir / "bare-images-idx3-ubyte") + " --dev " + (dir / "dev-images-idx3-ubyte") + " --output " + (dir / "b4"),
+          "bare-images-idx3-ubyte: no labels file beside it");
+  refused("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " +
+              (dir / "bare-images-idx3-ubyte") + " --output " + (dir / "b5.json"),
+          "no labels file beside it");
 }

@@ -43,9 +43,10 @@ grep -qE "^finetuned: dev accuracy 0\.[0-9]+, macro F1 [0-9.]+ over 272 examples
 plugin_src="$src/examples/shuffle_plugin"
 cmake -S "$plugin_src" -B "$work/plugin" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   >"$work/plugin.log" 2>&1 && cmake --build "$work/plugin" >>"$work/plugin.log" 2>&1 || { tail -40 "$work/plugin.log"; exit 1; }
-cmake -S "$plugin_src" -B "$work/plugin-old" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_CXX_FLAGS='-DLMKIT_PLUGIN_LMKIT_VERSION=\"0.0.1\"' >"$work/plugin-old.log" 2>&1 &&
-  cmake --build "$work/plugin-old" >>"$work/plugin-old.log" 2>&1 || { tail -40 "$work/plugin-old.log"; exit 1; }
+# A plugin that claims another lmkit: the plugin header alone, compiled directly (no LibTorch headers to parse).
+mkdir -p "$work/plugin-old"
+${CXX:-c++} -std=c++17 -shared -fPIC -I"$prefix/include" "$src/tests/install/old_plugin/old_plugin.cpp" \
+  -o "$work/plugin-old/liblmkit_old.so" >"$work/plugin-old.log" 2>&1 || { cat "$work/plugin-old.log"; exit 1; }
 plugin="$work/plugin/liblmkit_shuffle.so"
 bin="$prefix/bin"
 # (The help is captured first: grep -q would end the pipe early, and pipefail report it.)
@@ -60,8 +61,8 @@ expect_error() {  # expect_error PATTERN COMMAND...: exit 2 and one error line m
   [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s\n' "$out" | grep -qE "$1" ||
     { echo "FAIL: '${*:2}' exited $rc with: $out"; exit 1; }
 }
-expect_error "^error: .*liblmkit_shuffle.so: built against lmkit 0\.0\.1 and LibTorch .*, but this is lmkit 0\.1\.0" \
-  "$bin/lmkit-info" --plugin "$work/plugin-old/liblmkit_shuffle.so"
+expect_error "^error: .*liblmkit_old.so: built against lmkit 0\.0\.1 and LibTorch .*, but this is lmkit 0\.1\.0" \
+  "$bin/lmkit-info" --plugin "$work/plugin-old/liblmkit_old.so"
 cp "$plugin" "$work/copy.so"
 expect_error "^error: objective 'shuffle' is registered twice: by .*/plugin/liblmkit_shuffle.so and by .*/copy.so$" \
   "$bin/lmkit-info" --plugin "$plugin" --plugin "$work/copy.so"

@@ -722,8 +722,27 @@ def vit_lmkit_to_hf(family, bin_dir, work):
         worst, checked = max(worst, rel), checked + 1
     if checked == 0:
         failures.append("no outputs compared")
-    return failures, (f"{type(back).__name__} loaded lmkit-forward --save's files with no missing/unexpected keys; "
-                      f"{checked} outputs; worst |diff|/scale {worst:.2e}")
+    summary = (f"{type(back).__name__} loaded lmkit-forward --save's files with no missing/unexpected keys; "
+               f"{checked} outputs; worst |diff|/scale {worst:.2e}")
+    if family == "vit_mae":
+        more, said = mae_as_vit(bin_dir, work, batch)
+        failures, summary = failures + more, summary + "; " + said
+    return failures, summary
+
+
+def mae_as_vit(bin_dir, work, batch):
+    """An MAE checkpoint finetunes as a ViT: HF's ViTModel.from_pretrained reads its encoder (the
+    fixed sine-cosine positions as the learned table), and so must lmkit (--architecture ViTModel)."""
+    pixels = {"pixel_values": batch["pixel_values"]}
+    inputs_path = os.path.join(work, "vit_inputs.safetensors")
+    save_file(pixels, inputs_path)
+    out = os.path.join(work, "as_vit.safetensors")
+    run([os.path.join(bin_dir, "lmkit-forward"), "--checkpoint", os.path.join(work, "hf"), "--inputs", inputs_path,
+         "--output", out, "--architecture", "ViTModel", "--new-head", "--threads", "1"])
+    hf = transformers.ViTModel.from_pretrained(os.path.join(work, "hf"))
+    want = hf_forward(hf, pixels, gradients=False).last_hidden_state.detach()
+    bad, rel = compare("last_hidden_state (MAE as ViTModel)", load_file(out)["last_hidden_state"], want)
+    return ([bad] if bad else []), f"read as ViTModel (HF's from_pretrained of the MAE files): |diff|/scale {rel:.2e}"
 
 
 def main():

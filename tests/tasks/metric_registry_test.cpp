@@ -38,7 +38,7 @@ std::vector<std::string> metric_registry_names() {
 TEST_CASE("metrics: lmkit's own, each task's, then one of user code, and a name taken twice refused", "[tasks][metrics]") {
   const std::vector<std::string> builtin = {"perplexity", "mlm-perplexity", "pseudo-perplexity", "span", "objective", "bleu",
                                             "multiple-choice", "cloze", "completion", "in-context", "classification",
-                                            "token-classification", "generation", "squad"};
+                                            "token-classification", "generation", "squad", "image-classification"};
   CHECK(metric_registry_names() == builtin);
   CHECK(tasks::metric("generation").task == "seq2seq");
   CHECK(tasks::metric("bleu").also_reads == std::vector<std::string>{"--beams", "--max-new-tokens"});

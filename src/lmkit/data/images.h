@@ -33,6 +33,11 @@ ImageSet read_idx_images(const std::string& images, const std::string& labels = 
 /// "train-labels-idx1-ubyte.gz"); "" when the name does not follow it.
 std::string idx_labels_beside(const std::string& images);
 
+/// The IDX images at `path` for a model of config `model_config` (image_size, num_channels): an
+/// InputError naming the file when their size or channels differ (lmkit does not resize). With
+/// `labels`, their classes from the labels file beside them (idx_labels_beside), which must exist.
+std::shared_ptr<ImageSet> read_model_images(const std::string& path, const Json& model_config, bool labels);
+
 /// HF ViTImageProcessor's rescale and normalisation (its defaults: 1/255, mean 0.5, std 0.5).
 struct ImageProcessor {
   std::vector<double> mean = {0.5}, std = {0.5};  ///< one a channel (one value: every channel)

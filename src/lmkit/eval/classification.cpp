@@ -58,7 +58,7 @@ Json evaluate_classifier(models::Model& model, std::shared_ptr<const data::Datas
     check_stop("evaluation");
     Batch b = loader.next();
     Output o = model.forward(b.to(device));
-    const int64_t rows = b.input_ids.size(0);
+    const int64_t rows = b.rows();  // texts or images
     loss_sum += o.loss.item<double>() * static_cast<double>(rows);
     examples += rows;
     at::Tensor logits = o.logits.to(at::kCPU).to(at::kFloat);

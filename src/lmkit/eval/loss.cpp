@@ -96,7 +96,8 @@ struct Tally {
     Json r;
     if (terms.names.empty()) {
       r["loss"] = loss_sum / static_cast<double>(std::max<int64_t>(targets, 1));
-      r["perplexity"] = std::exp(r["loss"].get<double>());
+      // A perplexity of tokens; an image model's loss (MAE's pixel error) has none.
+      if (tokens > 0) r["perplexity"] = std::exp(r["loss"].get<double>());
     } else {
       double loss = 0;
       for (size_t k = 0; k < terms.names.size(); ++k) {

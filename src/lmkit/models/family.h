@@ -48,6 +48,10 @@ struct Family {
   std::function<int64_t(const Json& config)> max_length_of;
   std::vector<std::string> metrics;        ///< lmkit-evaluate metrics for its pretrained checkpoints
   bool encoder_decoder = false;            ///< inputs go to an encoder, labels to a decoder
+  bool images = false;                     ///< reads pixel_values, not text: its checkpoints carry no tokenizer
+  /// Its config as another family's whose heads finetune its checkpoints (vit_mae -> vit, as HF's
+  /// ViTForImageClassification.from_pretrained reads an MAE checkpoint); nullptr: none.
+  std::function<Json(const Json& config)> finetunes_as;
   /// Builds the model `config` describes with the head `architecture` (one of architectures).
   std::function<std::shared_ptr<Model>(const Json& config, const std::string& file, const std::string& architecture)>
       create;

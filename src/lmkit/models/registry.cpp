@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <cstdio>
 #include <regex>
 #include <map>
@@ -279,6 +280,22 @@ void check_vocabulary(const Model& model, int64_t tokenizer_vocab, const std::st
   }
 }
 
+namespace {
+
+// `config` as Family::finetunes_as has it when `wanted` says the family's own does not do.
+Json converted_when(const Json& config, const std::string& file, const std::function<bool(const Family&)>& wanted) {
+  const Family& own = family_of_config(config, file);
+  if (wanted(own) || !own.finetunes_as) return config;
+  Json converted = own.finetunes_as(config);
+  return wanted(family_of_config(converted, file)) ? converted : config;
+}
+
+}  // namespace
+
+Json finetuning_config(const Json& config, const std::string& head, const std::string& file) {
+  return converted_when(config, file, [&](const Family& f) { return !f.head(head).empty(); });
+}
+
 std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string& architecture, LoadReport* report,
                                        const Json& overrides, bool new_head, bool companions_required) {
   namespace fs = std::filesystem;
@@ -286,7 +303,10 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
   const std::string config_path = dir + "/config.json", weights_path = dir + "/model.safetensors";
   if (!fs::exists(config_path)) throw InputError(dir + ": no config.json (incomplete checkpoint?)");
   if (!fs::exists(weights_path)) throw InputError(dir + ": no model.safetensors (incomplete checkpoint?)");
-  Json merged = load_json_file(config_path);
+  const Json written = load_json_file(config_path);
+  // An MAE checkpoint read as ViTForImageClassification is read as the ViT it finetunes as.
+  Json merged = architecture.empty() ? written
+                                     : converted_when(written, config_path, [&](const Family& f) { return f.builds(architecture); });
   if (merged.is_object()) {
     for (auto it = overrides.begin(); it != overrides.end(); ++it) {
       merged[it.key()] = it.value();
@@ -295,8 +315,8 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
   }
   auto model = create_model(merged, config_path, architecture);
   LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, /*strict=*/false);
-  std::string own = config_architecture(merged);
-  if (own.empty()) own = model->model_type();
+  std::string own = config_architecture(written);
+  if (own.empty()) own = written.value("model_type", model->model_type());
   check_report(r, dir, *model, own, new_head);
   const auto read = load_companions(*model, dir);
   for (const auto& [folder, companion] : model->companions()) {

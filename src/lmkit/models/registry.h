@@ -28,6 +28,10 @@ std::string config_architecture(const Json& config);
 /// built it, when the checkpoint records one: pass --plugin PATH).
 const Family& family_of_config(const Json& config, const std::string& file);
 
+/// `config` as the family that finetunes it with `head`: the config itself when its family has the
+/// head, else its Family::finetunes_as (a vit_mae config as a vit's) when that has it; else unchanged.
+Json finetuning_config(const Json& config, const std::string& head, const std::string& file);
+
 /// The architectures create_model() accepts for a model_type.
 std::vector<std::string> supported_architectures(const std::string& model_type);
 

@@ -352,6 +352,7 @@ namespace {
 Family vit_like(const std::string& model_type) {
   Family f;
   f.model_type = model_type;
+  f.images = true;
   f.architectures = vit_architectures(model_type).names();
   f.heads = vit_architectures(model_type).heads();
   f.create = family_creator<VitImpl, VitConfig>(vit_architectures(model_type), [model_type](const Json& j, const std::string& file) {
@@ -368,6 +369,18 @@ Family vit_family() { return vit_like("vit"); }
 Family vit_mae_family() {
   Family f = vit_like("vit_mae");
   f.objectives = {{"mae", "ViTMAEForPreTraining"}};
+  // The encoder finetunes as a ViT: the body's keys kept, MAE's decoder and masking dropped (its
+  // fixed sine-cosine positions become the learned table's start; the decoder's weights go unused).
+  f.finetunes_as = [](const Json& config) {
+    Json vit = Json::object();
+    for (auto it = config.begin(); it != config.end(); ++it) {
+      const std::string& key = it.key();
+      const bool mae_only = key.rfind("decoder_", 0) == 0 || key == "mask_ratio" || key == "norm_pix_loss";
+      if (!mae_only && key != "architectures") vit[key] = it.value();
+    }
+    vit["model_type"] = "vit";
+    return vit;
+  };
   return f;
 }
 

@@ -14,6 +14,8 @@ TaskSpec token_classification_task();
 TaskSpec text_to_text_task();
 /// Extractive question answering (SQuAD v1.1 and v2.0), scored by SQuAD's official scripts.
 TaskSpec question_answering_task();
+/// A class per image (ViT on IDX images: MNIST, Fashion-MNIST), scored as classification.
+TaskSpec image_classification_task();
 
 /// lmkit-evaluate's own metrics (builtin_metrics.cpp): the corpus metrics (perplexity,
 /// mlm-perplexity, pseudo-perplexity, span, objective), bleu and the in-context three.

@@ -73,6 +73,19 @@ void check_result_file(const EvaluationRequest& a, bool many) {
   }
 }
 
+// A model that reads images takes the metric of a task with its head (image-classification), no text metric.
+void check_images_metric(const EvaluationRequest& a, const MetricSpec& m) {
+  const std::string file = a.checkpoint + "/config.json";
+  const models::Family& family = models::family_of_config(load_json_file(file), file);
+  std::vector<std::string> takes;
+  for (const auto& t : tasks()) {
+    if (!family.head(t.head).empty()) takes.push_back(t.metric);
+  }
+  check_input(std::find(takes.begin(), takes.end(), m.name) != takes.end(),
+              "--metric " + m.name + " reads text; " + a.checkpoint + " is a model_type '" + family.model_type +
+                  "' model, which reads images" + (takes.empty() ? "" : " (its metric: " + join_names(takes, " or ") + ")"));
+}
+
 // Where the metric applies, said before the model loads.
 void check_applies(const EvaluationRequest& a, const MetricSpec& m) {
   if (!m.refuses) return;
@@ -155,9 +168,19 @@ void check_request(const EvaluationRequest& a, const MetricSpec& m) {
   }
   check_result_file(a, m.many_data);
   check_input(fs::is_directory(a.checkpoint), "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
-  check_input(tokenizer::Tokenizer::present(a.checkpoint),
-              a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
+  if (reads_images(a.checkpoint)) {
+    check_images_metric(a, m);
+  } else {
+    check_input(tokenizer::Tokenizer::present(a.checkpoint),
+                a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
+  }
   check_applies(a, m);
+}
+
+bool reads_images(const std::string& checkpoint) {
+  const std::string file = checkpoint + "/config.json";
+  if (!fs::exists(file)) return false;  // said where the model loads
+  return models::family_of_config(load_json_file(file), file).images;
 }
 
 Json stamp_result(Json figures, const EvaluationRequest& a, const MetricSpec& m) {

@@ -28,8 +28,11 @@ struct EvaluationRequest {
 /// --max-eval-examples where `metric` does not take them; a corpus it reads that is not
 /// there; a result file that holds another evaluation (a result of the same metric,
 /// checkpoint and data is its own to replace) or a user's file without --overwrite; no
-/// checkpoint directory or tokenizer; a checkpoint the metric refuses.
+/// checkpoint directory or tokenizer (a model that reads images has none: a metric of a task
+/// with its head is the only one it takes); a checkpoint the metric refuses.
 void check_request(const EvaluationRequest& request, const MetricSpec& metric);
+/// Whether the checkpoint's model reads images (Family::images): it has no tokenizer.
+bool reads_images(const std::string& checkpoint);
 /// The figures stamped with the metric, the checkpoint, the data and lmkit-evaluate.
 Json stamp_result(Json figures, const EvaluationRequest& request, const MetricSpec& metric);
 /// A result as an aligned table on stdout: a row per figure, and a nested object (the

@@ -24,12 +24,24 @@ namespace lmkit::tasks {
 
 namespace {
 
-// The model's config (the checkpoint's, or the preset's) and its family, before the model exists.
-const models::Family& family_of_run(const FinetuneOptions& a, Json* config) {
+// The model's config (the checkpoint's, or the preset's) and its family, before the model exists:
+// as the family that has the task's head (an MAE checkpoint finetunes as a ViT).
+const models::Family& family_of_run(const FinetuneOptions& a, const std::string& head, Json* config) {
   check_input(!a.checkpoint.empty() || !a.model.empty(), "--init random needs --model PRESET.json");
+  check_input(a.checkpoint.empty() || fs::is_directory(a.checkpoint),
+              "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
   const std::string file = a.checkpoint.empty() ? a.model : a.checkpoint + "/config.json";
-  *config = load_json_file(file);
+  *config = models::finetuning_config(load_json_file(file), head, file);
   return models::family_of_config(*config, file);
+}
+
+// An image model's head (no vocabulary to fit).
+std::shared_ptr<models::Model> make_image_model(const FinetuneOptions& a, const Context& c, const std::string& head,
+                                                const Json& overrides) {
+  if (!a.checkpoint.empty()) return models::load_pretrained(a.checkpoint, head, nullptr, overrides, /*new_head=*/true);
+  Json config = c.model_config;
+  config.update(overrides);
+  return models::create_model(config, a.model, head);
 }
 
 // The task's head on the pretrained body, or initialised at random. num_labels 0: the
@@ -51,6 +63,7 @@ std::shared_ptr<models::Model> make_model(const FinetuneOptions& a, const Contex
       tok.specials().sep >= 0) {
     overrides["sep_token_id"] = tok.specials().sep;
   }
+  if (c.family.images) return make_image_model(a, c, head, overrides);
   if (!a.checkpoint.empty()) {
     // A new head starts from random initialisation (listed on stderr), the body from the checkpoint.
     model = num_labels > 0 ? models::load_pretrained(a.checkpoint, head, nullptr, overrides, /*new_head=*/true)
@@ -148,7 +161,8 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
                  static_cast<long long>(o.steps));
   }
   auto save_extra = [&](const std::string& dir) {
-    c.tokenizer.save(dir);
+    if (!c.tokenizer.empty()) c.tokenizer.save(dir);
+    for (const auto& [name, content] : p.files) save_json_file(dir + "/" + name, content);
     if (!p.label_map.is_null()) save_json_file(dir + "/label_map.json", p.label_map);
     save_info(dir, a.task, a.max_length, task.info());
   };
@@ -183,9 +197,12 @@ void drop_all_but_best(const FinetuneOptions& a) {
   }
 }
 
-tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a) {
-  check_input(a.checkpoint.empty() || fs::is_directory(a.checkpoint),
-              "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
+// The tokenizer (--tokenizer, else the checkpoint's); an image model's tasks get the empty one.
+tokenizer::Tokenizer run_tokenizer(const FinetuneOptions& a, const models::Family& family) {
+  if (family.images) {
+    check_input(a.tokenizer.empty(), "--tokenizer: model_type '" + family.model_type + "' reads images, not text");
+    return tokenizer::Tokenizer{};
+  }
   check_input(!a.tokenizer.empty() || tokenizer::Tokenizer::present(a.checkpoint), a.checkpoint + ": no tokenizer (give --tokenizer)");
   return tokenizer::Tokenizer::load(!a.tokenizer.empty() ? a.tokenizer : a.checkpoint);
 }
@@ -201,14 +218,14 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   for (const auto& t : tasks()) predictions.push_back(t.predictions);
   const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite, predictions);
   if (run.leader) a.tensorboard.check();
-  const tokenizer::Tokenizer tok = run_tokenizer(a);
+  Json config;
+  const models::Family& family = family_of_run(a, spec.head, &config);
+  head_of(spec, family);
+  const tokenizer::Tokenizer tok = run_tokenizer(a, family);
   // Batches are padded with the pad token, or EOS where there is none (GPT-2's <|endoftext|>; masked out).
   const int32_t pad = data::pad_id(tok);
-  check_input(pad >= 0, (a.tokenizer.empty() ? a.checkpoint : a.tokenizer) +
-                            ": the tokenizer has neither a pad nor an end-of-text token to pad with");
-  Json config;
-  const models::Family& family = family_of_run(a, &config);
-  head_of(spec, family);
+  check_input(pad >= 0 || family.images, (a.tokenizer.empty() ? a.checkpoint : a.tokenizer) +
+                                             ": the tokenizer has neither a pad nor an end-of-text token to pad with");
   // Said before training, not when the first long example reaches the model. The default
   // length is fitted to a model with fewer positions, and says so.
   const int64_t positions = family.max_length(config);
@@ -220,7 +237,7 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   check_input(positions == 0 || a.max_length <= positions,
               "--max-length " + std::to_string(a.max_length) + " exceeds the model's " + std::to_string(positions) +
                   " positions (" + family.positions_key + " in its config.json)");
-  Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, "", run.leader, app,
+  Context c{tok, pad, run.started.device, a.batch_size, a.max_length, a.columns, family, config, a.checkpoint, run.leader, app,
             a.max_dev_examples};
   task.prepare_options(c);
   Prepared p = task.prepare(c, a.train, a.dev);

@@ -17,7 +17,8 @@ namespace {
 
 std::vector<TaskSpec>& registry() {
   static std::vector<TaskSpec> all = [] {
-    std::vector<TaskSpec> builtin = {classification_task(), token_classification_task(), text_to_text_task(), question_answering_task()};
+    std::vector<TaskSpec> builtin = {classification_task(), token_classification_task(), text_to_text_task(), question_answering_task(),
+                                          image_classification_task()};
     for (auto& t : builtin) t.source = "lmkit";
     return builtin;
   }();

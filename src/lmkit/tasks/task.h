@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ enum class Mode { kFinetune, kEvaluate };
 
 /// Everything a task reads its data and evaluates with.
 struct Context {
+  /// The checkpoint's (or --tokenizer's); for a model that reads images, the empty one (Tokenizer::empty()).
   const tokenizer::Tokenizer& tokenizer;
   int32_t pad_id = -1;           ///< padding of the batches (EOS where the tokenizer has no pad)
   c10::Device device = c10::kCPU;
@@ -41,7 +43,7 @@ struct Context {
   data::ColumnSpec columns;      ///< --text-column, --label-column, --format (how the task reads them is its own)
   const models::Family& family;  ///< the model's family
   Json model_config;             ///< the model's config.json (the preset's for a random start)
-  std::string checkpoint;        ///< lmkit-evaluate: the finetuned checkpoint (its label map)
+  std::string checkpoint;        ///< lmkit-evaluate: the finetuned checkpoint (its label map); lmkit-finetune: the pretrained one ("" at random)
   bool leader = true;            ///< prints notes (rank 0 of a data-parallel job)
   const CLI::App* app = nullptr; ///< the parsed flags: which were given
   /// Dev examples (lmkit-finetune --max-dev-examples) or evaluation examples (lmkit-evaluate
@@ -64,6 +66,7 @@ struct Prepared {
   int64_t dev_examples = 0;
   int64_t num_labels = 0;  ///< the head's outputs; 0: the family's own generator (text-to-text)
   Json label_map;          ///< label -> id (label_map.json in every checkpoint), null for none
+  std::map<std::string, Json> files;  ///< more files every checkpoint carries: name -> content (preprocessor_config.json)
   /// The dev figures of `model`; with `predictions` (a path), its predictions file too.
   std::function<Json(models::Model& model, const std::string& predictions)> evaluate;
 };

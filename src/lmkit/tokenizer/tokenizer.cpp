@@ -222,6 +222,12 @@ bool Tokenizer::present(const std::string& dir) {
   return false;
 }
 
+const Backend& Tokenizer::backend() const {
+  // An empty tokenizer stands for none (an image model's tasks get it): text through it is a bug, said so.
+  if (!parts_.backend) throw RuntimeError("no tokenizer: this model reads images, not text");
+  return *parts_.backend;
+}
+
 Tokenizer Tokenizer::assemble(TokenizerParts parts, std::optional<Family> family, const std::string& what) {
   Tokenizer t;
   t.parts_ = std::move(parts);
@@ -240,7 +246,7 @@ int32_t Tokenizer::id_of(const std::string& piece) const {
   for (const auto& a : parts_.added) {
     if (a.content == piece) return a.id;
   }
-  return parts_.backend->id_of(piece);
+  return backend().id_of(piece);
 }
 
 // The family: given, else written down beside the model, else from the special pieces.
@@ -284,7 +290,7 @@ void Tokenizer::resolve_specials(const FamilySpec& spec, const std::string& what
 // them, and they must count down from the top. Sets the vocabulary size.
 void Tokenizer::resolve_sentinels(const FamilySpec& spec, const std::string& what) {
   const Json& names = parts_.special_names;
-  const int64_t pieces = parts_.backend->size();
+  const int64_t pieces = backend().size();
   SpecialTokens& s = specials_;
   if (spec.sentinels > 0) {
     s.num_sentinels = names.contains("extra_ids") && names["extra_ids"].is_number_integer()
@@ -312,7 +318,7 @@ void Tokenizer::resolve_sentinels(const FamilySpec& spec, const std::string& wha
 // the ones HF would register: control pieces, [UNK], padding and T5's sentinels.
 void Tokenizer::register_added_tokens() {
   auto& added = parts_.added;
-  const Backend& backend = *parts_.backend;
+  const Backend& backend = this->backend();
   if (added.empty()) {
     for (int32_t id = 0; id < backend.size(); ++id) {
       if (backend.is_control(id) || id == specials_.unk || id == specials_.pad) added.push_back({backend.piece(id), id});
@@ -328,7 +334,7 @@ void Tokenizer::register_added_tokens() {
 
 // Which ids are special (never masked, never a random replacement) and which start a word.
 void Tokenizer::classify_ids() {
-  const Backend& backend = *parts_.backend;
+  const Backend& backend = this->backend();
   const int64_t pieces = backend.size();
   kind_.assign(static_cast<size_t>(vocab_size_), 0);
   word_start_.assign(static_cast<size_t>(vocab_size_), 1);
@@ -350,17 +356,17 @@ void Tokenizer::classify_ids() {
   }
 }
 
-std::string Tokenizer::format() const { return parts_.backend->format(); }
+std::string Tokenizer::format() const { return backend().format(); }
 
 std::string Tokenizer::piece(int32_t id) const {
   if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
-  if (id >= parts_.backend->size()) {
+  if (id >= backend().size()) {
     for (const auto& a : parts_.added) {
       if (a.id == id) return a.content;
     }
     return "<extra_id_" + std::to_string(vocab_size_ - 1 - id) + ">";
   }
-  return parts_.backend->piece(id);
+  return backend().piece(id);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
@@ -408,9 +414,9 @@ void Tokenizer::encode_segment(std::string_view text, bool first, std::vector<in
   using Prepend = TokenizerParts::Prepend;
   const Prepend p = parts_.metaspace_prepend;
   if (p == Prepend::kNone || (p == Prepend::kFirst && !first) || text.front() == ' ') {
-    parts_.backend->encode(text, ids);
+    backend().encode(text, ids);
   } else {
-    parts_.backend->encode(" " + std::string(text), ids);
+    backend().encode(" " + std::string(text), ids);
   }
 }
 
@@ -444,7 +450,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
     if (parts_.metaspace_decoder) {
       // HF's Metaspace decoder: ▁ is a space, except in the first token, where it is dropped.
       for (int32_t id : run) {
-        const std::string p = parts_.backend->piece(id);
+        const std::string p = backend().piece(id);
         for (size_t k = 0; k < p.size();) {
           if (p.compare(k, 3, "\xE2\x96\x81") == 0) {
             if (decoded != 0) out += ' ';
@@ -456,12 +462,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
         ++decoded;
       }
     } else {
-      out += parts_.backend->decode(run);
+      out += backend().decode(run);
       decoded += run.size();
     }
     run.clear();
   };
-  const int64_t pieces = parts_.backend->size();
+  const int64_t pieces = backend().size();
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size_) throw InputError("token id " + std::to_string(id) + " is outside the vocabulary");
     const bool sentinel = specials_.num_sentinels > 0 && id >= vocab_size_ - specials_.num_sentinels;
@@ -476,7 +482,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool keep_special
   }
   flush();
   if (parts_.strip_leading_space && !out.empty() && out.front() == ' ') out.erase(0, 1);
-  if (parts_.clean_up_spaces && parts_.backend->format() == "wordpiece") out = clean_up_tokenization(std::move(out));
+  if (parts_.clean_up_spaces && backend().format() == "wordpiece") out = clean_up_tokenization(std::move(out));
   return out;
 }
 
@@ -503,13 +509,14 @@ Json Tokenizer::config_json() const {
   return {{"family", family_},
           {"format", format()},
           {"vocab_size", vocab_size_},
-          {"pieces", parts_.backend->size()},
+          {"pieces", backend().size()},
           {"num_sentinels", s.num_sentinels},
           {"special_tokens", special},
           {"checksum", parts_.checksum}};
 }
 
 void Tokenizer::save(const std::string& dir) const {
+  backend();  // the empty tokenizer has nothing to write
   fs::create_directories(dir);
   if (!parts_.hf_files.empty()) {
     for (const auto& [name, bytes] : parts_.hf_files) write_file_atomic(dir + "/" + name, bytes);

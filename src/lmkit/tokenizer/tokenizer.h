@@ -138,6 +138,9 @@ class Tokenizer {
   std::string piece(int32_t id) const;
 
   int64_t vocab_size() const { return vocab_size_; }
+  /// Whether it is the empty tokenizer, Tokenizer{}: what a task of an image model gets in place
+  /// of one (vocab_size 0, no special ids; encoding or decoding through it is a RuntimeError).
+  bool empty() const { return parts_.backend == nullptr; }
   const Family& family() const { return family_; }
   /// The family's entry in the tokenizer family table.
   const FamilySpec& family_spec() const;
@@ -175,6 +178,7 @@ class Tokenizer {
   void resolve_sentinels(const FamilySpec& spec, const std::string& what);
   void register_added_tokens();
   void classify_ids();
+  const Backend& backend() const;
   int32_t id_of(const std::string& piece) const;
   void write_sentencepiece(const std::string& model_path, const std::string& hf_dir) const;
 

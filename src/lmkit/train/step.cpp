@@ -106,6 +106,7 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
     if (c.reducer) c.reducer->before_backward(i + 1 == batches.size());
     if (b.rows() == 0) continue;  // nothing of this step's data on this rank
     c.r.tokens += b.num_tokens();
+    if (!b.input_ids.defined()) c.r.images += b.rows();
     at::Tensor loss;
     {
       AutocastGuard autocast(b.input_ids.defined() ? b.input_ids.device() : b.field(kPixelValues).device(), c.bf16);
@@ -217,11 +218,13 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     loss_sum = accumulate_gradients(c, batches, finite);
   }
   if (reducer) {
-    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(r.tokens), stop ? 1.0 : 0.0});
+    const auto summed = reducer->finish({r.loss, finite ? 0.0 : 1.0, static_cast<double>(r.tokens), stop ? 1.0 : 0.0,
+                                         static_cast<double>(r.images)});
     r.loss = summed[0];
     finite = summed[1] == 0;
     r.tokens = static_cast<int64_t>(summed[2]);
     r.stop = summed[3] > 0;
+    r.images = static_cast<int64_t>(summed[4]);
     r.reduce_ms = c.lap();
   }
   if (!finite) {

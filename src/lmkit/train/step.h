@@ -23,6 +23,7 @@ struct StepResult {
   double loss = 0;       ///< the step's loss: each term's sum over every target of the step / their number
   double grad_norm = 0;  ///< before clipping
   int64_t tokens = 0;    ///< real (non-padding) input tokens (all ranks)
+  int64_t images = 0;    ///< images (ViT, MAE: batches of pixel_values, no tokens; all ranks)
   bool finite = true;    ///< false: the update was skipped
   /// Wall time of the parts (update: clip + optimizer). On a GPU they are the times the
   /// kernels were queued unless train_step's time_parts makes each part wait for them.

@@ -369,7 +369,7 @@ struct Trainer::Loop {
   std::optional<MetricsWriter> metrics;
   std::optional<tensorboard::EventWriter> events;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), window_start = start;
-  int64_t step, window_tokens = 0, bad_in_row = 0;
+  int64_t step, window_tokens = 0, window_images = 0, bad_in_row = 0;
   double last_loss = NAN;
   Json last_valid;
   bool interrupted = false;
@@ -508,6 +508,7 @@ bool Trainer::train_one(Loop& loop) {
   const StepResult result =
       train_step(*model_, *optimizer_, batches, o_.clip, precision, reducer_.get(), false, StopSignals::received() != 0);
   loop.window_tokens += result.tokens;
+  loop.window_images += result.images;
   ++loop.step;
   loop.interrupted = result.stop;  // the same on every rank: they all stop after this step
   if (!result.finite) {
@@ -531,7 +532,11 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
   const auto now = std::chrono::steady_clock::now();
   const double window_s = std::chrono::duration<double>(now - loop.window_start).count();
   const double tokens_per_sec = window_s > 0 ? loop.window_tokens / window_s : 0;
-  loop.bar.update(loop.step, {{"loss", fmt(result.loss)}, {"lr", fmt(lr, 3)}, {"tok/s", fmt(tokens_per_sec, 4)}});
+  // An image model's rate is in images (it reads no tokens).
+  const bool images = loop.window_tokens == 0 && loop.window_images > 0;
+  const double images_per_sec = window_s > 0 ? loop.window_images / window_s : 0;
+  loop.bar.update(loop.step, {{"loss", fmt(result.loss)}, {"lr", fmt(lr, 3)},
+                              {images ? "img/s" : "tok/s", fmt(images ? images_per_sec : tokens_per_sec, 4)}});
   if (!writer() || (loop.step % o_.log_every != 0 && loop.step != o_.steps)) return;
   Json line = {{"step", loop.step},
                {"split", "train"},
@@ -543,9 +548,11 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
                {"elapsed_s", std::chrono::duration<double>(now - loop.start).count()}};
   // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
   if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
+  if (images) line.erase("tokens_per_sec"), line["images_per_sec"] = images_per_sec;
   loop.log(line);
   loop.window_start = now;
   loop.window_tokens = 0;
+  loop.window_images = 0;
 }
 
 bool Trainer::validate_and_keep_best(Loop& loop) {
