@@ -217,6 +217,11 @@ TEST_CASE("images: lmkit-finetune --task image-classification from an MAE checkp
           "metric: image-classification)");
   refused("lmkit-finetune --task classification --checkpoint " + (dir / "mae/final") + data + (dir / "b3"),
           "has no classification head");
+  refused("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + " --max-length 64" + data + (dir / "b6"),
+          "--max-length: --task image-classification reads IDX images");
+  refused("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " +
+              (dir / "dev-images-idx3-ubyte") + " --text-column 1 --output " + (dir / "b7.json"),
+          "--text-column: --task image-classification reads IDX images");
   write_idx(dir / "bare-images-idx3-ubyte", "", 12, 8, 8, false);
   refused("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + " --train " +
               (dir / "bare-images-idx3-ubyte") + " --dev " + (dir / "dev-images-idx3-ubyte") + " --output " + (dir / "b4"),

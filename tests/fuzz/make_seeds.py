@@ -108,6 +108,21 @@ def squad_seeds(out: Path) -> None:
     write(out / "bad-offset", json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}).encode())
 
 
+def images_seeds(out: Path) -> None:
+    """IDX images and their labels: three 4 × 4 images, the same gzipped, labels of another
+    count, a truncated image file, and images with no labels file."""
+    import gzip
+    import struct
+    pixels = bytes((i * 37) % 256 for i in range(3 * 16))
+    images = struct.pack(">IIII", 0x803, 3, 4, 4) + pixels
+    labels = struct.pack(">II", 0x801, 3) + bytes([0, 9, 4])
+    write(out / "three", images + SEP + labels)
+    write(out / "three-gzip", gzip.compress(images, mtime=0) + SEP + gzip.compress(labels, mtime=0))
+    write(out / "labels-of-two", images + SEP + struct.pack(">II", 0x801, 2) + bytes([1, 2]))
+    write(out / "truncated", images[:-5] + SEP + labels)
+    write(out / "no-labels", struct.pack(">IIII", 0x803, 2, 3, 5) + bytes(range(30)))
+
+
 def tokenizer_seeds(out: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
@@ -175,7 +190,8 @@ def main() -> None:
         sys.exit("usage: make_seeds.py OUT")
     out = Path(sys.argv[1])
     for name, make in [("safetensors", safetensors_seeds), ("json_config", json_config_seeds), ("corpus", corpus_seeds),
-                       ("tasks", tasks_seeds), ("tokenizer", tokenizer_seeds), ("squad", squad_seeds)]:
+                       ("tasks", tasks_seeds), ("tokenizer", tokenizer_seeds), ("squad", squad_seeds),
+                       ("images", images_seeds)]:
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)

@@ -32,6 +32,13 @@ for script in bench/bf16_loss_curve.sh bench/compare_hf.sh bench/distributed.sh 
   check "$script" "one argument at most" runs/x runs/y
   check "$script" "is a file, not an output folder" "$work/a-file"
 done
+for script in scripts/vit_fashion_results.sh; do
+  check "$script" "unknown option '--bogus'" --bogus
+  check "$script" "one argument at most" runs/x runs/y
+  check "$script" "is a file, not an output folder" "$work/a-file"
+done
+EPOCHS=0 check scripts/vit_fashion_results.sh "EPOCHS: '0' is not a positive whole number" "$work/out"
+FASHION="$work/none" check scripts/vit_fashion_results.sh "no such file (FASHION names Fashion-MNIST's folder" "$work/out"
 check scripts/gpu_verify.sh "takes no arguments" --bogus
 check scripts/compare_runs.sh "expected BIN_BEFORE BIN_AFTER [WORK], got 1" only-one
 check scripts/compare_runs.sh "holds no lmkit-pretrain" "$work" "$work"
@@ -41,5 +48,33 @@ if [ $rc -ne 2 ] || ! grep -q "^error: --output $work/a-file is a file" "$work/o
   echo "FAIL scripts/make_squad.py --output FILE: exit $rc"
   failures=$((failures + 1))
 fi
+# split_idx.py: a file that is not IDX, a --dev that leaves nothing, a split already there.
+python3 - "$work" <<'PY'
+import gzip, struct, sys
+w = sys.argv[1]
+with open(f"{w}/s-images-idx3-ubyte", "wb") as f:
+    f.write(struct.pack(">IIII", 0x803, 4, 2, 2) + bytes(16))
+with open(f"{w}/s-labels-idx1-ubyte", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 4) + bytes([0, 1, 0, 1]))
+with open(f"{w}/bad-images-idx3-ubyte", "w") as f:
+    f.write("not IDX")
+PY
+split_case() {  # split_case EXPECTED ARGS...
+  local expected=$1 out rc
+  shift
+  out=$(python3 "$source/scripts/split_idx.py" "$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$out" | grep -c '^error: ')" -ne 1 ] || [[ "$out" != *"$expected"* ]]; then
+    echo "FAIL scripts/split_idx.py $*: exit $rc, output:"
+    printf '%s\n' "$out" | head -5
+    failures=$((failures + 1))
+  fi
+}
+split_case "not an IDX file of 3 dimension(s)" --images "$work/bad-images-idx3-ubyte" --dev 1 --output "$work/sp"
+split_case "not named as MNIST's images" --images "$work/s-labels-idx1-ubyte" --dev 1 --output "$work/sp"
+split_case "--dev 4: must leave images on both sides" --images "$work/s-images-idx3-ubyte" --dev 4 --output "$work/sp"
+python3 "$source/scripts/split_idx.py" --images "$work/s-images-idx3-ubyte" --dev 1 --output "$work/sp" >/dev/null ||
+  { echo "FAIL scripts/split_idx.py: a good split failed"; failures=$((failures + 1)); }
+split_case "exists (give --overwrite" --images "$work/s-images-idx3-ubyte" --dev 1 --output "$work/sp"
 echo "script arguments: $failures failure(s)"
 [ $failures -eq 0 ]

@@ -55,11 +55,21 @@ std::map<std::string, int64_t> label_map_of(const std::string& path, const Conte
   return map;
 }
 
+// A text flag given to an image task is named, not ignored.
+void refuse_text_flags(const Context& c) {
+  for (const char* flag : {"--text-column", "--label-column", "--format", "--max-length", "--seq-len"}) {
+    const CLI::Option* given = c.app ? c.app->get_option_no_throw(flag) : nullptr;  // each app has some of them
+    check_input(given == nullptr || given->count() == 0,
+                std::string(flag) + ": --task image-classification reads IDX images (their labels beside them)");
+  }
+}
+
 class ImageClassification : public Task {
  public:
   void add_flags(CLI::App&, Mode) override {}
 
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
+    refuse_text_flags(c);
     const data::ImageProcessor processor = processor_of(c.checkpoint);
     const auto label_map = label_map_of(train, c);
     Prepared p;
@@ -84,6 +94,7 @@ class ImageClassification : public Task {
   void use_info(const Json&, const CLI::App&) override {}
 
   Json evaluate(models::Model& model, const Context& c, const std::string& path, const std::string& predictions) override {
+    refuse_text_flags(c);
     const int64_t num_labels = static_cast<int64_t>(model.config_json().value("id2label", Json::object()).size());
     const auto label_map = data::load_label_map(c.checkpoint, num_labels);
     const auto ds = labelled_images(path, c, label_map, processor_of(c.checkpoint), c.max_examples);
