@@ -25,7 +25,9 @@ struct Args {
 };
 
 void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const tasks::MetricFlags& metric_flags) {
-  const tasks::EvaluationRequest& r = a.request;
+  tasks::EvaluationRequest r = a.request;
+  // --metric classification of an image classifier is the image task's (its labels are IDX files).
+  if (r.metric == "classification" && tasks::reads_images(r.checkpoint)) r.metric = "image-classification";
   const c10::Device device = init_runtime(a.runtime);
   const tasks::MetricSpec m = tasks::metric(r.metric);
   task_flags.check_given(app, m.task, m.also_reads);

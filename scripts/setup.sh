@@ -24,7 +24,7 @@ packages=(
   build-essential cmake ninja-build pkgconf ccache
   python3 python3-venv
   libsentencepiece-dev sentencepiece libicu-dev libpcre2-dev libgloo-dev
-  nlohmann-json3-dev libcli11-dev catch2 zlib1g-dev libzstd-dev zstd
+  nlohmann-json3-dev libcli11-dev catch2 zlib1g-dev libzstd-dev zstd libpng-dev
 )
 # Fashion-MNIST (Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist) for ViT and MAE.
 [ "$main" = 1 ] || packages+=(clang libclang-rt-14-dev doxygen dataset-fashion-mnist)

@@ -45,6 +45,33 @@ void write_idx(const std::string& images, const std::string& labels, int n, int 
   if (!labels.empty()) put(labels, lab);
 }
 
+
+// A PNG of h × w pixels (color type 0 gray or 2 RGB, 8 or 16 bits) whose sample (y, x, c) is
+// (seed + 7y + 3x + 50c) % 256 (16 bits: that value in the high byte), written with zlib alone.
+void write_png(const std::string& path, int h, int w, int color_type, int depth, int seed) {
+  const int channels = color_type == 2 ? 3 : 1, bytes = depth / 8;
+  auto chunk = [](const std::string& type, const std::string& data) {
+    std::string body = type + data;
+    const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+    return be32(static_cast<uint32_t>(data.size())) + body + be32(static_cast<uint32_t>(crc));
+  };
+  std::string raw;
+  for (int y = 0; y < h; ++y) {
+    raw += '\0';  // filter: none
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        raw += char((seed + 7 * y + 3 * x + 50 * c) % 256);
+        if (bytes == 2) raw += char(17);
+      }
+    }
+  }
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::string packed(size, '\0');
+  compress(reinterpret_cast<Bytef*>(packed.data()), &size, reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()));
+  packed.resize(size);
+  const std::string header = be32(w) + be32(h) + char(depth) + char(color_type) + std::string(3, '\0');
+  std::ofstream(path, std::ios::binary) << "\x89PNG\r\n\x1a\n" + chunk("IHDR", header) + chunk("IDAT", packed) + chunk("IEND", "");
+}
 }  // namespace
 
 TEST_CASE("images: IDX files read plain or gzipped, normalised as HF's ViTImageProcessor", "[data][images]") {
@@ -198,6 +225,13 @@ TEST_CASE("images: lmkit-finetune --task image-classification from an MAE checkp
   CHECK(scored["examples"] == 12);
   CHECK(scored["accuracy"].get<double>() == Approx(kept["accuracy"].get<double>()));
   CHECK(read_file(dir / "p.tsv") == read_file(dir / "ft/predictions.tsv"));
+  // --metric classification of an image classifier is the image task's.
+  r = test::run("lmkit-evaluate --metric classification --checkpoint " + (dir / "ft/best") + " --data " +
+                (dir / "dev-images-idx3-ubyte") + " --threads 1 --output " + (dir / "test2.json"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(load_json_file(dir / "test2.json")["accuracy"] == scored["accuracy"]);
+  CHECK(load_json_file(dir / "test2.json")["metric"] == "image-classification");
   // At random from a preset.
   r = test::run("lmkit-finetune --task image-classification --init random --model " + (dir / "vit.json") + data + (dir / "rnd"));
   INFO(r.out);
@@ -229,4 +263,78 @@ TEST_CASE("images: lmkit-finetune --task image-classification from an MAE checkp
   refused("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " +
               (dir / "bare-images-idx3-ubyte") + " --output " + (dir / "b5.json"),
           "no labels file beside it");
+}
+
+TEST_CASE("images: a folder of PNG files, a class a subfolder, read as IDX is, and refused by name when it is not",
+          "[data][images]") {
+  test::TempDir dir;
+  for (const char* cls : {"b-shirt", "a-coat"}) std::filesystem::create_directories(dir / (std::string("gray/") + cls));
+  write_png(dir / "gray/a-coat/1.png", 4, 5, 0, 8, 0);
+  write_png(dir / "gray/a-coat/2.PNG", 4, 5, 0, 16, 9);
+  write_png(dir / "gray/b-shirt/1.png", 4, 5, 0, 8, 20);
+  std::ofstream(dir / "gray/b-shirt/notes.txt") << "not an image";
+  const data::ImageSet s = data::read_png_folder(dir / "gray");
+  CHECK(s.count == 3);
+  CHECK((s.channels == 1 && s.height == 4 && s.width == 5));
+  CHECK(s.class_names == std::vector<std::string>{"a-coat", "b-shirt"});
+  CHECK(s.labels == std::vector<int64_t>{0, 0, 1});
+  CHECK(s.pixels[0] == 0);
+  CHECK(s.pixels[1 * 5 + 2] == 7 + 6);                // image 0, (y 1, x 2)
+  CHECK(s.pixels[20 + 3 * 5 + 4] == 9 + 21 + 12);     // image 1, 16 bits cut to their high byte
+  CHECK(s.pixels[40] == 20);
+  // RGB: channel-major, as IDX's images and pixel_values are.
+  std::filesystem::create_directories(dir / "rgb/x");
+  write_png(dir / "rgb/x/1.png", 2, 3, 2, 8, 1);
+  const data::ImageSet rgb = data::read_png_folder(dir / "rgb");
+  CHECK(rgb.channels == 3);
+  CHECK(rgb.pixels[0 * 6 + 4] == 1 + 7 + 3);   // red (y 1, x 1)
+  CHECK(rgb.pixels[2 * 6 + 4] == 1 + 7 + 3 + 100);  // blue
+  // What is not a folder of PNGs of one size is named.
+  std::filesystem::create_directories(dir / "bad/c");
+  std::ofstream(dir / "bad/c/fake.png") << "GIF89a, not a PNG";
+  CHECK_THROWS_WITH(data::read_png_folder(dir / "bad"), Catch::Contains("fake.png: not a PNG file"));
+  std::filesystem::remove(dir / "bad/c/fake.png");
+  write_png(dir / "bad/c/cut.png", 4, 5, 0, 8, 0);
+  std::filesystem::resize_file(dir / "bad/c/cut.png", 45);
+  CHECK_THROWS_WITH(data::read_png_folder(dir / "bad"), Catch::Contains("cut.png: a damaged PNG"));
+  std::filesystem::remove(dir / "bad/c/cut.png");
+  write_png(dir / "bad/c/a.png", 4, 5, 0, 8, 0);
+  write_png(dir / "bad/c/b.png", 5, 5, 0, 8, 0);
+  CHECK_THROWS_WITH(data::read_png_folder(dir / "bad"), Catch::Contains("b.png: 5×5 with 1 channel(s), where the folder's first image is 5×4"));
+  CHECK_THROWS_WITH(data::read_png_folder(dir / "bad/c"), Catch::Contains("no class folders"));
+  std::filesystem::create_directories(dir / "empty/c");
+  CHECK_THROWS_WITH(data::read_png_folder(dir / "empty"), Catch::Contains("no PNG files in its class folders"));
+}
+
+TEST_CASE("images: lmkit-finetune --task image-classification on PNG folders names its classes by their folders",
+          "[apps][images]") {
+  test::TempDir dir;
+  for (const char* split : {"train", "dev"}) {
+    for (int k = 0; k < 3; ++k) {
+      const std::string cls = dir / (std::string(split) + "/" + std::vector<std::string>{"bag", "coat", "shoe"}[k]);
+      std::filesystem::create_directories(cls);
+      for (int i = 0; i < 4; ++i) write_png(cls + "/" + std::to_string(i) + ".png", 8, 8, 0, 8, 40 * k + i);
+    }
+  }
+  save_json_file(dir / "vit.json", {{"model_type", "vit"}, {"hidden_size", 16}, {"num_hidden_layers", 1},
+                                    {"num_attention_heads", 2}, {"intermediate_size", 32}, {"image_size", 8},
+                                    {"patch_size", 4}, {"num_channels", 1}});
+  auto r = test::run("lmkit-finetune --task image-classification --init random --model " + (dir / "vit.json") + " --train " +
+                     (dir / "train") + " --dev " + (dir / "dev") + " --epochs 1 --batch-size 4 --threads 1 --output " + (dir / "ft"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("12 train / 12 dev examples, 3 labels"));
+  CHECK(load_json_file(dir / "ft/best/label_map.json") == Json{{"bag", 0}, {"coat", 1}, {"shoe", 2}});
+  r = test::run("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " + (dir / "dev") +
+                " --threads 1 --output " + (dir / "dev.json"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(load_json_file(dir / "dev.json")["accuracy"] == load_json_file(dir / "ft/result.json")["accuracy"]);
+  // A class the model was not finetuned on is named.
+  std::filesystem::create_directories(dir / "other/hat");
+  write_png(dir / "other/hat/0.png", 8, 8, 0, 8, 0);
+  r = test::run("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " + (dir / "other") +
+                " --output " + (dir / "o.json"));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("class hat is not one of the model's 3 classes"));
 }

@@ -76,5 +76,11 @@ split_case "--dev 4: must leave images on both sides" --images "$work/s-images-i
 python3 "$source/scripts/split_idx.py" --images "$work/s-images-idx3-ubyte" --dev 1 --output "$work/sp" >/dev/null ||
   { echo "FAIL scripts/split_idx.py: a good split failed"; failures=$((failures + 1)); }
 split_case "exists (give --overwrite" --images "$work/s-images-idx3-ubyte" --dev 1 --output "$work/sp"
+out=$(python3 "$source/scripts/ctest_profile.py" "$work/no-build" 2>&1)
+rc=$?
+if [ $rc -ne 2 ] || [[ "$out" != "error: $work/no-build/Testing/Temporary/LastTest.log: no such file"* ]]; then
+  echo "FAIL scripts/ctest_profile.py NO_BUILD: exit $rc: $out"
+  failures=$((failures + 1))
+fi
 echo "script arguments: $failures failure(s)"
 [ $failures -eq 0 ]

@@ -93,13 +93,14 @@ std::string idx_labels_beside(const std::string& images) {
 
 std::shared_ptr<ImageSet> read_model_images(const std::string& path, const Json& model_config, bool labels) {
   std::string labels_path;
-  if (labels) {
+  const bool folder = std::filesystem::is_directory(path);
+  if (labels && !folder) {
     labels_path = idx_labels_beside(path);
     check_input(!labels_path.empty(), path + ": no labels: the labels file is found beside the images by MNIST's naming "
                                              "(NAME-images-idx3-ubyte[.gz] -> NAME-labels-idx1-ubyte[.gz])");
     check_input(std::filesystem::exists(labels_path), path + ": no labels file beside it (" + labels_path + ")");
   }
-  auto images = std::make_shared<ImageSet>(read_idx_images(path, labels_path));
+  auto images = std::make_shared<ImageSet>(folder ? read_png_folder(path) : read_idx_images(path, labels_path));
   const int64_t size = model_config.value("image_size", int64_t{0}), channels = model_config.value("num_channels", int64_t{1});
   check_input(images->height == size && images->width == size && images->channels == channels,
               path + ": its images are " + std::to_string(images->height) + "×" + std::to_string(images->width) + " with " +

@@ -21,7 +21,13 @@ struct ImageSet {
   int64_t count = 0, channels = 1, height = 0, width = 0;
   std::vector<uint8_t> pixels;  ///< count · channels · height · width
   std::vector<int64_t> labels;  ///< count classes, or empty
+  /// The classes' names (a PNG folder's subfolders), label i the i-th; empty: IDX's numbers are the names.
+  std::vector<std::string> class_names;
   std::string path;
+  /// The name of class `label`: its folder's, or the number itself.
+  std::string class_name(int64_t label) const {
+    return class_names.empty() ? std::to_string(label) : class_names.at(static_cast<size_t>(label));
+  }
 };
 
 /// Reads an IDX image file (magic 0x00000803: unsigned bytes, 3 dimensions N × H × W) and,
@@ -29,13 +35,20 @@ struct ImageSet {
 /// the file for another format, a truncated file, or counts that differ.
 ImageSet read_idx_images(const std::string& images, const std::string& labels = "");
 
+/// A folder of PNG files, one subfolder a class (torchvision's ImageFolder layout: DIR/CLASS/NAME.png),
+/// decoded with libpng: 8-bit gray or RGB (palettes expanded, 16 bits cut to 8, alpha dropped), every
+/// image of one size; the classes are the subfolders in sorted order. An InputError names a file
+/// that is not a PNG, a damaged one, one of another size, or a folder without classes or images.
+ImageSet read_png_folder(const std::string& dir);
+
 /// The labels file MNIST's naming puts beside `images` ("train-images-idx3-ubyte.gz" ->
 /// "train-labels-idx1-ubyte.gz"); "" when the name does not follow it.
 std::string idx_labels_beside(const std::string& images);
 
-/// The IDX images at `path` for a model of config `model_config` (image_size, num_channels): an
-/// InputError naming the file when their size or channels differ (lmkit does not resize). With
-/// `labels`, their classes from the labels file beside them (idx_labels_beside), which must exist.
+/// The images at `path` for a model of config `model_config` (image_size, num_channels): a PNG
+/// folder (read_png_folder, its classes with it) or an IDX file, with `labels` its classes from the
+/// labels file beside it (idx_labels_beside), which must exist. An InputError naming the file when
+/// their size or channels differ from the model's (lmkit does not resize).
 std::shared_ptr<ImageSet> read_model_images(const std::string& path, const Json& model_config, bool labels);
 
 /// HF ViTImageProcessor's rescale and normalisation (its defaults: 1/255, mean 0.5, std 0.5).

@@ -28,15 +28,16 @@ data::ImageProcessor processor_of(const std::string& checkpoint) {
   return data::ImageProcessor::from_json(load_json_file(file), file);
 }
 
-// The images at `path` with their classes as ids of `label_map` (the IDX label's number as text).
+// The images at `path` with their classes as ids of `label_map` (by name: a PNG folder's, an IDX label's number).
 std::shared_ptr<data::Dataset> labelled_images(const std::string& path, const Context& c,
                                                      const std::map<std::string, int64_t>& label_map,
                                                      const data::ImageProcessor& processor, int64_t max_examples) {
   auto images = data::read_model_images(path, c.model_config, /*labels=*/true);
   for (int64_t& label : images->labels) {
-    const auto it = label_map.find(std::to_string(label));
-    check_input(it != label_map.end(), data::idx_labels_beside(path) + ": class " + std::to_string(label) +
-                                           " is not one of the model's " + std::to_string(label_map.size()) + " classes");
+    const std::string name = images->class_name(label);
+    const auto it = label_map.find(name);
+    check_input(it != label_map.end(), (images->class_names.empty() ? data::idx_labels_beside(path) : path) + ": class " +
+                                           name + " is not one of the model's " + std::to_string(label_map.size()) + " classes");
     label = it->second;
   }
   std::shared_ptr<data::Dataset> ds = std::make_shared<data::ImageDataset>(images, processor, true, 0, 0);
@@ -44,14 +45,14 @@ std::shared_ptr<data::Dataset> labelled_images(const std::string& path, const Co
   return ds;
 }
 
-// One class per IDX label number 0 .. the largest in `path`'s labels file.
+// The classes of the training images: a PNG folder's subfolders, or IDX's label numbers 0 .. the largest.
 std::map<std::string, int64_t> label_map_of(const std::string& path, const Context& c) {
   const auto images = data::read_model_images(path, c.model_config, /*labels=*/true);
-  int64_t classes = 0;
+  int64_t classes = static_cast<int64_t>(images->class_names.size());
   for (int64_t label : images->labels) classes = std::max(classes, label + 1);
-  check_input(classes >= 2, data::idx_labels_beside(path) + ": needs at least two classes");
+  check_input(classes >= 2, (images->class_names.empty() ? data::idx_labels_beside(path) : path) + ": needs at least two classes");
   std::map<std::string, int64_t> map;
-  for (int64_t i = 0; i < classes; ++i) map[std::to_string(i)] = i;
+  for (int64_t i = 0; i < classes; ++i) map[images->class_name(i)] = i;
   return map;
 }
 
