@@ -131,6 +131,9 @@ TEST_CASE("images: a file that is not IDX images, a truncated one and labels of 
   std::ofstream(dir / "bad.gz", std::ios::binary) << std::string("\x1f\x8b\x08\x00garbage-garbage", 19);
   CHECK_THROWS_WITH(data::read_idx_images(dir / "bad.gz"), Catch::Contains("bad.gz"));
   CHECK_THROWS_WITH(data::read_idx_images(dir / "missing"), Catch::Contains("missing"));
+  // The images fuzzer's finding: dimensions whose product overflowed int64 before the size check.
+  CHECK_THROWS_WITH(data::read_idx_images(test::source_dir() + "/tests/fuzz/regressions/images/dimensions-overflow"),
+                    Catch::Contains("IDX dimensions describe more than 16 GiB"));
 }
 
 TEST_CASE("images: lmkit-pretrain --objective mae trains ViT-MAE on IDX images and writes HF's preprocessor config",

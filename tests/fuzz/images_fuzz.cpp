@@ -1,6 +1,7 @@
-// Fuzzes the IDX image reader (ViT's and MAE's data) and the examples made of what it read:
-// an image file and a labels file (plain or gzip) are images or one InputError, and every
-// example holds count · height · width normalised, finite pixels and its class.
+// Fuzzes the image readers (ViT's and MAE's data) and the examples made of what they read:
+// an IDX image file and a labels file (plain or gzip), or a PNG (an input that starts with
+// PNG's signature, read as a one-class folder through libpng), are images or one InputError,
+// and every example holds count · height · width normalised, finite pixels and its class.
 #include <cmath>
 #include <memory>
 
@@ -13,9 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto labels = lmkit::fuzz::scratch() / "f-labels-idx1-ubyte";
   lmkit::fuzz::write_file(images, parts[0]);
   lmkit::fuzz::write_file(labels, parts[1]);
+  const bool png = size >= 8 && std::string_view(reinterpret_cast<const char*>(data), 8) == "\x89PNG\r\n\x1a\n";
+  const auto folder = lmkit::fuzz::scratch() / "png";
+  if (png) {
+    std::filesystem::create_directories(folder / "c");
+    lmkit::fuzz::write_file(folder / "c" / "x.png", std::string_view(reinterpret_cast<const char*>(data), size));
+  }
   lmkit::fuzz::expect_input_errors([&] {
     auto set = std::make_shared<lmkit::data::ImageSet>(
-        lmkit::data::read_idx_images(images.string(), parts[1].empty() ? "" : labels.string()));
+        png ? lmkit::data::read_png_folder(folder.string())
+            : lmkit::data::read_idx_images(images.string(), parts[1].empty() ? "" : labels.string()));
     if (static_cast<int64_t>(set->pixels.size()) != set->count * set->channels * set->height * set->width) __builtin_trap();
     const bool with_labels = !set->labels.empty();
     if (with_labels && static_cast<int64_t>(set->labels.size()) != set->count) __builtin_trap();

@@ -121,6 +121,17 @@ def images_seeds(out: Path) -> None:
     write(out / "labels-of-two", images + SEP + struct.pack(">II", 0x801, 2) + bytes([1, 2]))
     write(out / "truncated", images[:-5] + SEP + labels)
     write(out / "no-labels", struct.pack(">IIII", 0x803, 2, 3, 5) + bytes(range(30)))
+    import zlib
+
+    def png(w, h, color_type, depth, row):
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        header = struct.pack(">IIBBBBB", w, h, depth, color_type, 0, 0, 0)
+        raw = b"".join(b"\0" + row for _ in range(h))
+        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    write(out / "png-gray", png(4, 3, 0, 8, bytes(range(4))))
+    write(out / "png-rgb16", png(2, 2, 2, 16, bytes(range(12))))
+    write(out / "png-palette", png(3, 2, 3, 8, bytes([0, 1, 0])))
 
 
 def tokenizer_seeds(out: Path) -> None:

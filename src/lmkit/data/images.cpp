@@ -52,8 +52,9 @@ std::vector<int64_t> idx_header(const std::string& bytes, const std::string& pat
   for (uint32_t d = 0; d < dims; ++d) {
     const int64_t n = big_endian(bytes, 4 + 4 * d);
     check_input(n >= 1 && n <= (int64_t{1} << 31), path + ": IDX dimension " + std::to_string(d) + " is " + std::to_string(n));
+    // Checked before multiplying: three dimensions of 2^31 overflow int64 (found by the images fuzzer).
+    check_input(n <= (int64_t{1} << 34) / total, path + ": IDX dimensions describe more than 16 GiB");
     total *= n;
-    check_input(total <= (int64_t{1} << 34), path + ": IDX dimensions describe more than 16 GiB");
     shape.push_back(n);
   }
   const size_t need = 4 + 4 * size_t{dims} + static_cast<size_t>(total);
