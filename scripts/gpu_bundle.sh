@@ -16,6 +16,9 @@
 # Data directories land in /tmp/lmkit/data/NAME; a PLUGIN in /tmp/lmkit/lib.
 set -euo pipefail
 out=${1:?usage: gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]}; shift
+# XZ_LEVEL: xz's preset, 0-9 (default 6: the smallest upload; the harness test takes 0, the quickest).
+level=${XZ_LEVEL:-6}
+[[ "$level" =~ ^[0-9]$ ]] || { echo "error: XZ_LEVEL '$level': expected 0-9" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 apps=(lmkit-bench lmkit-pretrain lmkit-finetune lmkit-evaluate lmkit-generate lmkit-suite lmkit-forward lmkit-tokenize
   lmkit-info lmkit-dist-check lmkit_tests)
@@ -34,5 +37,5 @@ cp -P build/lib/liblmkit.so* build/lib/liblmkit_spm.so "$stage/lib/"
   grep -vE '/torch/lib/|/nvidia/|/liblmkit|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 for d in "$@"; do cp -r "$d" "$stage/data/"; done
-tar -C "$stage" -cf - . | xz -T0 -6 > "$out"
+tar -C "$stage" -cf - . | xz -T0 -"$level" > "$out"
 echo "$out: $(du -h "$out" | cut -f1) ($(ls "$stage/deps" | tr '\n' ' '))"

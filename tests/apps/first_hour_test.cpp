@@ -61,7 +61,7 @@ TEST_CASE("first hour: --max-dev-examples and --max-eval-examples take the first
   r = run(eval + "--metric mlm-perplexity --max-eval-examples 5 --output " + (dir / "mlm.json"));
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::StartsWith("error: --max-eval-examples applies to --metric bleu, multiple-choice, completion, "
-                                      "in-context, classification, token-classification, generation, squad, not mlm-perplexity "
+                                      "in-context, classification, token-classification, generation, squad, image-classification, not mlm-perplexity "
                                       "(give a shorter --data file)"));
 }
 
