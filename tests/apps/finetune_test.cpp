@@ -80,9 +80,24 @@ TEST_CASE("evaluate: bad classification input is one error line and exit 2", "[a
   REQUIRE(run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --tokenizer " +
               (*f.dir / "tok.model") + " --output " + (dir / "pre") + " --steps 1 --batch-size 2 --seq-len 16 --threads 1")
               .code == 0);
-  // A finetuned checkpoint without its label map, or with one that does not fit the head.
+  // config.json names the classes as the label map does (HF's pipelines read id2label), so a
+  // checkpoint without label_map.json still evaluates...
+  CHECK(load_json_file(dir / "ft/best/config.json")["id2label"].size() == 2);
+  std::filesystem::copy(dir / "ft/best", dir / "named");
+  std::filesystem::remove(dir / "named/label_map.json");
+  auto named = run("lmkit-evaluate --checkpoint " + (dir / "named") + " --data " + (dir / "train.tsv") +
+                   " --metric classification --output " + (dir / "named.json"));
+  INFO(named.out);
+  CHECK(named.code == 0);
+  // ...but not one whose config names them LABEL_i alone, nor one whose label map does not fit the head.
   std::filesystem::copy(dir / "ft/best", dir / "nomap");
   std::filesystem::remove(dir / "nomap/label_map.json");
+  {
+    Json config = load_json_file(dir / "nomap/config.json");
+    config["id2label"] = {{"0", "LABEL_0"}, {"1", "LABEL_1"}};
+    config["label2id"] = {{"LABEL_0", 0}, {"LABEL_1", 1}};
+    save_json_file(dir / "nomap/config.json", config);
+  }
   std::filesystem::copy(dir / "ft/best", dir / "badmap");
   { std::ofstream(dir / "badmap/label_map.json", std::ios::trunc) << R"({"neg": 0, "pos": 7})"; }
   std::filesystem::copy(dir / "ft/best", dir / "shortmap");

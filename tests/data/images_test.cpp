@@ -328,6 +328,9 @@ TEST_CASE("images: lmkit-finetune --task image-classification on PNG folders nam
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("12 train / 12 dev examples, 3 labels"));
   CHECK(load_json_file(dir / "ft/best/label_map.json") == Json{{"bag", 0}, {"coat", 1}, {"shoe", 2}});
+  // HF's pipelines name the classes by config.json's id2label: the folders' names.
+  CHECK(load_json_file(dir / "ft/best/config.json")["id2label"] == Json{{"0", "bag"}, {"1", "coat"}, {"2", "shoe"}});
+  CHECK(load_json_file(dir / "ft/best/config.json")["label2id"] == Json{{"bag", 0}, {"coat", 1}, {"shoe", 2}});
   r = test::run("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " + (dir / "dev") +
                 " --threads 1 --output " + (dir / "dev.json"));
   INFO(r.out);

@@ -133,6 +133,24 @@ void limit_examples(const FinetuneOptions& a, Prepared& p, bool leader) {
                            static_cast<long long>(a.max_train_examples), static_cast<long long>(available));
 }
 
+// config.json's id2label and label2id with the label map's names (HF's pipelines name a class by
+// them; the model writes LABEL_i), where the map names each of the head's classes.
+void name_classes(const std::string& dir, const Json& label_map) {
+  if (!label_map.is_object() || label_map.empty()) return;
+  const std::string file = dir + "/config.json";
+  Json config = load_json_file(file);
+  if (!config.contains("id2label") || config["id2label"].size() != label_map.size()) return;
+  Json id2label = Json::object(), label2id = Json::object();
+  for (auto it = label_map.begin(); it != label_map.end(); ++it) {
+    id2label[std::to_string(it.value().get<int64_t>())] = it.key();
+    label2id[it.key()] = it.value();
+  }
+  if (id2label.size() != label_map.size()) return;  // two names for one class: leave HF's defaults
+  config["id2label"] = id2label;
+  config["label2id"] = label2id;
+  save_json_file(file, config);
+}
+
 // Trains with dev evaluation each epoch; returns the trainer's summary and sets per_epoch.
 // Every checkpoint carries the tokenizer, label_map.json and finetune.json.
 Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& c, Task& task, Prepared& p, const Json& resolved,
@@ -164,6 +182,7 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
     if (!c.tokenizer.empty()) c.tokenizer.save(dir);
     for (const auto& [name, content] : p.files) save_json_file(dir + "/" + name, content);
     if (!p.label_map.is_null()) save_json_file(dir + "/label_map.json", p.label_map);
+    name_classes(dir, p.label_map);
     save_info(dir, a.task, a.max_length, task.info());
   };
   train::TrainerInputs in;
