@@ -26,8 +26,9 @@ struct Args {
 
 void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const tasks::MetricFlags& metric_flags) {
   tasks::EvaluationRequest r = a.request;
-  // --metric classification of an image classifier is the image task's (its labels are IDX files).
-  if (r.metric == "classification" && tasks::reads_images(r.checkpoint)) r.metric = "image-classification";
+  const bool images = tasks::reads_images(r.checkpoint);
+  // --metric classification of an image classifier is the image task's (its labels are IDX files or PNG folders).
+  if (r.metric == "classification" && images) r.metric = "image-classification";
   const c10::Device device = init_runtime(a.runtime);
   const tasks::MetricSpec m = tasks::metric(r.metric);
   task_flags.check_given(app, m.task, m.also_reads);
@@ -39,7 +40,7 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const
   std::optional<OutputLock> predictions_lock;  // and of --predictions
   if (!r.predictions.empty()) predictions_lock.emplace(r.predictions, "--predictions");
   // A model that reads images has no tokenizer: its task's metric gets the empty one.
-  const auto tok = tasks::reads_images(r.checkpoint) ? tokenizer::Tokenizer{} : tokenizer::Tokenizer::load(r.checkpoint);
+  const auto tok = images ? tokenizer::Tokenizer{} : tokenizer::Tokenizer::load(r.checkpoint);
   TempDir work("lmkit-eval");  // a text file's corpus, removed at the end
   const tasks::MetricInputs in{r.checkpoint, r.data,    tok,           device,      a.batch_size, a.seq_len,
                                r.max_examples, a.columns, r.predictions, work.path(), app,          &task_flags};

@@ -27,12 +27,8 @@ check() {  # check SCRIPT EXPECTED ARGS...
   fi
 }
 for script in bench/bf16_loss_curve.sh bench/compare_hf.sh bench/distributed.sh bench/document_mask_results.sh \
-              bench/encode_throughput.sh bench/levers.sh bench/optimizer_results.sh bench/run_benchmarks.sh; do
-  check "$script" "unknown option '--bogus'" --bogus
-  check "$script" "one argument at most" runs/x runs/y
-  check "$script" "is a file, not an output folder" "$work/a-file"
-done
-for script in scripts/vit_fashion_results.sh; do
+              bench/encode_throughput.sh bench/levers.sh bench/optimizer_results.sh bench/run_benchmarks.sh \
+              scripts/vit_fashion_results.sh; do
   check "$script" "unknown option '--bogus'" --bogus
   check "$script" "one argument at most" runs/x runs/y
   check "$script" "is a file, not an output folder" "$work/a-file"

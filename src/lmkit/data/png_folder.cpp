@@ -46,8 +46,7 @@ void normalise_format(png_structp png, png_infop info) {
   if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (depth == 16) png_set_strip_16(png);
-  if (type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
-  png_set_strip_alpha(png);  // a palette's or gray's tRNS chunk
+  png_set_strip_alpha(png);  // an alpha channel (a palette's or gray's tRNS chunk is never expanded into one)
   png_read_update_info(png, info);
 }
 

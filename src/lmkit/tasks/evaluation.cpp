@@ -73,10 +73,16 @@ void check_result_file(const EvaluationRequest& a, bool many) {
   }
 }
 
-// A model that reads images takes the metric of a task with its head (image-classification), no text metric.
-void check_images_metric(const EvaluationRequest& a, const MetricSpec& m) {
-  const std::string file = a.checkpoint + "/config.json";
+// The checkpoint's family when it reads images, else nullptr (text, or no config.json: said where the model loads).
+const models::Family* image_family(const std::string& checkpoint) {
+  const std::string file = checkpoint + "/config.json";
+  if (!fs::exists(file)) return nullptr;
   const models::Family& family = models::family_of_config(load_json_file(file), file);
+  return family.images ? &family : nullptr;
+}
+
+// A model that reads images takes the metric of a task with its head (image-classification), no text metric.
+void check_images_metric(const EvaluationRequest& a, const MetricSpec& m, const models::Family& family) {
   std::vector<std::string> takes;
   for (const auto& t : tasks()) {
     if (!family.head(t.head).empty()) takes.push_back(t.metric);
@@ -168,8 +174,8 @@ void check_request(const EvaluationRequest& a, const MetricSpec& m) {
   }
   check_result_file(a, m.many_data);
   check_input(fs::is_directory(a.checkpoint), "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
-  if (reads_images(a.checkpoint)) {
-    check_images_metric(a, m);
+  if (const models::Family* images = image_family(a.checkpoint)) {
+    check_images_metric(a, m, *images);
   } else {
     check_input(tokenizer::Tokenizer::present(a.checkpoint),
                 a.checkpoint + ": no tokenizer (evaluation needs the checkpoint's tokenizer)");
@@ -177,11 +183,7 @@ void check_request(const EvaluationRequest& a, const MetricSpec& m) {
   check_applies(a, m);
 }
 
-bool reads_images(const std::string& checkpoint) {
-  const std::string file = checkpoint + "/config.json";
-  if (!fs::exists(file)) return false;  // said where the model loads
-  return models::family_of_config(load_json_file(file), file).images;
-}
+bool reads_images(const std::string& checkpoint) { return image_family(checkpoint) != nullptr; }
 
 Json stamp_result(Json figures, const EvaluationRequest& a, const MetricSpec& m) {
   figures["metric"] = m.name;

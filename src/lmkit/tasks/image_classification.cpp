@@ -28,16 +28,20 @@ data::ImageProcessor processor_of(const std::string& checkpoint) {
   return data::ImageProcessor::from_json(load_json_file(file), file);
 }
 
-// The images at `path` with their classes as ids of `label_map` (by name: a PNG folder's, an IDX label's number).
-std::shared_ptr<data::Dataset> labelled_images(const std::string& path, const Context& c,
-                                                     const std::map<std::string, int64_t>& label_map,
-                                                     const data::ImageProcessor& processor, int64_t max_examples) {
-  auto images = data::read_model_images(path, c.model_config, /*labels=*/true);
+// Where `images` (read from `path`) name their classes: the labels file beside IDX images, or the PNG folder.
+std::string labels_source(const data::ImageSet& images, const std::string& path) {
+  return images.class_names.empty() ? data::idx_labels_beside(path) : path;
+}
+
+// `images` with their classes as ids of `label_map` (by name: a PNG folder's, an IDX label's number).
+std::shared_ptr<data::Dataset> labelled_images(std::shared_ptr<data::ImageSet> images, const std::string& path,
+                                               const std::map<std::string, int64_t>& label_map,
+                                               const data::ImageProcessor& processor, int64_t max_examples) {
   for (int64_t& label : images->labels) {
     const std::string name = images->class_name(label);
     const auto it = label_map.find(name);
-    check_input(it != label_map.end(), (images->class_names.empty() ? data::idx_labels_beside(path) : path) + ": class " +
-                                           name + " is not one of the model's " + std::to_string(label_map.size()) + " classes");
+    check_input(it != label_map.end(), labels_source(*images, path) + ": class " + name + " is not one of the model's " +
+                                           std::to_string(label_map.size()) + " classes");
     label = it->second;
   }
   std::shared_ptr<data::Dataset> ds = std::make_shared<data::ImageDataset>(images, processor, true, 0, 0);
@@ -46,13 +50,12 @@ std::shared_ptr<data::Dataset> labelled_images(const std::string& path, const Co
 }
 
 // The classes of the training images: a PNG folder's subfolders, or IDX's label numbers 0 .. the largest.
-std::map<std::string, int64_t> label_map_of(const std::string& path, const Context& c) {
-  const auto images = data::read_model_images(path, c.model_config, /*labels=*/true);
-  int64_t classes = static_cast<int64_t>(images->class_names.size());
-  for (int64_t label : images->labels) classes = std::max(classes, label + 1);
-  check_input(classes >= 2, (images->class_names.empty() ? data::idx_labels_beside(path) : path) + ": needs at least two classes");
+std::map<std::string, int64_t> label_map_of(const data::ImageSet& images, const std::string& path) {
+  int64_t classes = static_cast<int64_t>(images.class_names.size());
+  for (int64_t label : images.labels) classes = std::max(classes, label + 1);
+  check_input(classes >= 2, labels_source(images, path) + ": needs at least two classes");
   std::map<std::string, int64_t> map;
-  for (int64_t i = 0; i < classes; ++i) map[images->class_name(i)] = i;
+  for (int64_t i = 0; i < classes; ++i) map[images.class_name(i)] = i;
   return map;
 }
 
@@ -61,7 +64,7 @@ void refuse_text_flags(const Context& c) {
   for (const char* flag : {"--text-column", "--label-column", "--format", "--max-length", "--seq-len"}) {
     const CLI::Option* given = c.app ? c.app->get_option_no_throw(flag) : nullptr;  // each app has some of them
     check_input(given == nullptr || given->count() == 0,
-                std::string(flag) + ": --task image-classification reads IDX images (their labels beside them)");
+                std::string(flag) + ": --task image-classification reads IDX images (their labels beside them) or PNG folders");
   }
 }
 
@@ -72,12 +75,13 @@ class ImageClassification : public Task {
   Prepared prepare(const Context& c, const std::string& train, const std::string& dev) override {
     refuse_text_flags(c);
     const data::ImageProcessor processor = processor_of(c.checkpoint);
-    const auto label_map = label_map_of(train, c);
+    auto train_images = data::read_model_images(train, c.model_config, /*labels=*/true);  // read once
+    const auto label_map = label_map_of(*train_images, train);
     Prepared p;
     p.num_labels = static_cast<int64_t>(label_map.size());
     p.label_map = label_map;
-    p.train_set = labelled_images(train, c, label_map, processor, 0);
-    auto dev_set = labelled_images(dev, c, label_map, processor, c.max_examples);
+    p.train_set = labelled_images(std::move(train_images), train, label_map, processor, 0);
+    auto dev_set = labelled_images(data::read_model_images(dev, c.model_config, true), dev, label_map, processor, c.max_examples);
     p.dev_examples = dev_set->size(0);
     const int64_t size = c.model_config.value("image_size", int64_t{0});
     p.files[kProcessorFile] = processor.to_json(c.model_config.value("num_channels", int64_t{1}), size, size);
@@ -90,7 +94,7 @@ class ImageClassification : public Task {
     return p;
   }
 
-  Json info() const override { return {{"images", "idx"}}; }
+  Json info() const override { return Json::object(); }  // the files say how they are read
 
   void use_info(const Json&, const CLI::App&) override {}
 
@@ -98,7 +102,8 @@ class ImageClassification : public Task {
     refuse_text_flags(c);
     const int64_t num_labels = static_cast<int64_t>(model.config_json().value("id2label", Json::object()).size());
     const auto label_map = data::load_label_map(c.checkpoint, num_labels);
-    const auto ds = labelled_images(path, c, label_map, processor_of(c.checkpoint), c.max_examples);
+    const auto ds = labelled_images(data::read_model_images(path, c.model_config, true), path, label_map,
+                                    processor_of(c.checkpoint), c.max_examples);
     eval::Predictions p;
     Json r = eval::evaluate_classifier(model, ds, c.batch_size, -1, c.device, predictions.empty() ? nullptr : &p);
     if (!predictions.empty()) write_file_atomic(predictions, eval::predictions_tsv(p, label_map));
