@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Live HuggingFace interop checks, each one CTest test (registered in CMakeLists.txt).
+"""Live HuggingFace interop checks (CTest runs a family's cases as one test: CMakeLists.txt).
 
-  hf_interop.py hf-to-lmkit FAMILY --bin BIN_DIR --work DIR
+  hf_interop.py hf-to-lmkit:FAMILY [lmkit-to-hf:FAMILY ...] --bin BIN_DIR --work DIR
+      Several cases run in one process (CTest groups a family's cases so); each gets
+      its own folder under DIR and its own line, and a failing case does not stop the rest.
+  hf-to-lmkit:FAMILY
       A small random HF model of FAMILY is saved with save_pretrained(); lmkit-forward
       loads that directory and must give HF's outputs, loss and every parameter
       gradient.
-  hf_interop.py lmkit-to-hf FAMILY --bin BIN_DIR --work DIR
+  lmkit-to-hf:FAMILY
       lmkit-pretrain (and lmkit-finetune for the classifier) writes a checkpoint;
       from_pretrained() must load it with no missing, unexpected or mismatched keys,
       and give lmkit-forward's outputs.
@@ -57,6 +60,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+import cases
 
 try:
     import torch
@@ -387,7 +392,7 @@ def run(cmd):
     if r.returncode != 0:
         print(" ".join(cmd))
         print(r.stdout)
-        raise SystemExit(f"FAIL: {os.path.basename(cmd[0])} exited {r.returncode}")
+        raise RuntimeError(f"{os.path.basename(cmd[0])} exited {r.returncode}")
     return r.stdout
 
 
@@ -745,25 +750,30 @@ def mae_as_vit(bin_dir, work, batch):
     return ([bad] if bad else []), f"read as ViTModel (HF's from_pretrained of the MAE files): |diff|/scale {rel:.2e}"
 
 
+def run_case(direction, family, bin_dir, work):
+    shutil.rmtree(work, ignore_errors=True)  # lmkit's apps replace no earlier outputs without --overwrite
+    os.makedirs(work)
+    fn = hf_to_lmkit if direction == "hf-to-lmkit" else vit_lmkit_to_hf if family.startswith("vit") else lmkit_to_hf
+    failures, summary = fn(family, bin_dir, work)
+    print(f"{direction} {family} (transformers {transformers.__version__}, torch {torch.__version__}): {summary}")
+    for f in failures:
+        print(f"FAIL: {direction} {family}: {f}")
+    return not failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf"])
-    ap.add_argument("family", choices=sorted(FAMILIES))
+    ap.add_argument("cases", nargs="+", metavar="CASE",
+                    help="DIRECTION:FAMILY, several in one process (tests/interop/cases.py), or DIRECTION FAMILY")
     ap.add_argument("--bin", required=True, help="folder with lmkit-forward, lmkit-pretrain, lmkit-finetune")
-    ap.add_argument("--work", required=True, help="scratch folder (created)")
+    ap.add_argument("--work", required=True, help="scratch folder (created; a subfolder DIRECTION-FAMILY a case)")
     ap.add_argument("--plugin", help="a plugin the apps load first (ELECTRA's: examples/electra)")
     a = ap.parse_args()
+    parsed = cases.parse(ap, a.cases, {"hf-to-lmkit": FAMILIES, "lmkit-to-hf": FAMILIES})
     if a.plugin:
         os.environ["LMKIT_PLUGINS"] = a.plugin
     torch.set_num_threads(1)
-    shutil.rmtree(a.work, ignore_errors=True)  # lmkit's apps replace no earlier outputs without --overwrite
-    os.makedirs(a.work)
-    fn = hf_to_lmkit if a.direction == "hf-to-lmkit" else vit_lmkit_to_hf if a.family.startswith("vit") else lmkit_to_hf
-    failures, summary = fn(a.family, a.bin, a.work)
-    print(f"{a.direction} {a.family} (transformers {transformers.__version__}, torch {torch.__version__}): {summary}")
-    for f in failures:
-        print("FAIL:", f)
-    sys.exit(1 if failures else 0)
+    cases.run(parsed, a.work, lambda d, f, folder: run_case(d, f, a.bin, folder))
 
 
 if __name__ == "__main__":

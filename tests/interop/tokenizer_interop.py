@@ -16,6 +16,8 @@ it is identical; 77 when this Python lacks transformers/tokenizers (CTest: skipp
 """
 import argparse, json, os, shutil, subprocess, sys
 
+import cases
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(ROOT, "data", "wikitext-2-sample", "train.txt")
 TEXT = os.path.join(ROOT, "tests", "fixtures", "text")
@@ -159,8 +161,19 @@ def lmkit_ids(bin_dir, tokenizer, path, pairs):
         cmd.append("--pairs")
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)}: {r.stderr.strip()}")
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
     return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+_LMKIT_IDS = {}
+
+
+def lmkit_ids_once(bin_dir, tokenizer, path, pairs):
+    """lmkit's side of a comparison, run once for the two HF loaders it is compared with."""
+    key = (tokenizer, path, pairs)
+    if key not in _LMKIT_IDS:
+        _LMKIT_IDS[key] = lmkit_ids(bin_dir, tokenizer, path, pairs)
+    return _LMKIT_IDS[key]
 
 
 def compare(name, hf, lmkit_path, bin_dir, work):
@@ -172,8 +185,8 @@ def compare(name, hf, lmkit_path, bin_dir, work):
         f.write("".join(t + "\n" for t in singles))
     with open(pair_file, "w", encoding="utf-8") as f:
         f.write("".join(a + "\t" + b + "\n" for a, b in pairs))
-    ours = lmkit_ids(bin_dir, lmkit_path, single_file, False)
-    ours_pairs = lmkit_ids(bin_dir, lmkit_path, pair_file, True)
+    ours = lmkit_ids_once(bin_dir, lmkit_path, single_file, False)
+    ours_pairs = lmkit_ids_once(bin_dir, lmkit_path, pair_file, True)
     assert len(ours) == len(singles) and len(ours_pairs) == len(pairs), "line counts differ"
     theirs = hf(singles)
     theirs_pairs = hf([a for a, _ in pairs], [b for _, b in pairs])
@@ -214,7 +227,7 @@ def compare(name, hf, lmkit_path, bin_dir, work):
 def run_app(bin_dir, *args):
     r = subprocess.run([os.path.join(bin_dir, args[0]), *args[1:]], capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
+        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
     return r.stdout
 
 
@@ -274,40 +287,48 @@ def apps(family, bin_dir, work):
     return True
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("direction", choices=["hf-to-lmkit", "lmkit-to-hf", "apps"])
-    p.add_argument("family", choices=["bert", "bert_cased", "gpt2", "t5", "bert_bpe", "roberta", "llama", "bloom", "big_bird"])
-    p.add_argument("--bin", required=True)
-    p.add_argument("--work", required=True)
-    a = p.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+FAMILIES = {"hf-to-lmkit": ["bert", "bert_cased", "gpt2", "t5", "roberta", "llama", "bloom"],
+            "lmkit-to-hf": ["bert", "gpt2", "t5", "bert_bpe", "bert_cased", "roberta", "llama", "bloom", "big_bird"],
+            "apps": ["bert", "gpt2"]}
+
+
+def run_case(direction, family, bin_dir, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    if direction == "apps":
+        return apps(family, bin_dir, work)
     ok = True
-    if a.direction == "apps":
-        ok = apps(a.family, a.bin, a.work)
-    elif a.direction == "hf-to-lmkit":
-        out = os.path.join(a.work, "hf")
+    if direction == "hf-to-lmkit":
+        out = os.path.join(work, "hf")
         dirs = {"bert": lambda: hf_bert(out), "bert_cased": lambda: hf_bert(out, lowercase=False),
                 "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out), "roberta": lambda: hf_roberta(out),
-                "bloom": lambda: hf_bloom(out), "llama": lambda: hf_llama(out)}[a.family]()
+                "bloom": lambda: hf_bloom(out), "llama": lambda: hf_llama(out)}[family]()
         hf = AutoTokenizer.from_pretrained(dirs[0])
         for d in dirs:
-            ok &= compare(f"HF {a.family} {os.path.basename(d)} -> lmkit", hf, d, a.bin, a.work)
-    else:
-        family, model_type = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
-                              "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"),
-                              "roberta": ("roberta", "bpe"), "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe"),
-                              "big_bird": ("big_bird", "unigram")}[a.family]
-        out = os.path.join(a.work, "lmkit")
-        cmd = [os.path.join(a.bin, "lmkit-tokenize"), "train", "--family", family, "--model-type", model_type,
-               "--vocab-size", str(VOCAB), "--input", TRAIN, "--output", out, "--threads", "2"]
-        subprocess.run(cmd, check=True, capture_output=True)
-        ok &= compare(f"lmkit {a.family} -> AutoTokenizer", AutoTokenizer.from_pretrained(out), out, a.bin, a.work)
-        single = PreTrainedTokenizerFast(tokenizer_file=os.path.join(out, "tokenizer.json"))
-        ok &= compare(f"lmkit {a.family} -> PreTrainedTokenizerFast(tokenizer_file)", single, out, a.bin, a.work)
-    print("PASS" if ok else "FAIL")
-    sys.exit(0 if ok else 1)
+            ok &= compare(f"HF {family} {os.path.basename(d)} -> lmkit", hf, d, bin_dir, work)
+        return ok
+    model_family, model_type = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
+                                "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"),
+                                "roberta": ("roberta", "bpe"), "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe"),
+                                "big_bird": ("big_bird", "unigram")}[family]
+    out = os.path.join(work, "lmkit")
+    cmd = [os.path.join(bin_dir, "lmkit-tokenize"), "train", "--family", model_family, "--model-type", model_type,
+           "--vocab-size", str(VOCAB), "--input", TRAIN, "--output", out, "--threads", "2"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    ok &= compare(f"lmkit {family} -> AutoTokenizer", AutoTokenizer.from_pretrained(out), out, bin_dir, work)
+    single = PreTrainedTokenizerFast(tokenizer_file=os.path.join(out, "tokenizer.json"))
+    ok &= compare(f"lmkit {family} -> PreTrainedTokenizerFast(tokenizer_file)", single, out, bin_dir, work)
+    return ok
+
+
+def main():
+    p = argparse.ArgumentParser(description="CASE: DIRECTION:FAMILY, several in one process (tests/interop/cases.py), "
+                                            "or DIRECTION FAMILY")
+    p.add_argument("cases", nargs="+", metavar="CASE")
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True, help="scratch folder (created; a subfolder DIRECTION-FAMILY a case)")
+    a = p.parse_args()
+    cases.run(cases.parse(p, a.cases, FAMILIES), a.work, lambda d, f, folder: run_case(d, f, a.bin, folder))
 
 
 if __name__ == "__main__":
