@@ -36,6 +36,9 @@ done
 EPOCHS=0 check scripts/vit_fashion_results.sh "EPOCHS: '0' is not a positive whole number" "$work/out"
 FASHION="$work/none" check scripts/vit_fashion_results.sh "no such file (FASHION names Fashion-MNIST's folder" "$work/out"
 check scripts/gpu_verify.sh "takes no arguments" --bogus
+check bench/fresh_clone.sh "expected 'test' or 'demo', got '--bogus'" --bogus
+check bench/fresh_clone.sh "expected 'test' or 'demo', got ''"
+check bench/fresh_clone.sh "one argument (test or demo), got 2" test demo
 check scripts/compare_runs.sh "expected BIN_BEFORE BIN_AFTER [WORK], got 1" only-one
 check scripts/compare_runs.sh "holds no lmkit-pretrain" "$work" "$work"
 python3 "$source/scripts/make_squad.py" --output "$work/a-file" > "$work/out" 2>&1
