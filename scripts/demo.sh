@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is missing, build, pretrain a
-# small BERT (bert-mini, MLM + NSP) on the bundled WikiText-2 sample for a few
-# minutes, and report its validation MLM loss, perplexity and NSP accuracy.
+# small BERT (bert-mini, MLM + NSP) on the bundled WikiText-2 sample for about
+# 2.5 minutes on 2 cores (150 steps: the whole job then fits in 8 minutes on a fresh
+# machine, bench/fresh_clone.sh demo), and report its validation MLM loss, perplexity and NSP accuracy.
 #
-#   RUN=runs/demo STEPS=300 bash scripts/demo.sh
+#   RUN=runs/demo STEPS=150 bash scripts/demo.sh
 # RUN is replaced when it holds an earlier run of lmkit-pretrain (its --overwrite), and
 # refused when it holds anything else: the script deletes nothing it did not make.
 set -euo pipefail
@@ -22,8 +23,8 @@ build/bin/lmkit-pretrain \
   --valid data/wikitext-2-sample/valid.txt \
   --output "$run" \
   --objective mlm+nsp --vocab-size 8000 \
-  --steps "${STEPS:-300}" --batch-size 32 --seq-len 128 --lr 5e-4 --warmup 30 \
-  --eval-every 100 --save-every 100 --seed 1 --overwrite
+  --steps "${STEPS:-150}" --batch-size 32 --seq-len 128 --lr 5e-4 --warmup 15 \
+  --eval-every 50 --save-every 50 --seed 1 --overwrite
 # The last validation as a person reads it (every figure of $run/metrics.jsonl's last "valid" line).
 python3 - "$run/metrics.jsonl" <<'PY'
 import json, sys

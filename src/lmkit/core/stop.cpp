@@ -7,7 +7,7 @@ namespace lmkit {
 namespace {
 
 std::atomic<int> stop_signal{0};
-int installed = 0;      // nesting depth of StopSignals (the main thread creates them)
+int signals_installed = 0;  // nesting depth of StopSignals (the main thread creates them)
 int checks_held = 0;    // nesting depth of NoStopChecks
 struct sigaction old_term {}, old_int {};
 
@@ -21,7 +21,7 @@ extern "C" void on_stop_signal(int sig) {
 }  // namespace
 
 StopSignals::StopSignals() {
-  if (installed++ > 0) return;
+  if (signals_installed++ > 0) return;
   stop_signal = 0;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -32,7 +32,7 @@ StopSignals::StopSignals() {
 }
 
 StopSignals::~StopSignals() {
-  if (--installed > 0) return;
+  if (--signals_installed > 0) return;
   ::sigaction(SIGTERM, &old_term, nullptr);
   ::sigaction(SIGINT, &old_int, nullptr);
 }
@@ -48,7 +48,7 @@ Interrupted::Interrupted(int sig, const std::string& during)
 
 void check_stop(const char* during) {
   const int sig = stop_signal.load();
-  if (sig != 0 && installed > 0 && checks_held == 0) throw Interrupted(sig, during);
+  if (sig != 0 && signals_installed > 0 && checks_held == 0) throw Interrupted(sig, during);
 }
 
 NoStopChecks::NoStopChecks() { ++checks_held; }
