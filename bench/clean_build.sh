@@ -27,7 +27,12 @@ t0=$(date +%s.%N)
 cmake -S . -B "$dir" "${args[@]}" "$@" >/dev/null
 t_conf=$(date +%s.%N)
 apps=$(sed -n 's/^lmkit_app(\([^ ]*\) .*/\1/p' CMakeLists.txt | tr '\n' ' ')
-step() { ninja -C "$dir" -j"$jobs" "$@" >/dev/null; date +%s.%N; }
+# A failed step prints the end of ninja's output and stops the script (before, it stopped silently).
+step() {
+  ninja -C "$dir" -j"$jobs" "$@" >"$dir/step.log" 2>&1 ||
+    { echo "error: bench/clean_build.sh: 'ninja $*' failed; the end of its output:" >&2; tail -20 "$dir/step.log" >&2; exit 1; }
+  date +%s.%N
+}
 t_main=$(step lmkit-info lmkit-pretrain)
 t_apps=$(step lmkit $apps)
 t_all=$(step)
