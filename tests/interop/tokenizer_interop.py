@@ -287,9 +287,14 @@ def apps(family, bin_dir, work):
     return True
 
 
-FAMILIES = {"hf-to-lmkit": ["bert", "bert_cased", "gpt2", "t5", "roberta", "llama", "bloom"],
-            "lmkit-to-hf": ["bert", "gpt2", "t5", "bert_bpe", "bert_cased", "roberta", "llama", "bloom", "big_bird"],
-            "apps": ["bert", "gpt2"]}
+# hf-to-lmkit: the HF-trained tokenizer of each family (its save_pretrained folder and the older layout).
+HF_TRAINED = {"bert": hf_bert, "bert_cased": lambda out: hf_bert(out, lowercase=False), "gpt2": hf_gpt2, "t5": hf_t5,
+              "roberta": hf_roberta, "bloom": hf_bloom, "llama": hf_llama}
+# lmkit-to-hf: lmkit-tokenize train's --family and --model-type for each case.
+LMKIT_TRAINED = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
+                 "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"), "roberta": ("roberta", "bpe"),
+                 "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe"), "big_bird": ("big_bird", "unigram")}
+FAMILIES = {"hf-to-lmkit": list(HF_TRAINED), "lmkit-to-hf": list(LMKIT_TRAINED), "apps": ["bert", "gpt2"]}
 
 
 def run_case(direction, family, bin_dir, work):
@@ -299,18 +304,12 @@ def run_case(direction, family, bin_dir, work):
         return apps(family, bin_dir, work)
     ok = True
     if direction == "hf-to-lmkit":
-        out = os.path.join(work, "hf")
-        dirs = {"bert": lambda: hf_bert(out), "bert_cased": lambda: hf_bert(out, lowercase=False),
-                "gpt2": lambda: hf_gpt2(out), "t5": lambda: hf_t5(out), "roberta": lambda: hf_roberta(out),
-                "bloom": lambda: hf_bloom(out), "llama": lambda: hf_llama(out)}[family]()
+        dirs = HF_TRAINED[family](os.path.join(work, "hf"))
         hf = AutoTokenizer.from_pretrained(dirs[0])
         for d in dirs:
             ok &= compare(f"HF {family} {os.path.basename(d)} -> lmkit", hf, d, bin_dir, work)
         return ok
-    model_family, model_type = {"bert": ("bert", "unigram"), "gpt2": ("gpt2", "unigram"), "t5": ("t5", "unigram"),
-                                "bert_bpe": ("bert", "bpe"), "bert_cased": ("bert", "unigram"),
-                                "roberta": ("roberta", "bpe"), "llama": ("llama", "bpe"), "bloom": ("bloom", "bpe"),
-                                "big_bird": ("big_bird", "unigram")}[family]
+    model_family, model_type = LMKIT_TRAINED[family]
     out = os.path.join(work, "lmkit")
     cmd = [os.path.join(bin_dir, "lmkit-tokenize"), "train", "--family", model_family, "--model-type", model_type,
            "--vocab-size", str(VOCAB), "--input", TRAIN, "--output", out, "--threads", "2"]
