@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/cuda.h"
 #include "lmkit/core/plugin.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/runtime.h"
@@ -31,7 +32,7 @@ lmkit::Json system_info(const lmkit::RuntimeOptions& runtime) {
   j["threads"] = at::get_num_threads();
   j["cores"] = std::thread::hardware_concurrency();
   j["cpu_bf16"] = lmkit::cpu_has_bf16();
-  j["cuda_devices"] = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  j["cuda_devices"] = lmkit::cuda_available() ? torch::cuda::device_count() : 0;
   j["gemm_fp32_gflops"] = lmkit::measure_gemm_gflops(1024, 0.3);
   j["blas"] = lmkit::blas_library();
   return j;

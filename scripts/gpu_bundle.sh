@@ -31,6 +31,7 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"
 for b in "${apps[@]}"; do cp build/bin/$b "$stage/bin/"; done
 # lmkit's library (the apps' RUNPATH names this machine's build tree) and the SentencePiece module.
 cp -P build/lib/liblmkit.so* build/lib/liblmkit_spm.so "$stage/lib/"
+[ ! -f build/lib/liblmkit_cuda.so ] || cp build/lib/liblmkit_cuda.so "$stage/lib/"
 [ -z "${PLUGIN:-}" ] || cp "$PLUGIN" "$stage/lib/"
 # Every library the binaries and the SentencePiece module load that is neither LibTorch's nor glibc's.
 { ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null || true; } | awk '/=> \// {print $3}' | sort -u |

@@ -13,6 +13,7 @@
 #include "../data/data_fixture.h"
 #include "app_runner.h"
 #include "lmkit/core/config.h"
+#include "lmkit/core/cuda.h"
 #include "lmkit/core/file.h"
 
 using namespace lmkit;
@@ -54,7 +55,7 @@ void check_exact_resume(const std::string& env, const std::string& model, const 
 
 TEST_CASE("cuda: --deterministic stop and --resume is byte-identical to an uninterrupted run, dropout on",
           "[cuda][generators]") {
-  if (!torch::cuda::is_available()) {
+  if (!lmkit::cuda_available()) {
     std::cout << "LMKIT_SKIP: no CUDA device on this machine" << std::endl;
     return;
   }

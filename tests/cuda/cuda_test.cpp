@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "lmkit/core/autocast.h"
+#include "lmkit/core/cuda.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/models/registry.h"
@@ -23,7 +24,7 @@ using namespace lmkit;
 
 #define LMKIT_REQUIRE_CUDA()                                                   \
   do {                                                                         \
-    if (!torch::cuda::is_available()) {                                        \
+    if (!lmkit::cuda_available()) {                                        \
       std::cout << "LMKIT_SKIP: no CUDA device on this machine" << std::endl; \
       return;                                                                  \
     }                                                                          \

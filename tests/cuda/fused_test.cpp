@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "lmkit/core/autocast.h"
+#include "lmkit/core/cuda.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/fused.h"
 #include "test_util.h"
@@ -28,7 +29,7 @@ namespace {
 const c10::Device kGpu(c10::kCUDA, 0);
 
 bool no_cuda() {
-  if (torch::cuda::is_available() && nn::fused_kernels_built()) return false;
+  if (lmkit::cuda_available() && nn::fused_kernels_built()) return false;
   std::cout << "LMKIT_SKIP: no CUDA device on this machine (or a build without the fused kernels)" << std::endl;
   return true;
 }

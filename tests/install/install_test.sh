@@ -22,6 +22,11 @@ for f in include/lmkit/version.h include/lmkit/models/bert.h lib/liblmkit.so lib
 done
 # The installed apps run from the prefix (RPATH $ORIGIN/../lib), no environment needed.
 env -u LD_LIBRARY_PATH -u LMKIT_SPM_MODULE "$prefix/bin/lmkit-info" "$prefix/share/lmkit/models/bert-tiny.json" >/dev/null
+# The CUDA module beside the installed liblmkit, found there when the apps ask about CUDA.
+if [ -f "$build/lib/liblmkit_cuda.so" ]; then
+  [ -e "$prefix/lib/liblmkit_cuda.so" ] || { echo "FAIL: the install lacks lib/liblmkit_cuda.so"; exit 1; }
+  env -u LD_LIBRARY_PATH -u LMKIT_CUDA_MODULE "$prefix/bin/lmkit-info" --system --json >/dev/null
+fi
 
 # SST-2 dev rows (the bundled fixture): the first 600 train, the rest evaluate.
 data="$work/data" && mkdir -p "$data"

@@ -1,8 +1,7 @@
 #include "lmkit/core/runtime.h"
 
-#include <dlfcn.h>
-
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
@@ -14,10 +13,12 @@
 #include <limits>
 #include <iostream>
 #include <malloc.h>  // mallinfo2
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "lmkit/core/allocator.h"
+#include "lmkit/core/cuda.h"
 #include "lmkit/core/error.h"
 
 namespace lmkit {
@@ -46,13 +47,11 @@ c10::Device parse_device(const std::string& spec) {
     }
     index = std::stoll(digits);
   }
-  if (!torch::cuda::is_available()) {
-    // A CUDA LibTorch without a driver or GPU reports hasCUDA() false too: libtorch_cuda tells the builds apart.
-    const bool cuda_build = ::dlopen("libtorch_cuda.so", RTLD_LAZY | RTLD_NOLOAD) != nullptr;
-    if (cuda_build) {
-      throw RuntimeError("--device '" + spec + "': no CUDA device is available on this machine (no GPU or NVIDIA driver visible)");
-    }
-    throw InputError("--device '" + spec + "': this LibTorch was built without CUDA");
+  if (!cuda_module_built()) {
+    throw InputError("--device '" + spec + "': this lmkit was built without CUDA (against a CPU LibTorch, or as a sanitizer build)");
+  }
+  if (!cuda_available()) {
+    throw RuntimeError("--device '" + spec + "': no CUDA device is available on this machine (no GPU or NVIDIA driver visible)");
   }
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   if (index >= count) {
@@ -86,7 +85,15 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream) {
 }
 
 void seed_everything(uint64_t seed) {
-  torch::manual_seed(seed);  // seeds the CPU generator and every CUDA one
+  if (cuda_module_loaded()) {
+    torch::manual_seed(seed);  // the CPU generator and every CUDA one
+  } else {
+    // The CPU generator alone: torch::manual_seed asks LibTorch about CUDA, which before lmkit's
+    // CUDA module is loaded turns CUDA off for the process (core/cuda.h).
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
   std::srand(static_cast<unsigned>(derive_seed(seed, 0)));
 }
 
@@ -156,9 +163,10 @@ static void set_deterministic() {
 }
 
 c10::Device init_runtime(const RuntimeOptions& options) {
+  // The device first: a CUDA one loads lmkit's CUDA module before anything asks LibTorch about CUDA (core/cuda.h).
+  c10::Device device = parse_device(options.device);
   if (!lever_disabled("allocator")) install_caching_cpu_allocator();
   if (options.deterministic) set_deterministic();
-  c10::Device device = parse_device(options.device);
   set_threads(options.threads);
   seed_everything(options.seed);
   if (device.is_cpu()) {

@@ -3,23 +3,20 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 
+#include "../../cuda/cuda_api.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/kernels.h"
 #include "lmkit/nn/linear.h"
 
-#ifdef LMKIT_WITH_CUDA_KERNELS
-#include <ATen/cuda/CUDAGeneratorImpl.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace lmkit::nn {
 
@@ -73,22 +70,16 @@ kernels::Dtype dtype_of(const at::Tensor& t) {
   return t.scalar_type() == at::kFloat ? kernels::Dtype::kFloat : kernels::Dtype::kBFloat16;
 }
 
-#ifdef LMKIT_WITH_CUDA_KERNELS
-void* stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
-#endif
-
-// Runs the CUDA kernel for a CUDA tensor (on its device and stream) and the host version otherwise.
+// Runs the CUDA kernel for a CUDA tensor (from lmkit's CUDA module, on the tensor's device and
+// its current stream) and the host version otherwise.
 template <typename Gpu, typename Host>
 void launch(const at::Tensor& t, Gpu&& gpu, Host&& host) {
-#ifdef LMKIT_WITH_CUDA_KERNELS
-  if (t.is_cuda()) {
-    const c10::cuda::CUDAGuard guard(t.device());  // the kernel launches on the tensor's device, not device 0
-    gpu(stream_of(t));
+  if (t.is_cuda() && fused_kernels_built()) {
+    const detail::CudaModule& cuda = detail::cuda_module();
+    const c10::DeviceGuard guard(t.device());  // the kernel launches on the tensor's device, not device 0
+    gpu(cuda, cuda.current_stream(t.device().index()));
     return;
   }
-#else
-  (void)gpu;
-#endif
   check_input(t.is_cpu(), "lmkit's fused ops: a " + t.device().str() + " tensor on a build without its kernels");
   host();
 }
@@ -99,16 +90,10 @@ void launch(const at::Tensor& t, Gpu&& gpu, Host&& host) {
 kernels::Dropout draw_dropout(double p, c10::Device device) {
   kernels::Dropout d;
   if (p <= 0) return d;
-#ifdef LMKIT_WITH_CUDA_KERNELS
   if (device.is_cuda()) {
-    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
-        std::nullopt, at::cuda::detail::getDefaultCUDAGenerator(device.index()));
-    std::lock_guard<std::mutex> lock(gen->mutex_);
-    const auto [seed, offset] = gen->philox_engine_inputs(4);
-    d.seed = seed;
-    d.offset = offset;
+    const detail::CudaModule& cuda = detail::cuda_module();
+    cuda.philox_inputs(device.index(), 4, &d.seed, &d.offset);
   }
-#endif
   if (device.is_cpu()) {
     auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(std::nullopt, at::detail::getDefaultCPUGenerator());
     std::lock_guard<std::mutex> lock(gen->mutex_);
@@ -149,8 +134,8 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const float* b = rms ? nullptr : bias->data_ptr<float>();
     launch(
         x,
-        [&](auto* stream) {
-          kernels::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(), dtype_of(s),
+        [&](const detail::CudaModule& cuda, void* stream) {
+          cuda.residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(), dtype_of(s),
                                          y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
                                          weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms, dropout,
                                          stream);
@@ -186,9 +171,9 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const kernels::Dropout dropout = load_dropout(ctx);
     launch(
         s,
-        [&](auto* stream) {
-          at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, mean.options());
-          kernels::residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s), mean.data_ptr<float>(),
+        [&](const detail::CudaModule& cuda, void* stream) {
+          at::Tensor partials = at::empty({cuda.column_partials_size(rows, d)}, mean.options());
+          cuda.residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s), mean.data_ptr<float>(),
                                           rstd.data_ptr<float>(), weight.data_ptr<float>(), gx.data_ptr(), dtype_of(gx),
                                           gh.data_ptr(), dtype_of(gh), gw.data_ptr<float>(), gb_ptr,
                                           partials.data_ptr<float>(), rows, d, rms, dropout, stream);
@@ -237,9 +222,9 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
     const bool tanh_approx = ctx->saved_data["tanh"].toBool();
     launch(
         pre,
-        [&](auto* stream) {
-          at::Tensor partials = at::empty({kernels::column_partials_size(rows, d)}, gbias.options());
-          kernels::gelu_bias_backward(gy.data_ptr(), pre.data_ptr(), gpre.data_ptr(), dtype_of(pre),
+        [&](const detail::CudaModule& cuda, void* stream) {
+          at::Tensor partials = at::empty({cuda.column_partials_size(rows, d)}, gbias.options());
+          cuda.gelu_bias_backward(gy.data_ptr(), pre.data_ptr(), gpre.data_ptr(), dtype_of(pre),
                                       gbias.data_ptr<float>(), partials.data_ptr<float>(), rows, d, tanh_approx, stream);
         },
         [&] {
@@ -301,8 +286,8 @@ at::Tensor softmax_cross_entropy_(at::Tensor& logits, const at::Tensor& targets,
   const int64_t rows = logits.size(0), padded = logits.size(1);
   launch(
       logits,
-      [&](auto* stream) {
-        kernels::softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(), s.data_ptr<float>(),
+      [&](const detail::CudaModule& cuda, void* stream) {
+        cuda.softmax_cross_entropy(logits.data_ptr(), dtype_of(logits), t.data_ptr<int64_t>(), s.data_ptr<float>(),
                                        per_row.data_ptr<float>(), rows, vocab, padded, static_cast<float>(smoothing),
                                        stream);
       },

@@ -13,6 +13,7 @@
 
 #include "../../spm/spm_api.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/module.h"
 #include "lmkit/tokenizer/backend.h"
 
 namespace fs = std::filesystem;
@@ -37,39 +38,18 @@ const Api& api() {
   static Api a;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("LMKIT_SPM_MODULE")) candidates.push_back(env);
-    // Beside liblmkit.so, where the build and `cmake --install` put it: found from any
-    // program that links lmkit, wherever the program lives.
-    Dl_info self{};
-    if (::dladdr(reinterpret_cast<void*>(&api), &self) && self.dli_fname) {
-      candidates.push_back((fs::path(self.dli_fname).parent_path() / "liblmkit_spm.so").string());
-    }
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-      candidates.push_back((exe.parent_path() / "liblmkit_spm.so").string());
-      candidates.push_back((exe.parent_path() / ".." / "lib" / "liblmkit_spm.so").string());
-      candidates.push_back((exe.parent_path() / ".." / "lib" / "lmkit" / "liblmkit_spm.so").string());
-    }
-    void* lib = nullptr;
-    std::string tried;
-    for (const auto& path : candidates) {
-      tried += (tried.empty() ? "" : ", ") + path;
-      if (!fs::exists(path)) continue;
-      // DEEPBIND: the module resolves its own (bundled protobuf) symbols before LibTorch's.
-      // The sanitizers' runtimes cannot work with DEEPBIND (google/sanitizers#611), so a
-      // sanitizer build (LMKIT_SANITIZED) goes without: the PyPI wheel's libtorch_cpu
-      // exports only onnx_torch's Arena templates and protobuf's byteswap<N>, which
-      // sentencepiece does not call or calls with the same meaning.
+    // DEEPBIND: the module resolves its own (bundled protobuf) symbols before LibTorch's.
+    // The sanitizers' runtimes cannot work with DEEPBIND (google/sanitizers#611), so a
+    // sanitizer build (LMKIT_SANITIZED) goes without: the PyPI wheel's libtorch_cpu
+    // exports only onnx_torch's Arena templates and protobuf's byteswap<N>, which
+    // sentencepiece does not call or calls with the same meaning.
 #ifdef LMKIT_SANITIZED
-      lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const int flags = RTLD_NOW | RTLD_LOCAL;
 #else
-      lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    const int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
 #endif
-      if (lib) break;
-      tried += std::string(" (") + ::dlerror() + ")";
-    }
+    std::string tried;
+    void* lib = detail::open_module("liblmkit_spm.so", "LMKIT_SPM_MODULE", flags, tried);
     if (!lib) throw RuntimeError("cannot load the SentencePiece module liblmkit_spm.so (tried " + tried + ")");
     auto sym = [&](const char* name) {
       void* f = ::dlsym(lib, name);
