@@ -7,18 +7,22 @@
 #    the others are the HuggingFace peers of the interop tests and benchmarks.
 # --main installs only what building and running lmkit needs (no clang, only
 # requirements-main.txt): scripts/demo.sh, the main job on a fresh machine.
+# --build-deps installs what the test command's builds need (every system package,
+# requirements-main.txt): scripts/test.sh installs the Python peers while the fuzzers build.
 # Idempotent: packages already present are left as they are, the package lists
 # are refreshed only when something is missing, and pip runs only when the
 # requirements changed since the last successful install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-main=0
+main=0 peers=1
 case "${1:-}" in
-  --main) main=1 ;;
+  --main) main=1 peers=0 ;;
+  --build-deps) peers=0 ;;
   "") ;;
-  *) echo "error: scripts/setup.sh: unknown argument '$1' (expected --main or nothing)" >&2; exit 2 ;;
+  *) echo "error: scripts/setup.sh: unknown argument '$1' (expected --main, --build-deps or nothing)" >&2; exit 2 ;;
 esac
+[ $# -le 1 ] || { echo "error: scripts/setup.sh: one argument at most (--main or --build-deps)" >&2; exit 2; }
 
 packages=(
   build-essential cmake ninja-build pkgconf ccache
@@ -53,12 +57,12 @@ full_set=$(cat scripts/requirements-main.txt scripts/requirements.txt)
 stamp=$venv/.lmkit-requirements
 have=$(cat "$stamp" 2>/dev/null || true)
 torch_pin=$(grep -m1 '^torch==' scripts/requirements-main.txt)
-if { [ "$have" = "$full_set" ] || { [ "$main" = 1 ] && [ "$have" = "$main_set" ]; }; } \
+if { [ "$have" = "$full_set" ] || { [ "$peers" = 0 ] && [ "$have" = "$main_set" ]; }; } \
    && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
   echo "setup: $venv up to date ($torch_pin)"
 else
   file=scripts/requirements.txt wanted=$full_set
-  if [ "$main" = 1 ]; then file=scripts/requirements-main.txt wanted=$main_set; fi
+  if [ "$peers" = 0 ]; then file=scripts/requirements-main.txt wanted=$main_set; fi
   echo "setup: installing $file into $venv (LibTorch comes with torch: ~4.5 GB)"
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$file"
