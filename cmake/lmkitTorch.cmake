@@ -45,6 +45,13 @@ if(LMKIT_TORCH_CMAKE_DIR AND NOT DEFINED CACHE{kineto_LIBRARY} AND EXISTS "${LMK
   get_filename_component(LMKIT_TORCH_LIB "${LMKIT_TORCH_LIB}" ABSOLUTE)
   set(kineto_LIBRARY "${LMKIT_TORCH_LIB}/libtorch_cpu.so" CACHE FILEPATH "kineto: inside libtorch_cpu.so (PyPI's LibTorch)")
 endif()
+# With a CUDA toolkit, torch's cuda.cmake enables CUDA, which sets CMAKE_CUDA_ARCHITECTURES to
+# nvcc's default, and then warns that it ignores that value (every configure on a machine with
+# nvcc printed the warning). CMP0104 OLD leaves it unset there; lmkit's CUDA targets name their
+# architectures themselves (CUDA_ARCHITECTURES). This file's policy settings end with it.
+if(POLICY CMP0104)
+  cmake_policy(SET CMP0104 OLD)
+endif()
 find_package(Torch REQUIRED ${LMKIT_TORCH_QUIET})
 # One code path: LibTorch 2.4 and later (the non-deprecated autocast API, SDPA with a
 # scale argument, the 2.3+ allocator interface).
