@@ -29,11 +29,11 @@ done
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"
 for b in "${apps[@]}"; do cp build/bin/$b "$stage/bin/"; done
-# lmkit's library (the apps' RUNPATH names this machine's build tree) and the SentencePiece module.
+# lmkit's library (the apps' RUNPATH names this machine's build tree), the SentencePiece module and the CUDA module.
 cp -P build/lib/liblmkit.so* build/lib/liblmkit_spm.so "$stage/lib/"
 [ ! -f build/lib/liblmkit_cuda.so ] || cp build/lib/liblmkit_cuda.so "$stage/lib/"
 [ -z "${PLUGIN:-}" ] || cp "$PLUGIN" "$stage/lib/"
-# Every library the binaries and the SentencePiece module load that is neither LibTorch's nor glibc's.
+# Every library the binaries and the modules load that is neither LibTorch's nor glibc's.
 { ldd "$stage"/bin/* "$stage"/lib/*.so 2>/dev/null || true; } | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/torch/lib/|/nvidia/|/liblmkit|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done

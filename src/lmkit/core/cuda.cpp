@@ -24,20 +24,19 @@ bool cuda_module_built() {
 }
 
 namespace {
-std::atomic<bool> cuda_module_is_loaded{false};
+std::atomic<const detail::CudaModule*> loaded_table{nullptr};  // set once the module is loaded
 }  // namespace
 
-bool cuda_module_loaded() { return cuda_module_is_loaded.load(); }
+bool cuda_module_loaded() { return loaded_table.load() != nullptr; }
 
 namespace detail {
 
 const void* cuda_module_table() {
-  static const CudaModule* table = nullptr;
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
     if (!cuda_module_built()) {
-      error = "this lmkit was built without CUDA (against a LibTorch without it)";
+      error = "this lmkit was built without CUDA (against a CPU LibTorch, or as a sanitizer build)";
       return;
     }
     std::string tried;
@@ -60,9 +59,9 @@ const void* cuda_module_table() {
               "process: call lmkit::cuda_available() (or parse the --device) before anything else touches CUDA";
       return;
     }
-    table = entry();
-    cuda_module_is_loaded = true;
+    loaded_table = entry();
   });
+  const CudaModule* table = loaded_table.load();
   if (!table) throw RuntimeError(error);
   return table;
 }
