@@ -1,24 +1,37 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <iostream>
 
 #include "lmkit/core/cuda.h"
 
-// LibTorch decides at its first CUDA question whether it has CUDA (core/cuda.h). A run that
-// may reach a [cuda] case after a CPU one — no test named, or an argument that names CUDA
-// ("[cuda]", a case's name) — loads lmkit's CUDA module first; one CPU case alone, as CTest
-// runs them, does not load it.
+// LibTorch decides at its first CUDA question whether it has CUDA (core/cuda.h). A run whose
+// selection holds a [cuda] case (no test named, "[cuda]", a tag such as "[packing]" that a
+// [cuda] case also has) loads lmkit's CUDA module before any case runs, so that a CPU case
+// asking first cannot turn CUDA off; a run of CPU cases alone, as CTest runs them, does not.
+namespace {
+
+bool selects_cuda(Catch::Session& session) {
+  const auto& config = session.config();
+  for (const auto& test : Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config)) {
+    for (const auto& tag : test.getTestCaseInfo().lcaseTags) {
+      if (tag == "cuda") return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char* argv[]) {
-  bool cuda = argc == 1;
-  for (int i = 1; i < argc; ++i) cuda = cuda || ::strcasestr(argv[i], "cuda") != nullptr;
-  if (cuda && lmkit::cuda_module_built()) {
+  Catch::Session session;
+  if (const int bad = session.applyCommandLine(argc, argv)) return bad;
+  if (lmkit::cuda_module_built() && selects_cuda(session)) {
     try {
       (void)lmkit::cuda_available();
     } catch (const std::exception& e) {
       std::cerr << "warning: " << e.what() << "\n";  // the [cuda] cases report it
     }
   }
-  return Catch::Session().run(argc, argv);
+  return session.run();
 }

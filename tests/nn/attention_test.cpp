@@ -4,9 +4,13 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/functional.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/position.h"
 #include "test_util.h"
 
 using lmkit::nn::attention_bias;
@@ -222,4 +226,59 @@ TEST_CASE("attention: a window bias masks keys window or more positions back, ca
   CHECK(cache.length() == 4);
   CHECK(cache.position() == 6);
   CHECK(cache.key.view({4})[0].item<float>() == 2);
+}
+
+TEST_CASE("attention: Llama's attention is the one module: rotary, grouped-query heads fused or separate, a window",
+          "[nn][attention]") {
+  at::manual_seed(11);
+  const int64_t d = 16, h = 4, kv = 2, hd = 4, t = 9, window = 4;
+  auto options = [&](bool separate) {
+    return MultiHeadAttentionOptions(d, h).kv_heads(kv).separate_qkv(separate).causal(true).window(window);
+  };
+  MultiHeadAttention separate(options(true)), fused(options(false));
+  {  // the same weights: qkv is q, k, v stacked
+    at::NoGradGuard ng;
+    fused->qkv->weight.copy_(at::cat({separate->q->weight, separate->k->weight, separate->v->weight}));
+    fused->qkv->bias.copy_(at::cat({separate->q->bias, separate->k->bias, separate->v->bias}));
+    fused->out->weight.copy_(separate->out->weight), fused->out->bias.copy_(separate->out->bias);
+  }
+  CHECK(separate->k->weight.size(0) == kv * hd);
+  CHECK(fused->qkv->weight.size(0) == (h + 2 * kv) * hd);
+  const at::Tensor x = at::randn({2, t, d});
+  const auto [cos, sin] = lmkit::nn::rotary_cos_sin(0, t, hd, 10000.0, x.device());
+  const lmkit::nn::Rotary rotary{cos, sin};
+  at::NoGradGuard ng;
+  const at::Tensor y = separate->forward(x, {}, {}, nullptr, rotary);  // T > window: the banded path
+  CHECK(max_abs_diff(fused->forward(x, {}, {}, nullptr, rotary), y) < 1e-6);
+
+  // Written out: rotate, repeat each key/value head for its query heads, mask causally within the window.
+  auto heads_of = [&](torch::nn::Linear l, int64_t n) { return l(x).view({2, t, n, hd}).transpose(1, 2); };
+  const at::Tensor q = lmkit::nn::apply_rotary(heads_of(separate->q, h), cos, sin);
+  const at::Tensor k = lmkit::nn::apply_rotary(heads_of(separate->k, kv), cos, sin).repeat_interleave(h / kv, 1);
+  const at::Tensor v = heads_of(separate->v, kv).repeat_interleave(h / kv, 1);
+  const at::Tensor bias = attention_bias({}, true, t, t, at::kFloat, x.device(), false, window);
+  const at::Tensor heads = at::softmax(at::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(hd)) + bias, -1).matmul(v);
+  CHECK(max_abs_diff(separate->out(heads.transpose(1, 2).reshape({2, t, h * hd})), y) < 1e-5);
+
+  // One position at a time through the cache, which keeps the last window − 1 keys.
+  KVCache cache;
+  std::vector<at::Tensor> steps;
+  for (int64_t i = 0; i < t; ++i) {
+    const auto [c, s] = lmkit::nn::rotary_cos_sin(i, 1, hd, 10000.0, x.device());
+    const at::Tensor held = attention_bias({}, true, 1, cache.length() + 1, at::kFloat, x.device(), false, window);
+    steps.push_back(fused->forward(x.slice(1, i, i + 1), held, {}, &cache, {c, s}));
+    CHECK(cache.length() == std::min<int64_t>(i + 1, window - 1));
+    CHECK(cache.key.size(1) == kv);  // the cache holds the key/value heads, not their repeats
+  }
+  CHECK(max_abs_diff(at::cat(steps, 1), y) < 1e-5);
+
+  // What the module cannot be is refused by name at construction.
+  auto refused = [&](MultiHeadAttentionOptions o, const std::string& why) {
+    CHECK_THROWS_WITH(MultiHeadAttention(o), Catch::Contains(why));
+  };
+  refused(MultiHeadAttentionOptions(d, h).causal(true).window(4).attention("relative"), "attention 'relative' cannot take a sliding window");
+  refused(MultiHeadAttentionOptions(d, h).window(4), "a sliding window is for causal self-attention");
+  refused(MultiHeadAttentionOptions(d, h).kv_heads(3), "num_heads 4 is not a multiple of kv_heads 3");
+  refused(MultiHeadAttentionOptions(d, h).cross_attention(true).kv_heads(2), "are for self-attention");
+  refused(MultiHeadAttentionOptions(d, h).kv_heads(2).qkv_per_head(true), "grouped by head");
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "lmkit/models/architectures.h"
 #include "lmkit/models/checks.h"
@@ -125,46 +126,6 @@ Json LlamaConfig::to_json() const {
   return j;
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
-    : heads(c.num_attention_heads),
-      kv_heads(c.kv_heads()),
-      head_dim(c.head_size()),
-      window(c.sliding_window),
-      dropout(c.attention_dropout) {
-  using torch::nn::LinearOptions;
-  const int64_t d = c.hidden_size;
-  q_proj = register_module("q_proj", torch::nn::Linear(LinearOptions(d, heads * head_dim).bias(c.attention_bias)));
-  k_proj = register_module("k_proj", torch::nn::Linear(LinearOptions(d, kv_heads * head_dim).bias(c.attention_bias)));
-  v_proj = register_module("v_proj", torch::nn::Linear(LinearOptions(d, kv_heads * head_dim).bias(c.attention_bias)));
-  o_proj = register_module("o_proj", torch::nn::Linear(LinearOptions(heads * head_dim, d).bias(c.attention_bias)));
-}
-
-at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                       const DecoderMask& mask, nn::KVCache* cache) {
-  const int64_t b = x.size(0), t = x.size(1);
-  auto heads_of = [&](const at::Tensor& y, int64_t n) { return y.view({b, t, n, head_dim}).transpose(1, 2); };
-  at::Tensor q = nn::apply_rotary(heads_of(nn::linear(x, q_proj->weight, q_proj->bias), heads), cos, sin);  // (B, H, T, hd)
-  at::Tensor k = nn::apply_rotary(heads_of(nn::linear(x, k_proj->weight, k_proj->bias), kv_heads), cos, sin);
-  at::Tensor v = heads_of(nn::linear(x, v_proj->weight, v_proj->bias), kv_heads);
-  if (cache) {
-    if (cache->key.defined()) k = at::cat({cache->key, k}, 2), v = at::cat({cache->value, v}, 2);
-    cache->key = k, cache->value = v;  // rotated: a cached key keeps its own position
-    if (window > 0) cache->keep_last(window - 1);  // the next query sees these and itself
-  }
-  if (kv_heads != heads) {  // each key/value head serves heads / kv_heads query heads (HF's repeat_kv)
-    const int64_t n = heads / kv_heads, tk = k.size(2);
-    k = k.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
-    v = v.unsqueeze(2).expand({b, kv_heads, n, tk, head_dim}).reshape({b, heads, tk, head_dim});
-  }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  const bool causal = !mask.bias.defined() && k.size(2) == t && t > 1;
-  at::Tensor y = mask.banded ? nn::sliding_window_attention(q, k, v, mask.padding, window, scale, dropout, is_training())
-                             : nn::scaled_dot_product(q, k, v, mask.bias, scale, dropout, is_training(),
-                                                      nn::AttentionBackend::kAuto, nullptr, causal);
-  y = y.transpose(1, 2).reshape({b, t, heads * head_dim});
-  return nn::linear(y, o_proj->weight, o_proj->bias);
-}
-
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
   using torch::nn::LinearOptions;
   gate_proj = register_module("gate_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(c.mlp_bias)));
@@ -180,14 +141,21 @@ at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
 LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) {
   const auto rms = nn::NormOptions(c.hidden_size).type(nn::NormType::kRmsNorm).eps(c.rms_norm_eps);
   input_layernorm = register_module("input_layernorm", nn::Norm(rms));
-  self_attn = register_module("self_attn", LlamaAttention(c));
+  self_attn = register_module("self_attn", nn::MultiHeadAttention(nn::MultiHeadAttentionOptions(c.hidden_size, c.num_attention_heads)
+                                                                       .head_dim(c.head_size())
+                                                                       .kv_heads(c.kv_heads())
+                                                                       .separate_qkv(true)
+                                                                       .bias(c.attention_bias)
+                                                                       .dropout(c.attention_dropout)
+                                                                       .causal(true)
+                                                                       .window(c.sliding_window)));
   post_attention_layernorm = register_module("post_attention_layernorm", nn::Norm(rms));
   mlp = register_module("mlp", LlamaMlp(c));
 }
 
-at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                   const DecoderMask& mask, nn::KVCache* cache) {
-  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), cos, sin, mask, cache);
+at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const nn::Rotary& rotary, const nn::AttentionMask& mask,
+                                   nn::KVCache* cache) {
+  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), mask, at::Tensor(), cache, rotary);
   return h + mlp(post_attention_layernorm(h).to(h.scalar_type()));
 }
 
@@ -222,16 +190,16 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   at::Tensor x = embed_tokens(input_ids);  // (B, T, D)
   if (hidden_states) hidden_states->push_back(x);
   // HF: position_ids = arange(past, past + T) whatever the padding, rotated in float32; packed documents restart theirs.
-  const auto [cos, sin] = packing.position_ids.defined()
-                              ? nn::rotary_cos_sin(packing.position_ids, config.head_size(), config.rope_theta, x.device())
-                              : nn::rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
-  DecoderMask mask;
+  nn::Rotary rotary;
+  std::tie(rotary.cos, rotary.sin) =
+      packing.position_ids.defined() ? nn::rotary_cos_sin(packing.position_ids, config.head_size(), config.rope_theta, x.device())
+                                     : nn::rotary_cos_sin(past, t, config.head_size(), config.rope_theta, x.device());
+  nn::AttentionMask mask;  // the window, if any, is the attention's (MultiHeadAttentionOptions::window)
   const int64_t window = config.sliding_window;
-  if (packing.document_ids.defined()) {  // the window, if any, inside each document
+  if (packing.document_ids.defined()) {  // the window inside each document
     mask.bias = nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device(), window);
   } else if (window > 0 && held == 0 && t > window) {
-    mask.banded = true;
-    mask.padding = attention_mask;  // O(T·window)
+    if (attention_mask.defined()) mask.key_ok = attention_mask.to(x.device()).ne(0);  // O(T·window) in the attention
   } else {
     const at::Tensor keys = attention_mask.defined() && attention_mask.size(1) > held + t
                                 ? attention_mask.slice(1, attention_mask.size(1) - held - t)  // the keys held
@@ -241,14 +209,15 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
     if (nn::recompute_layers() && caches == nullptr) {
-      const bool banded = mask.banded;  // the mask's tensors are inputs of the recomputed block
+      std::vector<at::Tensor> inputs = {x, rotary.cos, rotary.sin};  // the mask's tensors are inputs of the recomputed block
+      for (const auto& part : mask.parts()) inputs.push_back(part);
       x = nn::recompute(
-          [layer, banded](const std::vector<at::Tensor>& in) {
-            return layer->forward(in[0], in[1], in[2], DecoderMask{in[3], banded, in[4]}, nullptr);
+          [layer](const std::vector<at::Tensor>& in) {
+            return layer->forward(in[0], nn::Rotary{in[1], in[2]}, nn::AttentionMask::from_parts(in, 3), nullptr);
           },
-          {x, cos, sin, mask.bias, mask.padding});
+          inputs);
     } else {
-      x = layer->forward(x, cos, sin, mask, caches ? &(*caches)[i].self_attn : nullptr);
+      x = layer->forward(x, rotary, mask, caches ? &(*caches)[i].self_attn : nullptr);
     }
     if (hidden_states) hidden_states->push_back(x);
   }
@@ -274,10 +243,10 @@ std::vector<HfTensor> LlamaImpl::hf_tensors() {
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
     const std::string p = b + "layers." + std::to_string(i) + ".";
-    add_linear(t, p + "self_attn.q_proj", layer->self_attn->q_proj);
-    add_linear(t, p + "self_attn.k_proj", layer->self_attn->k_proj);
-    add_linear(t, p + "self_attn.v_proj", layer->self_attn->v_proj);
-    add_linear(t, p + "self_attn.o_proj", layer->self_attn->o_proj);
+    add_linear(t, p + "self_attn.q_proj", layer->self_attn->q);
+    add_linear(t, p + "self_attn.k_proj", layer->self_attn->k);
+    add_linear(t, p + "self_attn.v_proj", layer->self_attn->v);
+    add_linear(t, p + "self_attn.o_proj", layer->self_attn->out);
     add_linear(t, p + "mlp.gate_proj", layer->mlp->gate_proj);
     add_linear(t, p + "mlp.up_proj", layer->mlp->up_proj);
     add_linear(t, p + "mlp.down_proj", layer->mlp->down_proj);

@@ -10,6 +10,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/decoder_heads.h"
+#include "lmkit/nn/attention.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::models {
@@ -50,29 +51,6 @@ struct LlamaConfig {
   Json to_json() const;
 };
 
-/// What a decoder layer's self-attention masks, computed once for all layers.
-struct DecoderMask {
-  at::Tensor bias;     ///< additive (padding, causal, window), or undefined for a causal mask in the kernel
-  bool banded = false; ///< a sliding window shorter than the input: the O(T·window) path (nn::sliding_window_attention)
-  at::Tensor padding;  ///< banded: the key padding mask (B, T), or undefined
-};
-
-/// Self-attention with rotary queries and keys and num_key_value_heads key/value heads,
-/// each shared by num_attention_heads / num_key_value_heads query heads; with a sliding
-/// window, the cache keeps only the last sliding_window − 1 positions (HF's).
-class LlamaAttentionImpl : public torch::nn::Module {
- public:
-  explicit LlamaAttentionImpl(const LlamaConfig& c);
-  /// x (B, T, D) -> (B, T, D); cache: the rotated keys and values of earlier positions.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const DecoderMask& mask,
-                     nn::KVCache* cache);
-
-  int64_t heads, kv_heads, head_dim, window;
-  double dropout;
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-};
-TORCH_MODULE(LlamaAttention);
-
 /// down_proj(silu(gate_proj(x)) · up_proj(x)).
 class LlamaMlpImpl : public torch::nn::Module {
  public:
@@ -82,13 +60,17 @@ class LlamaMlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaMlp);
 
+/// A pre-norm layer: its self-attention is nn::MultiHeadAttention with rotary queries and keys,
+/// num_key_value_heads key/value heads, each shared by num_attention_heads /
+/// num_key_value_heads query heads, q_proj/k_proj/v_proj as three matrices (`q`, `k`, `v`) and,
+/// with a sliding window, a cache of the last sliding_window − 1 positions (HF's).
 class LlamaLayerImpl : public torch::nn::Module {
  public:
   explicit LlamaLayerImpl(const LlamaConfig& c);
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const DecoderMask& mask,
-                     nn::KVCache* cache);
+  /// x (B, T, D) -> (B, T, D); cache: the rotated keys and values of earlier positions.
+  at::Tensor forward(const at::Tensor& x, const nn::Rotary& rotary, const nn::AttentionMask& mask, nn::KVCache* cache);
   nn::Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
-  LlamaAttention self_attn{nullptr};
+  nn::MultiHeadAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
 };
 TORCH_MODULE(LlamaLayer);

@@ -13,6 +13,7 @@
 #include "lmkit/core/runtime.h"
 #include "lmkit/nn/dropout.h"
 #include "lmkit/nn/linear.h"
+#include "lmkit/nn/position.h"
 
 namespace lmkit::nn {
 
@@ -208,14 +209,27 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
   head_dim_ = options.head_dim() > 0 ? options.head_dim() : d / h;
   check_input(options.head_dim() > 0 || d % h == 0,
               "attention: embed_dim " + std::to_string(d) + " is not divisible by num_heads " + std::to_string(h));
-  const int64_t inner = h * head_dim_;
+  kv_heads_ = options.kv_heads() > 0 ? options.kv_heads() : h;
+  check_input(h % kv_heads_ == 0, "attention: num_heads " + std::to_string(h) + " is not a multiple of kv_heads " +
+                                      std::to_string(kv_heads_));
+  const bool self = !options.cross_attention();
+  check_input(self || (kv_heads_ == h && !options.separate_qkv() && options.window() == 0),
+              "attention: grouped-query heads, separate q/k/v and a sliding window are for self-attention");
+  check_input(kv_heads_ == h || !options.qkv_per_head(), "attention: qkv rows grouped by head take as many key/value heads as heads");
+  check_input(options.window() >= 0 && (options.window() == 0 || options.causal()),
+              "attention: a sliding window is for causal self-attention");
+  const int64_t inner = h * head_dim_, kv_inner = kv_heads_ * head_dim_;
   auto linear = [&](int64_t in, int64_t o) { return torch::nn::LinearOptions(in, o).bias(options.bias()); };
-  if (options.cross_attention()) {
+  if (!self) {
     const int64_t m = options.memory_dim() > 0 ? options.memory_dim() : d;
     q = register_module("q", torch::nn::Linear(linear(d, inner)));
     kv = register_module("kv", torch::nn::Linear(linear(m, 2 * inner)));
+  } else if (options.separate_qkv()) {
+    q = register_module("q", torch::nn::Linear(linear(d, inner)));
+    k = register_module("k", torch::nn::Linear(linear(d, kv_inner)));
+    v = register_module("v", torch::nn::Linear(linear(d, kv_inner)));
   } else {
-    qkv = register_module("qkv", torch::nn::Linear(linear(d, 3 * inner)));
+    qkv = register_module("qkv", torch::nn::Linear(linear(d, inner + 2 * kv_inner)));
   }
   out = register_module("out", torch::nn::Linear(linear(inner, d)));
   AttentionSettings s;
@@ -227,6 +241,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(MultiHeadAttentionOptions options
   s.dropout = options.dropout();
   s.causal = options.causal();
   s.cross = options.cross_attention();
+  s.window = options.window();
   s.backend = options.backend();
   s.layer = options.layer();
   s.max_length = options.max_length();
@@ -254,11 +269,21 @@ std::vector<at::Tensor> MultiHeadAttentionImpl::split_heads(const at::Tensor& x,
   return x.view({b, t, n, h, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);  // n x (B, H, T, hd)
 }
 
+std::vector<at::Tensor> MultiHeadAttentionImpl::project_self(const at::Tensor& x) const {
+  const int64_t b = x.size(0), t = x.size(1), h = options.num_heads();
+  auto heads_of = [&](const at::Tensor& y, int64_t n) { return y.view({b, t, n, head_dim_}).transpose(1, 2); };
+  if (options.separate_qkv()) return {heads_of(linear(q, x), h), heads_of(linear(k, x), kv_heads_), heads_of(linear(v, x), kv_heads_)};
+  if (kv_heads_ == h) return split_heads(linear(qkv, x), 3);  // 3 x (B, H, T, hd)
+  const auto parts = linear(qkv, x).split_with_sizes({h * head_dim_, kv_heads_ * head_dim_, kv_heads_ * head_dim_}, -1);
+  return {heads_of(parts[0], h), heads_of(parts[1], kv_heads_), heads_of(parts[2], kv_heads_)};
+}
+
 at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const AttentionMask& mask, const at::Tensor& memory,
-                                           KVCache* cache) {
-  const int64_t b = x.size(0), t = x.size(1);
+                                           KVCache* cache, const Rotary& rotary) {
+  const int64_t b = x.size(0), t = x.size(1), h = options.num_heads();
   at::Tensor qh, kh, vh;
   if (options.cross_attention()) {
+    TORCH_CHECK(!rotary.cos.defined(), "cross-attention takes no rotary positions");
     qh = split_heads(linear(q, x), 1)[0];  // (B, H, T, hd)
     if (cache && cache->length() > 0) {
       kh = cache->key, vh = cache->value;  // the memory does not change while decoding
@@ -269,14 +294,21 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const AttentionM
       if (cache) cache->key = kh, cache->value = vh;
     }
   } else {
-    auto qkvh = split_heads(linear(qkv, x), 3);  // 3 x (B, H, T, hd)
+    auto qkvh = project_self(x);  // (B, H, T, hd), 2 x (B, KV, T, hd)
     qh = qkvh[0], kh = qkvh[1], vh = qkvh[2];
+    if (rotary.cos.defined()) qh = apply_rotary(qh, rotary.cos, rotary.sin), kh = apply_rotary(kh, rotary.cos, rotary.sin);
     if (cache) {
       if (cache->length() > 0) {
-        kh = at::cat({cache->key, kh}, 2);  // (B, H, T_cached + T, hd)
+        kh = at::cat({cache->key, kh}, 2);  // (B, KV, T_cached + T, hd)
         vh = at::cat({cache->value, vh}, 2);
       }
-      cache->key = kh, cache->value = vh;
+      cache->key = kh, cache->value = vh;  // rotated: a cached key keeps its own position
+      if (options.window() > 0) cache->keep_last(options.window() - 1);  // the next query sees these and itself
+    }
+    if (kv_heads_ != h) {  // each key/value head serves H / KV query heads (HF's repeat_kv)
+      const int64_t n = h / kv_heads_, tk = kh.size(2);
+      kh = kh.unsqueeze(2).expand({b, kv_heads_, n, tk, head_dim_}).reshape({b, h, tk, head_dim_});
+      vh = vh.unsqueeze(2).expand({b, kv_heads_, n, tk, head_dim_}).reshape({b, h, tk, head_dim_});
     }
   }
   const at::Tensor y = kernel_->attend(AttentionInputs{x, qh, kh, vh, mask});  // (B, H, T, hd)

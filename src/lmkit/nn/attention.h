@@ -1,7 +1,9 @@
 // Multi-head attention shared by every model: self- and cross-attention, fused
 // projections, a KV cache for incremental decoding, and one attention kernel
 // (attention_kernel.h: full, Linformer, Longformer, BigBird, relative, a plugin's)
-// chosen by name at construction. The functions the kernels are made of are here too.
+// chosen by name at construction; rotary positions, grouped-query attention and a
+// sliding window (Llama's, Mistral's) are options of the same module. The functions the
+// kernels are made of are here too.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +88,13 @@ struct KVCache {
   void keep_last(int64_t n);
 };
 
+/// Rotary positions of one call (Su et al. 2021; cos and sin from nn::rotary_cos_sin): queries
+/// and keys are rotated before the cache and the kernel, so a cached key keeps its own
+/// position. Undefined: no rotation.
+struct Rotary {
+  at::Tensor cos, sin;  ///< (1|B, 1, T, hd)
+};
+
 struct MultiHeadAttentionOptions {
   MultiHeadAttentionOptions(int64_t embed_dim, int64_t num_heads) : embed_dim_(embed_dim), num_heads_(num_heads) {}
   /// Model width D of the queries (and of the output).
@@ -112,6 +121,18 @@ struct MultiHeadAttentionOptions {
   /// Self-attention: qkv's rows are grouped by head, (H, 3, hd) (BLOOM's query_key_value),
   /// instead of (3, H, hd).
   TORCH_ARG(bool, qkv_per_head) = false;
+  /// Grouped-query self-attention (Ainslie et al. 2023): this many key/value heads, each
+  /// shared by num_heads / kv_heads query heads (HF's repeat_kv); 0: num_heads. The cache
+  /// holds kv_heads heads.
+  TORCH_ARG(int64_t, kv_heads) = 0;
+  /// Self-attention projects Q, K and V with three matrices `q`, `k`, `v` (Llama's q_proj,
+  /// k_proj, v_proj: each a parameter of its own, as optimizers that treat a matrix whole,
+  /// Muon, see them in HF) instead of one fused `qkv`.
+  TORCH_ARG(bool, separate_qkv) = false;
+  /// A causal sliding window (Mistral's): query i sees no key `window` or more positions
+  /// before it, and the cache keeps the last window − 1 keys; 0: no window. The kernel must
+  /// take one (AttentionSpec::window).
+  TORCH_ARG(int64_t, window) = 0;
   /// The attention kernel (attention_kernel.h), by its registered name.
   TORCH_ARG(std::string, attention) = "full";
   /// The kernel's own settings (AttentionSettings::fields): {"linformer_k": 64}, {"local_window": 256}.
@@ -123,9 +144,10 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(std::shared_ptr<SharedTensors>, shared) = nullptr;
 };
 
-/// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> 3·H·hd; see qkv_per_head);
-/// cross-attention projects Q with `q` and K, V with one fused `kv` (M -> 2·H·hd).
-/// HF checkpoints' separate q/k/v matrices are concatenated on import (io/).
+/// Self-attention projects Q, K, V with one fused matrix `qkv` (D -> (H + 2·KV)·hd; see
+/// qkv_per_head), or with `q`, `k`, `v` (separate_qkv); cross-attention projects Q with `q`
+/// and K, V with one fused `kv` (M -> 2·H·hd). HF checkpoints' separate q/k/v matrices are
+/// concatenated on import (io/).
 class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
   explicit MultiHeadAttentionImpl(MultiHeadAttentionOptions options);
@@ -136,8 +158,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   ///   memory: (B, S, M) for cross-attention.
   ///   cache: self-attention appends this step's keys/values; cross-attention
   ///          projects the memory once and reuses it.
+  ///   rotary: self-attention's rotary positions of this call's T positions.
   at::Tensor forward(const at::Tensor& x, const AttentionMask& mask = {}, const at::Tensor& memory = {},
-                     KVCache* cache = nullptr);
+                     KVCache* cache = nullptr, const Rotary& rotary = {});
 
   int64_t head_dim() const { return head_dim_; }
   int64_t inner_dim() const { return options.num_heads() * head_dim_; }
@@ -149,15 +172,20 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear kernel_linear(const std::string& name) const;
 
   MultiHeadAttentionOptions options;
-  torch::nn::Linear qkv{nullptr};  ///< self-attention: weight (3·H·hd, D)
-  torch::nn::Linear q{nullptr};    ///< cross-attention: weight (H·hd, D)
+  int64_t kv_heads() const { return kv_heads_; }
+  torch::nn::Linear qkv{nullptr};  ///< self-attention: weight ((H + 2·KV)·hd, D)
+  torch::nn::Linear q{nullptr};    ///< cross-attention, separate_qkv: weight (H·hd, D)
+  torch::nn::Linear k{nullptr};    ///< separate_qkv: weight (KV·hd, D)
+  torch::nn::Linear v{nullptr};    ///< separate_qkv: weight (KV·hd, D)
   torch::nn::Linear kv{nullptr};   ///< cross-attention: weight (2·H·hd, M)
   torch::nn::Linear out{nullptr};  ///< weight (D, H·hd)
 
  private:
   /// (B, T, n·H·hd) -> n tensors (B, H, T, hd)
   std::vector<at::Tensor> split_heads(const at::Tensor& x, int64_t n) const;
-  int64_t head_dim_;
+  /// Self-attention's queries (B, H, T, hd), keys and values (B, KV, T, hd) of x.
+  std::vector<at::Tensor> project_self(const at::Tensor& x) const;
+  int64_t head_dim_, kv_heads_;
   std::unique_ptr<AttentionKernel> kernel_;
 };
 TORCH_MODULE(MultiHeadAttention);

@@ -98,6 +98,7 @@ std::unique_ptr<AttentionKernel> make_attention_kernel(const std::string& name, 
   const AttentionSpec& spec = attention(name);
   check_input(!settings.cross || spec.cross, "attention '" + name + "' cannot be cross-attention");
   check_input(!settings.causal || spec.causal, "attention '" + name + "' cannot be a decoder's causal self-attention");
+  check_input(settings.window == 0 || spec.window, "attention '" + name + "' cannot take a sliding window");
   if (spec.check) call_registered(spec.source, "attention '" + name + "': check", [&] { spec.check(settings); });
   auto kernel = call_registered(spec.source, "attention '" + name + "': create", [&] { return spec.create(host, settings); });
   if (!kernel) throw RuntimeError(spec.source + ": attention '" + name + "': create returned no kernel");

@@ -73,6 +73,8 @@ struct AttentionSettings {
   double dropout = 0.0;  ///< on the probabilities, in training
   bool causal = false;   ///< a decoder's self-attention: query i sees keys up to its own position
   bool cross = false;    ///< keys and values from a memory
+  /// With causal: query i sees no key `window` or more positions before it (Mistral's); 0: none.
+  int64_t window = 0;
   AttentionBackend backend = AttentionBackend::kAuto;
   int64_t layer = 0;     ///< the layer's index in its stack
   int64_t max_length = 0;  ///< the longest input the model takes (its positions); 0: unbounded
@@ -131,6 +133,7 @@ struct AttentionSpec {
   bool cache = true;      ///< and incremental decoding (keys and values cached)
   bool cross = false;     ///< serves cross-attention
   bool documents = true;  ///< takes a document mask (a block-diagonal bias) and restarted positions
+  bool window = false;    ///< takes a causal sliding window (AttentionSettings::window)
   /// Chosen by a family from its own keys (Longformer's, BigBird's), never by "attention".
   bool family_only = false;
   /// Refuses settings it cannot run (an InputError naming the key), before anything is built.

@@ -15,15 +15,20 @@ class FullAttention : public AttentionKernel {
 
   at::Tensor attend(const AttentionInputs& in) override {
     const at::Tensor &q = in.q, &k = in.k;
-    at::Tensor bias = additive_bias(in.mask, k.size(0), k.size(2), q.scalar_type());
-    // A causal layer called without a bias masks in the kernel; past keys (a cache) need the bias.
-    bool in_kernel = false;
-    if (settings_.causal && !bias.defined()) {
-      in_kernel = q.size(2) == k.size(2);
-      if (!in_kernel) bias = attention_bias({}, true, q.size(2), k.size(2), q.scalar_type(), q.device());
+    const int64_t tq = q.size(2), tk = k.size(2), window = settings_.window;
+    if (!settings_.causal || in.mask.bias.defined()) {
+      return scaled_dot_product(q, k, in.v, additive_bias(in.mask, k.size(0), tk, q.scalar_type()), settings_.scale,
+                                settings_.dropout, training(), settings_.backend);
     }
+    // A causal layer called without a bias masks future keys itself: a window shorter than the
+    // input in O(T·window); in the kernel when nothing else is masked; else through a bias (the
+    // real keys, past keys of a cache, a window).
+    if (window > 0 && window < tk && tq == tk) {
+      return sliding_window_attention(q, k, in.v, in.mask.key_ok, window, settings_.scale, settings_.dropout, training());
+    }
+    const at::Tensor bias = attention_bias(in.mask.key_ok, true, tq, tk, q.scalar_type(), q.device(), true, window);
     return scaled_dot_product(q, k, in.v, bias, settings_.scale, settings_.dropout, training(), settings_.backend, nullptr,
-                              in_kernel);
+                              !bias.defined());
   }
 };
 
@@ -34,6 +39,7 @@ AttentionSpec full_attention() {
   s.name = "full";
   s.summary = "softmax(QKᵀ/√d + bias)·V over every key (SDPA; flash/cuDNN on a GPU)";
   s.cross = true;
+  s.window = true;
   s.create = [](torch::nn::Module& host, const AttentionSettings& settings) {
     return std::make_unique<FullAttention>(host, settings);
   };
