@@ -6,8 +6,10 @@
 #   bash bench/distributed.sh [OUT_DIR]              (default runs/distributed)
 #   STEPS=30 BATCH=32 SEQ=128 MODEL=models/bert-mini.json bash bench/distributed.sh
 # MODE=zero: the optimizer sharded or not (--shard-optimizer 0, 1, 2) at PROCS processes, same
-# run: each rank's optimizer state in bytes, its peak resident memory and the step time.
+# run: each rank's optimizer state in bytes, its peak resident memory, the most bytes of whole
+# gradient buckets it held at once (stage 2: two buckets in backward) and the step time.
 #   MODE=zero MODEL=models/gpt-small.json BATCH=8 SEQ=128 STEPS=12 bash bench/distributed.sh
+# BUCKET_MB=M passes --bucket-mb M to every data-parallel run (the reducer's default: 25).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/script_args.sh
@@ -15,6 +17,11 @@ out=$(output_folder_arg runs/distributed "$@") || exit 2
 steps=${STEPS:-30} batch=${BATCH:-32} seq=${SEQ:-128} model=${MODEL:-models/bert-mini.json}
 cores=$(nproc)
 procs=${PROCS:-2}
+buckets=()
+if [ -n "${BUCKET_MB:-}" ]; then
+  [[ "$BUCKET_MB" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "error: BUCKET_MB must be a number of MiB, not '$BUCKET_MB'" >&2; exit 2; }
+  buckets=(--bucket-mb "$BUCKET_MB")
+fi
 rm -rf "$out" && mkdir -p "$out"
 common=(--model "$model" --train data/wikitext-2-sample/train.txt --seq-len "$seq" --log-every 1 --vocab-size 8000 --seed 1)
 # The tokenizer and the encoded corpus once, outside the timings.
@@ -35,16 +42,16 @@ run_one() {  # name threads batch
 }
 run_ranks() {  # name threads-per-rank batch-per-rank
   .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
-    "${common[@]}" "${tok[@]}" --threads "$2" --batch-size "$3" --output "$out/$1" > "$out/$1.log" 2>&1
+    "${common[@]}" "${tok[@]}" "${buckets[@]}" --threads "$2" --batch-size "$3" --output "$out/$1" > "$out/$1.log" 2>&1
   stats "$out/$1/metrics.jsonl"
 }
 per_rank=$((batch / procs)) threads_per_rank=$(( cores / procs > 0 ? cores / procs : 1 ))
 if [ "${MODE:-scaling}" = zero ]; then
   echo "model $model, $procs processes x batch $per_rank x $seq, $steps steps, $threads_per_rank thread(s) each"
-  printf '%-12s %-6s %16s %14s %16s %14s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" "ms/step"
+  printf '%-12s %-6s %16s %14s %16s %20s %14s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" "bucket bytes peak" "ms/step"
   for stage in 0 1 2; do
     .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
-      "${common[@]}" "${tok[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" --shard-optimizer "$stage" \
+      "${common[@]}" "${tok[@]}" "${buckets[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" --shard-optimizer "$stage" \
       --output "$out/zero-$stage" > "$out/zero-$stage.log" 2>&1
     read -r rate _ < <(stats "$out/zero-$stage/metrics.jsonl")
     ms=$(.venv/bin/python -c "print(f'{$batch * $seq / $rate * 1000:.0f}')")
@@ -52,9 +59,9 @@ if [ "${MODE:-scaling}" = zero ]; then
 import re, sys
 text = open(sys.argv[1]).read()
 rows = re.findall(r"rank (\d+) of \d+: optimizer state of (\d+) of \d+ parameter elements, (\d+) bytes "
-                  r"\([^)]*\); peak resident memory ([0-9.]+) MiB", text)
-for rank, held, nbytes, peak in sorted(rows):
-    print(f"{sys.argv[2]:<12} {rank:<6} {held:>16} {nbytes:>14} {peak:>16} {sys.argv[3]:>14}")
+                  r"\([^)]*\); peak resident memory ([0-9.]+) MiB; gradient buckets: at most (\d+) of \d+ bytes", text)
+for rank, held, nbytes, peak, buckets in sorted(rows):
+    print(f"{sys.argv[2]:<12} {rank:<6} {held:>16} {nbytes:>14} {peak:>16} {buckets:>20} {sys.argv[3]:>14}")
 PY
   done
   exit 0

@@ -4,6 +4,7 @@
 #
 #   bash scripts/listops_experiment.sh [--bin build/bin] [--work runs/listops-exp] [--train 2400]
 #        [--epochs 2] [--lr 2e-3] [--max-tokens 2000] [--seeds "1 2 3"] [--attentions "full linformer longformer bigbird"]
+#        [--plugin FILE]
 #
 # Data: scripts/listops.py with seed 0, LRA's trees (depth <= 10, 2 to 10 arguments) and input
 # (the parentheses stripped), lengths from 500 to --max-tokens (LRA's: 2,000), --train
@@ -15,6 +16,9 @@
 #   linformer  BERT with "attention": "linformer", k 128, headwise sharing
 #   longformer Longformer, attention_window 128; the classifier's <s> global (HF's default)
 #   bigbird    BigBird, block_size 32, 2 random blocks
+#   relative   BERT with "attention": "relative" (Shaw et al. 2018), max_relative_position 20
+#   performer  BERT with "attention": "performer", 64 random features: the Performer plugin
+#              (examples/performer_plugin, built against the installed package), given as --plugin FILE
 # The seed sets the initialisation, the batch order and dropout. Each run's test accuracy is
 # lmkit-evaluate's on the best dev epoch's model; the script prints a row per attention: the
 # seeds' accuracies, their mean and spread, and the majority class's share of the test set.
@@ -27,6 +31,7 @@ lr=2e-3
 max_tokens=2000
 seeds="1 2 3"
 attentions="linformer longformer bigbird full"
+plugin=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
@@ -37,9 +42,19 @@ while [[ $# -gt 0 ]]; do
     --max-tokens) max_tokens="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
     --attentions) attentions="$2"; shift 2 ;;
+    --plugin) plugin="$2"; shift 2 ;;
     *) echo "error: unknown option '$1' (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
+for a in $attentions; do
+  case "$a" in
+    full|linformer|longformer|bigbird|relative) ;;
+    performer) [[ -f "$plugin" ]] || { echo "error: --attentions performer needs --plugin FILE (the Performer plugin, examples/performer_plugin)" >&2; exit 2; } ;;
+    *) echo "error: unknown attention '$a' (full, linformer, longformer, bigbird, relative or performer)" >&2; exit 2 ;;
+  esac
+done
+plugin_flags=()
+[[ -n "$plugin" ]] && plugin_flags=(--plugin "$plugin")
 [[ -x "$bin/lmkit-finetune" ]] || { echo "error: $bin/lmkit-finetune not found (build first: bash scripts/build.sh)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
@@ -51,13 +66,15 @@ if [[ ! -f "$data/test.tsv" ]]; then
 fi
 tail -n +2 "$data/train.tsv" | cut -f1 > "$work/train.txt"
 
-family_of() { case "$1" in full|linformer) echo bert ;; longformer) echo roberta ;; bigbird) echo big_bird ;; esac; }
+family_of() { case "$1" in full|linformer|relative|performer) echo bert ;; longformer) echo roberta ;; bigbird) echo big_bird ;; esac; }
 common='"vocab_size": 64, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128'
 preset() {  # attention -> a config.json
   case "$1" in
     full) echo "{\"model_type\": \"bert\", $common, \"max_position_embeddings\": 2048}" ;;
     linformer) echo "{\"model_type\": \"bert\", $common, \"max_position_embeddings\": 2048, \"attention\": \"linformer\", \"linformer_k\": 128}" ;;
     longformer) echo "{\"model_type\": \"longformer\", $common, \"max_position_embeddings\": 2050, \"pad_token_id\": 1, \"type_vocab_size\": 1, \"attention_window\": 128}" ;;
+    relative) echo "{\"model_type\": \"bert\", $common, \"max_position_embeddings\": 2048, \"attention\": \"relative\", \"max_relative_position\": 20}" ;;
+    performer) echo "{\"model_type\": \"bert\", $common, \"max_position_embeddings\": 2048, \"attention\": \"performer\", \"performer_features\": 64}" ;;
     bigbird) echo "{\"model_type\": \"big_bird\", $common, \"max_position_embeddings\": 2048, \"block_size\": 32, \"num_random_blocks\": 2}" ;;
   esac
 }
@@ -73,10 +90,10 @@ for a in $attentions; do
   for seed in $seeds; do
     run="$work/$a-seed$seed"
     if [[ ! -f "$run/test.json" ]]; then
-      "$bin/lmkit-finetune" --init random --model "$work/$a.json" --tokenizer "$tok/tokenizer.model" \
+      "$bin/lmkit-finetune" "${plugin_flags[@]}" --init random --model "$work/$a.json" --tokenizer "$tok/tokenizer.model" \
         --train "$data/train.tsv" --dev "$data/valid.tsv" --output "$run" --overwrite --epochs "$epochs" \
         --batch-size 16 --max-length $((max_tokens + 48)) --lr "$lr" --seed "$seed" > "$run.log" 2>&1
-      "$bin/lmkit-evaluate" --checkpoint "$run/best" --data "$data/test.tsv" --metric classification \
+      "$bin/lmkit-evaluate" "${plugin_flags[@]}" --checkpoint "$run/best" --data "$data/test.tsv" --metric classification \
         --output "$run/test.json" >> "$run.log" 2>&1
     fi
   done

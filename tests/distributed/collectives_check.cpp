@@ -4,7 +4,10 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "lmkit/core/runtime.h"
 #include "lmkit/dist/group.h"
@@ -35,6 +38,22 @@ struct Toy : torch::nn::Module {
     at::Tensor h = at::tanh(at::linear(x, w1, b1));  // (N, 5)
     at::Tensor y = at::linear(h, w2);                 // (N, 3)
     return (y.pow(2).sum() + at::linear(y, w2.t()).sum()) / 10.0;  // w2 twice
+  }
+};
+
+// Four layers in a chain: backward produces their gradients last layer first, the order the
+// reducer's buckets take them in (one parameter a bucket at bucket_bytes 16).
+struct Chain : torch::nn::Module {
+  std::vector<at::Tensor> w;
+  explicit Chain(uint64_t seed) {
+    at::manual_seed(static_cast<int64_t>(seed));
+    const int64_t widths[] = {4, 6, 5, 7, 3};
+    for (int i = 0; i < 4; ++i) w.push_back(register_parameter("w" + std::to_string(i), at::randn({widths[i + 1], widths[i]})));
+  }
+  at::Tensor loss(const at::Tensor& x) {
+    at::Tensor h = x;
+    for (const auto& m : w) h = at::tanh(at::linear(h, m));
+    return h.pow(2).sum();
   }
 };
 
@@ -119,6 +138,44 @@ int main(int argc, char** argv) {
         check(!model.unused.grad().defined(), "a parameter no rank used keeps no gradient", r);
         check(scalars.size() == 2 && scalars[0] == static_cast<double>(w * (w + 1) / 2) && scalars[1] == 0.5 * w,
               "scalars summed with the gradients", r);
+      }
+    }
+    group->barrier();
+
+    // ZeRO stages 1 and 2: each rank's chunk of every bucket is the sum over ranks, and stage 2
+    // holds at most two whole buckets at once (the one reducing, the one filling), stage 1 all.
+    for (int shard : {1, 2}) {
+      Chain chain(99), whole(99);
+      dist::GradientReducer reducer(group, chain.parameters(), 16, shard);
+      const std::string stage = "stage " + std::to_string(shard) + ": ";
+      check(reducer.buckets() == 4, stage + "one bucket a parameter", r);
+      for (int step = 0; step < 2; ++step) {
+        chain.zero_grad(true);
+        reducer.before_backward(true);
+        chain.loss(input(r, step)).backward();
+        reducer.finish({});
+        whole.zero_grad(true);
+        for (int64_t k = 0; k < w; ++k) whole.loss(input(k, step)).backward();
+        double worst = 0;
+        int64_t largest_pair = 0;
+        std::vector<int64_t> bytes;
+        const auto places = reducer.places();
+        for (size_t i = 0; i < places.size(); ++i) {
+          const auto& place = places[i];
+          const int64_t chunk = reducer.chunk(place.bucket);
+          at::Tensor flat = at::zeros({chunk * w});  // the bucket as every rank's sum lays it out
+          const auto j = std::find_if(chain.w.begin(), chain.w.end(), [&](const at::Tensor& m) { return m.is_same(place.param); });
+          const at::Tensor& sum = whole.w[static_cast<size_t>(j - chain.w.begin())].grad();
+          flat.narrow(0, place.offset, place.param.numel()).copy_(sum.view({-1}));
+          worst = std::max(worst, (reducer.shard_gradient(place.bucket) - flat.narrow(0, r * chunk, chunk)).abs().max().item<double>());
+          bytes.push_back(chunk * w * 4);
+          if (i > 0) largest_pair = std::max(largest_pair, bytes[i] + bytes[i - 1]);
+        }
+        check(worst < 1e-5, stage + "each rank's chunk is the sum over ranks (max diff " + std::to_string(worst) + ")", r);
+        const int64_t peak = reducer.peak_bucket_bytes(), all = reducer.bucket_bytes();
+        const std::string held = " (" + std::to_string(peak) + " of " + std::to_string(all) + " bytes)";
+        if (shard == 1) check(peak == all, stage + "every bucket's buffer held" + held, r);
+        if (shard == 2) check(peak <= largest_pair && peak < all, stage + "at most two buckets' buffers held at once" + held, r);
       }
     }
     group->barrier();

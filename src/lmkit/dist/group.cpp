@@ -99,7 +99,10 @@ struct Group::Impl {
 };
 
 void Work::wait() {
-  if (wait_) wait_();
+  if (!wait_) return;
+  const auto wait = std::move(wait_);  // once: a second wait() returns at once
+  wait_ = nullptr;
+  wait();
 }
 
 Group::Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout)

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "lmkit/core/error.h"
@@ -56,9 +57,13 @@ GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector
   for (auto& b : buckets_) {
     for (size_t i : b.slots) b.numel += slots_[i].param.numel();
     const int64_t padded = (b.numel + ranks - 1) / ranks * ranks;
-    b.flat = at::zeros({padded}, slots_[b.slots.front()].param.options().requires_grad(false));
-    if (shard_) b.shard = at::zeros({padded / ranks}, b.flat.options());
+    const auto options = slots_[b.slots.front()].param.options().requires_grad(false);
+    if (shard_) b.shard = at::zeros({padded / ranks}, options);
+    if (shard_ == 2) continue;  // stage 2: each step allocates a bucket's buffer as its gradients come
+    b.flat = at::zeros({padded}, options);
+    held_bytes_ += static_cast<int64_t>(b.flat.nbytes());
   }
+  peak_bytes_ = held_bytes_;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (shard_ == 2) {
       torch::autograd::impl::set_post_acc_grad_hooks(slots_[i].param, std::make_unique<AccumulatedHook>(this, i));
@@ -86,11 +91,28 @@ void GradientReducer::before_backward(bool last_micro_batch) {
   for (auto& b : buckets_) b.pending = b.slots.size(), b.launched = false;
   next_launch_ = 0;
   work_.clear();
+  peak_bytes_ = held_bytes_;
 }
 
 at::Tensor& GradientReducer::flat(Bucket& b) {
-  if (!b.flat.defined()) b.flat = at::zeros({b.shard.numel() * group_->size()}, b.shard.options());
+  if (!b.flat.defined()) {
+    b.flat = at::zeros({b.shard.numel() * group_->size()}, b.shard.options());
+    held_bytes_ += static_cast<int64_t>(b.flat.nbytes());
+    peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+  }
   return b.flat;
+}
+
+void GradientReducer::release(Bucket& b) {
+  if (!b.flat.defined()) return;
+  held_bytes_ -= static_cast<int64_t>(b.flat.nbytes());
+  b.flat = at::Tensor();
+}
+
+int64_t GradientReducer::bucket_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& b : buckets_) bytes += static_cast<int64_t>(b.shard.defined() ? b.shard.nbytes() * group_->size() : b.flat.nbytes());
+  return bytes;
 }
 
 void GradientReducer::write_slot(size_t i, const at::Tensor* grad) {
@@ -137,8 +159,15 @@ void GradientReducer::on_accumulated(size_t i) {
 void GradientReducer::launch_ready() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_];
-    work_.push_back(shard_ ? group_->reduce_scatter_sum_async(b.shard, b.flat) : group_->all_reduce_sum_async(b.flat));
-    buckets_[next_launch_++].launched = true;
+    work_.push_back(shard_ ? group_->reduce_scatter_sum_async(b.shard, flat(b)) : group_->all_reduce_sum_async(b.flat));
+    b.launched = true;
+    if (shard_ == 2 && next_launch_ > 0) {
+      // Stage 2: the bucket before this one has had this one's filling to reduce; once it is
+      // done its whole buffer goes (its chunk is in its `shard`).
+      work_[next_launch_ - 1].wait();
+      release(buckets_[next_launch_ - 1]);
+    }
+    ++next_launch_;
   }
 }
 
@@ -193,7 +222,7 @@ std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) 
     }
   }
   if (shard_ == 2) {
-    for (auto& b : buckets_) b.flat = at::Tensor();  // stage 2: the rank keeps its chunks only
+    for (auto& b : buckets_) release(b);  // stage 2: the rank keeps its chunks only
   }
   std::vector<double> out(scalars.size());
   for (size_t i = 0; i < scalars.size(); ++i) out[i] = r[static_cast<int64_t>(i)];

@@ -22,8 +22,10 @@ class GradientReducer {
  public:
   /// `params`: the trainable parameters (duplicates, e.g. tied weights, counted once).
   /// `shard`: 0 all-reduces; 1 reduce-scatters each bucket (ZeRO stage 1: the rank's chunk
-  /// of every bucket summed, Shard::gradient); 2 as 1, and a bucket's full buffer is freed once
-  /// reduced (ZeRO stage 2: between steps a rank holds only its chunks of the gradients).
+  /// of every bucket summed, Shard::gradient); 2 as 1, and a bucket's full buffer is freed as
+  /// soon as its reduce-scatter is done — when the next bucket launches, so that backward
+  /// holds at most two whole buckets (the one in flight and the one filling) and between
+  /// steps a rank holds only its chunks of the gradients (ZeRO stage 2).
   GradientReducer(std::shared_ptr<Group> group, const std::vector<at::Tensor>& params,
                   int64_t bucket_bytes = int64_t{25} << 20, int shard = 0);
   ~GradientReducer();
@@ -58,6 +60,11 @@ class GradientReducer {
   const at::Tensor& shard_gradient(int64_t bucket) const { return buckets_[static_cast<size_t>(bucket)].shard; }
   /// After finish(): whether parameter i of places() had a gradient on some rank this step.
   bool used(size_t i) const { return used_[i] != 0; }
+  /// The most bytes of whole bucket buffers held at once during the last step (from
+  /// before_backward of its last micro-batch to finish), and in all. Stage 2's is what it
+  /// saves: at most two buckets' against every bucket's.
+  int64_t peak_bucket_bytes() const { return peak_bytes_; }
+  int64_t bucket_bytes() const;
   std::shared_ptr<Group> group() const { return group_; }
 
   /// Stage 2's hook after a parameter's gradient is accumulated: into its bucket, then freed.
@@ -81,7 +88,8 @@ class GradientReducer {
   void on_gradient(size_t slot, const at::Tensor& grad);
   void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
   void write_slot(size_t slot, const at::Tensor* grad);
-  at::Tensor& flat(Bucket& b);  // allocated on first use (stage 2 frees it after each step)
+  at::Tensor& flat(Bucket& b);  // allocated on first use (stage 2 frees it once reduced)
+  void release(Bucket& b);      // stage 2: frees b's whole buffer
   c10::Device device() const;
 
   std::shared_ptr<Group> group_;
@@ -92,6 +100,7 @@ class GradientReducer {
   bool armed_ = false;
   int shard_ = 0;
   std::vector<uint8_t> used_;
+  int64_t held_bytes_ = 0, peak_bytes_ = 0;  ///< whole bucket buffers held now, and the step's most
   std::mutex mutex_;
 };
 

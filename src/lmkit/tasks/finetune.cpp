@@ -91,6 +91,7 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.optimizer = a.optimizer;
   o.optimizer.weight_decay = a.weight_decay;
   o.shard_optimizer = a.shard_optimizer;
+  o.bucket_mb = a.bucket_mb;
   o.clip = a.clip;
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch;

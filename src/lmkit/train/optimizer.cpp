@@ -249,11 +249,15 @@ void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags) {
   }
 }
 
-void add_shard_flag(CLI::App& app, int& stage) {
+void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb) {
   app.add_option("--shard-optimizer", stage,
                  "with several processes: 1 shards the optimizer state across the ranks (ZeRO-1), 2 the gradients "
                  "too (ZeRO-2); 0 keeps both whole on every rank")
       ->check(CLI::Range(0, 2));
+  app.add_option("--bucket-mb", bucket_mb,
+                 "with several processes: gradients are reduced in buckets of about this many MiB, each launched as "
+                 "soon as backward fills it (DDP's bucket_cap_mb; default 25); stage 2 holds two at a time")
+      ->check(CLI::Range(1.0 / 1024, 65536.0));
 }
 
 OptimizerOptions optimizer_options(const CLI::App& app, const OptimizerFlags& flags, double lr, double weight_decay) {

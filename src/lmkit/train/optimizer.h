@@ -169,8 +169,8 @@ struct OptimizerFlags {
 
 /// Adds the flags (after plugins are loaded, so theirs are among them).
 void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags);
-/// --shard-optimizer 0|1|2 (ZeRO's stages under data parallelism: train/sharded.h).
-void add_shard_flag(CLI::App& app, int& stage);
+/// --shard-optimizer 0|1|2 (ZeRO's stages under data parallelism: train/sharded.h) and --bucket-mb (the reducer's bucket size).
+void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb);
 
 /// The chosen optimizer's options: its own flags converted to their types (InputError naming a
 /// flag whose text is not one), a flag of another optimizer refused by name

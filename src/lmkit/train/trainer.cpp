@@ -202,6 +202,8 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
   check_input(o_.shard_optimizer == 0 || o_.group, "--shard-optimizer " + std::to_string(o_.shard_optimizer) +
                                                        " shards across data-parallel ranks: start the run with torchrun, "
                                                        "srun or mpirun (docs/distributed.md)");
+  check_input(o_.bucket_mb == 0 || o_.group, "--bucket-mb sizes the gradient buckets of data parallelism: start the run "
+                                             "with torchrun, srun or mpirun (docs/distributed.md)");
   OptimizerOptions optimizer = o_.optimizer;
   optimizer.lr = o_.schedule.lr;
   if (o_.group) {
@@ -209,7 +211,9 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
     std::vector<at::Tensor> state = model_->parameters();
     for (const auto& b : model_->buffers()) state.push_back(b);
     dist::broadcast_module(*o_.group, state);
-    reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters(), int64_t{25} << 20, o_.shard_optimizer);
+    const double mib = o_.bucket_mb > 0 ? o_.bucket_mb : 25.0;
+    reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters(),
+                                                       static_cast<int64_t>(mib * (1 << 20)), o_.shard_optimizer);
   }
   if (o_.shard_optimizer > 0) {
     optimizer_ = std::make_unique<ShardedOptimizer>(*reducer_, model_parameters(*model_), optimizer);
@@ -428,12 +432,15 @@ void Trainer::report_memory() const {
   for (const auto& p : model_->parameters()) total += p.requires_grad() ? p.numel() : 0;
   auto* sharded = dynamic_cast<ShardedOptimizer*>(optimizer_.get());
   held = sharded ? sharded->piece_elements() : total;
+  // The gradient buckets' whole buffers: stage 2 holds two at a time in backward, the others every one.
   std::fprintf(stderr, "rank %lld of %lld: optimizer state of %lld of %lld parameter elements, %lld bytes (%s); "
-               "peak resident memory %.1f MiB\n",
+               "peak resident memory %.1f MiB; gradient buckets: at most %lld of %lld bytes held at once\n",
                static_cast<long long>(o_.group->rank()), static_cast<long long>(o_.group->size()),
                static_cast<long long>(held), static_cast<long long>(total),
                static_cast<long long>(optimizer_state_bytes(*optimizer_)),
-               o_.shard_optimizer ? ("stage " + std::to_string(o_.shard_optimizer)).c_str() : "unsharded", peak_rss_mib());
+               o_.shard_optimizer ? ("stage " + std::to_string(o_.shard_optimizer)).c_str() : "unsharded", peak_rss_mib(),
+               static_cast<long long>(reducer_ ? reducer_->peak_bucket_bytes() : 0),
+               static_cast<long long>(reducer_ ? reducer_->bucket_bytes() : 0));
 }
 
 bool Trainer::validate_or_defer(Loop& loop) {

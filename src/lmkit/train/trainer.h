@@ -34,6 +34,8 @@ struct TrainerOptions {
   bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
   /// ZeRO stage under data parallelism (0: none; 1: optimizer state sharded; 2: gradients too): train/sharded.h.
   int shard_optimizer = 0;
+  /// The gradient reducer's bucket size in MiB (--bucket-mb; data parallelism); 0: 25.
+  double bucket_mb = 0;
   /// Each layer's activations recomputed in backward instead of kept (nn::recompute; one process).
   bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
