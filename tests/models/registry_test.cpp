@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -296,4 +299,23 @@ TEST_CASE("registry: companions are saved in their folders and read back, strict
   CHECK_THROWS_WITH(lmkit::models::load_companions(wider, dir), Catch::Contains("companion/model.safetensors"));
   std::filesystem::remove_all(dir + "/companion");
   CHECK(lmkit::models::load_companions(loaded, dir).empty());
+}
+
+TEST_CASE("registry: Llama's and Mistral's FLOPs a token ask each attention, a window's keys at most", "[models][registry]") {
+  for (const auto& [name, architecture] : {std::pair<std::string, std::string>{"llama-mini", "LlamaForCausalLM"},
+                                           {"mistral-mini", "MistralForCausalLM"}}) {
+    const Json c = preset(name);
+    auto model = models::create_model(c, name + ".json", architecture);
+    const double d = c["hidden_size"].get<double>(), v = c["vocab_size"].get<double>(), ff = c["intermediate_size"].get<double>();
+    const double h = c["num_attention_heads"].get<double>(), kv = c["num_key_value_heads"].get<double>(), hd = d / h;
+    const double layers = c["num_hidden_layers"].get<double>();
+    const int64_t window = c.value("sliding_window", int64_t{0});
+    for (int64_t t : {16, 64, 512}) {
+      const double keys = static_cast<double>(window > 0 ? std::min(t, window) : t);
+      // The LM head, each layer's q, k, v, o and three MLP matrices, and attention over `keys` positions.
+      const double want = 2 * d * v + layers * (2 * (2 * d * h * hd + 2 * d * kv * hd + 3 * d * ff) + 4 * keys * h * hd);
+      CAPTURE(name, t);
+      CHECK(model->flops_per_token(t, 0) == Approx(want).epsilon(1e-12));
+    }
+  }
 }

@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
-#include <cmath>
 #include <tuple>
 
 #include "lmkit/models/architectures.h"
@@ -231,9 +229,10 @@ double LlamaImpl::flops_per_token(int64_t seq_len, int64_t) const {
   for (const auto& p : layers->named_parameters()) {
     if (p.value().dim() == 2) flops += 2.0 * static_cast<double>(p.value().numel());
   }
-  const double inner = static_cast<double>(config.num_attention_heads * config.head_size());
-  const int64_t seen = config.sliding_window > 0 ? std::min(seq_len, config.sliding_window) : seq_len;
-  return flops + 4.0 * static_cast<double>(seen) * inner * static_cast<double>(config.num_hidden_layers);
+  for (size_t i = 0; i < layers->size(); ++i) {  // each attention's own count (a window's keys)
+    flops += layers->ptr<LlamaLayerImpl>(i)->self_attn->kernel().flops_per_token(seq_len);
+  }
+  return flops;
 }
 
 std::vector<HfTensor> LlamaImpl::hf_tensors() {

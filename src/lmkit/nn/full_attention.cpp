@@ -2,6 +2,8 @@
 // scaled_dot_product (SDPA: its flash, efficient and cuDNN kernels where they apply).
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/attentions_builtin.h"
 
@@ -29,6 +31,11 @@ class FullAttention : public AttentionKernel {
     const at::Tensor bias = attention_bias(in.mask.key_ok, true, tq, tk, q.scalar_type(), q.device(), true, window);
     return scaled_dot_product(q, k, in.v, bias, settings_.scale, settings_.dropout, training(), settings_.backend, nullptr,
                               !bias.defined());
+  }
+
+  /// A sliding window's query sees at most `window` keys.
+  double flops_per_token(int64_t keys) const override {
+    return AttentionKernel::flops_per_token(settings_.window > 0 ? std::min(keys, settings_.window) : keys);
   }
 };
 
