@@ -46,12 +46,10 @@ while [[ $# -gt 0 ]]; do
     *) echo "error: unknown option '$1' (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
+family_of() { case "$1" in full|linformer|relative|performer) echo bert ;; longformer) echo roberta ;; bigbird) echo big_bird ;; esac; }
 for a in $attentions; do
-  case "$a" in
-    full|linformer|longformer|bigbird|relative) ;;
-    performer) [[ -f "$plugin" ]] || { echo "error: --attentions performer needs --plugin FILE (the Performer plugin, examples/performer_plugin)" >&2; exit 2; } ;;
-    *) echo "error: unknown attention '$a' (full, linformer, longformer, bigbird, relative or performer)" >&2; exit 2 ;;
-  esac
+  [[ -n "$(family_of "$a")" ]] || { echo "error: unknown attention '$a' (full, linformer, longformer, bigbird, relative or performer)" >&2; exit 2; }
+  [[ "$a" != performer || -f "$plugin" ]] || { echo "error: --attentions performer needs --plugin FILE (the Performer plugin, examples/performer_plugin)" >&2; exit 2; }
 done
 plugin_flags=()
 [[ -n "$plugin" ]] && plugin_flags=(--plugin "$plugin")
@@ -66,7 +64,6 @@ if [[ ! -f "$data/test.tsv" ]]; then
 fi
 tail -n +2 "$data/train.tsv" | cut -f1 > "$work/train.txt"
 
-family_of() { case "$1" in full|linformer|relative|performer) echo bert ;; longformer) echo roberta ;; bigbird) echo big_bird ;; esac; }
 common='"vocab_size": 64, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128'
 preset() {  # attention -> a config.json
   case "$1" in
