@@ -329,18 +329,15 @@ namespace {
 // Runs `args` (an app and its flags) in the background, waits until `ready` holds, then
 // `delay_ms` later sends SIGTERM; returns the exit code and the app's output.
 test::Run terminate_when(const std::string& args, const std::function<bool()>& ready, int delay_ms, const test::TempDir& dir) {
-  std::string pid = test::run_shell("(" + test::bin_dir() + "/" + args + " > " + (dir / "term.log") + " 2>&1; echo $? > " +
-                                    (dir / "term.code") + ") > /dev/null 2>&1 & echo $!").out;
-  pid = pid.substr(0, pid.find('\n'));  // the subshell's: the app is its child
+  const std::string code_file = dir / "term.code";
+  const std::string pid = test::start_app(args, dir / "term.log", code_file);
   for (int i = 0; i < 1200 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   test::run_shell("pkill -TERM -P " + pid);
-  for (int i = 0; i < 1200 && !std::filesystem::exists(dir / "term.code"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  REQUIRE(std::filesystem::exists(dir / "term.code"));
-  test::Run r{std::stoi(read_file(dir / "term.code")), read_file(dir / "term.log")};
-  std::filesystem::remove(dir / "term.code");
+  const int code = test::wait_exit_code(code_file, 60);
+  REQUIRE(code != -1);
+  test::Run r{code, read_file(dir / "term.log")};
+  std::filesystem::remove(code_file);
   return r;
 }
 

@@ -131,10 +131,7 @@ TEST_CASE("reliability: a fresh run into a used run directory needs --resume or 
 TEST_CASE("reliability: SIGTERM finishes the step, checkpoints it exactly, exits 3, and --resume goes on", "[apps][reliability]") {
   test::TempDir dir;
   const std::string args = pretrain_args(dir / "r", 100000) + " --log-every 1";
-  std::string pid = test::run_shell("(" + test::bin_dir() + "/" + args + " > " + (dir / "log") + " 2>&1; echo $? > " +
-                                    (dir / "code") + ") > /dev/null 2>&1 & echo $!").out;
-  // The subshell's pid: the app is its child.
-  pid = pid.substr(0, pid.find('\n'));
+  const std::string pid = test::start_app(args, dir / "log", dir / "code");
   auto logged_steps = [&] {
     std::ifstream in(dir / "r/metrics.jsonl");
     std::string line;
@@ -145,11 +142,10 @@ TEST_CASE("reliability: SIGTERM finishes the step, checkpoints it exactly, exits
   for (int i = 0; i < 1200 && logged_steps() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(logged_steps() >= 3);
   test::run_shell("pkill -TERM -P " + pid);
-  for (int i = 0; i < 600 && !fs::exists(dir / "code"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  REQUIRE(fs::exists(dir / "code"));
+  const int code = test::wait_exit_code(dir / "code", 60);
   const std::string log = read_file(dir / "log");
   INFO(log);
-  CHECK(std::stoi(read_file(dir / "code")) == 3);
+  CHECK(code == 3);
   CHECK_THAT(log, Catch::Contains("interrupted by SIGTERM after step ") && Catch::Contains("continue with the same command and --resume"));
   CHECK_THAT(log, !Catch::Contains("error:"));
   std::string latest = read_file(dir / "r/checkpoints/latest");
