@@ -36,6 +36,8 @@ shape_args() {  # NAME -> the model and shape arguments both sides take
     bert-mini-8000) echo "--model models/bert-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
     gpt-mini-8000) echo "--model models/gpt-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
     t5-mini-8000) echo "--model models/t5-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128 --target-len 32" ;;
+    llama-mini-8000) echo "--model models/llama-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
+    mistral-mini-8000) echo "--model models/mistral-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
     gpt2-small-b16x1024) echo "--model models/gpt2-small.json --batch-size 16 --seq-len 1024" ;;
     bert-base-b32x512) echo "--model models/bert-base.json --batch-size 32 --seq-len 512" ;;
     t5-base-b32x512) echo "--model models/t5-base.json --batch-size 32 --seq-len 512" ;;

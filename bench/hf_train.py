@@ -44,7 +44,8 @@ def build(config_path, vocab, attn):
     config = transformers.AutoConfig.for_model(kind, **cfg)
     config._attn_implementation = attn
     cls = {"bert": transformers.BertForMaskedLM, "gpt2": transformers.GPT2LMHeadModel,
-           "t5": transformers.T5ForConditionalGeneration}[kind]
+           "t5": transformers.T5ForConditionalGeneration, "llama": transformers.LlamaForCausalLM,
+           "mistral": transformers.MistralForCausalLM}[kind]
     return kind, cls(config)
 
 
@@ -54,7 +55,7 @@ def batch(kind, b, t, target_len, vocab, device):
     if kind == "bert":
         chosen = torch.rand(b, t) < 0.15
         out["labels"] = torch.where(chosen, torch.randint(5, vocab, (b, t)), torch.full((b, t), -100))
-    elif kind == "gpt2":
+    elif kind in ("gpt2", "llama", "mistral"):
         out["labels"] = ids
     else:
         out["labels"] = torch.randint(5, vocab, (b, target_len))

@@ -214,6 +214,17 @@ TEST_CASE("attention: the banded sliding window equals full attention with the w
   }
 }
 
+TEST_CASE("attention: the band's blocks, and where they cost fewer scores than the masked product", "[nn][attention]") {
+  // Mistral's window 64: blocks of 63 queries against 126 keys; at T = 128 that is 3 blocks,
+  // 23,814 scores against 16,384 (the masked product runs), at T = 512 9 blocks, 71,442 against 262,144.
+  const lmkit::nn::Band short_input(128, 63, 0), long_input(512, 63, 0);
+  CHECK((short_input.s == 63 && short_input.n == 3 && short_input.nk == 126 && short_input.scores() == 23814));
+  CHECK(long_input.scores() == 71442);
+  // Longformer's symmetric band: blocks of w queries against 3w keys.
+  const lmkit::nn::Band symmetric(100, 8, 8);
+  CHECK((symmetric.s == 8 && symmetric.n == 13 && symmetric.lo == 1 && symmetric.hi == 1 && symmetric.nk == 24));
+}
+
 TEST_CASE("attention: a window bias masks keys window or more positions back, cached ones too", "[nn][attention]") {
   // 2 queries after 3 held keys (positions 3, 4 of keys 0..4), window 2: each sees itself and the one before.
   const at::Tensor bias = attention_bias({}, true, 2, 5, at::kFloat, at::kCPU, false, 2);

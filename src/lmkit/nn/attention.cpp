@@ -82,14 +82,17 @@ void KVCache::keep_last(int64_t n) {
   dropped += drop;
 }
 
+Band::Band(int64_t t, int64_t before, int64_t after)
+    : s(std::max<int64_t>({before, after, 1})), n((t + s - 1) / s), lo((before + s - 1) / s), hi((after + s - 1) / s),
+      nk((lo + 1 + hi) * s) {}
+
 at::Tensor banded_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_ok,
                             int64_t before, int64_t after, double scale, double dropout, bool training,
                             const at::Tensor& global_key, const at::Tensor& global_value, const at::Tensor& global_ok) {
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
   TORCH_CHECK(before >= 0 && after >= 0 && k.size(2) == t && v.size(2) == t, "banded_attention: T queries, T keys");
-  const int64_t s = std::max<int64_t>({before, after, 1});  // queries a block
-  const int64_t n = (t + s - 1) / s, padded = n * s;
-  const int64_t lo = (before + s - 1) / s, hi = (after + s - 1) / s, nk = (lo + 1 + hi) * s;  // key blocks reached
+  const Band blocks(t, before, after);
+  const int64_t s = blocks.s, n = blocks.n, padded = n * s, lo = blocks.lo, hi = blocks.hi, nk = blocks.nk;
   // Block i's keys: positions (i − lo)·s .. (i + 1 + hi)·s − 1, nothing beyond either end.
   auto blocks_of = [&](const at::Tensor& x) {
     const at::Tensor y = at::constant_pad_nd(x, {0, 0, lo * s, padded - t + hi * s});      // (B, H, (n + lo + hi)·s, hd)
@@ -171,8 +174,10 @@ at::Tensor sliding_window_attention(const at::Tensor& q, const at::Tensor& k, co
                                     bool training) {
   const int64_t t = q.size(2);
   TORCH_CHECK(window > 0, "sliding_window_attention: a window of at least one position");
-  if (t <= window) {
-    const at::Tensor bias = attention_bias(key_padding_mask, true, t, t, q.scalar_type(), q.device(), true);
+  // The band computes scores for its blocks of window − 1 queries against twice as many keys,
+  // about 2·T·window; the masked product T². Below T ≈ 3 windows the product is the cheaper.
+  if (t <= window || Band(t, window - 1, 0).scores() >= t * t) {
+    const at::Tensor bias = attention_bias(key_padding_mask, true, t, t, q.scalar_type(), q.device(), true, window);
     return scaled_dot_product(q, k, v, bias, scale, dropout, training, AttentionBackend::kAuto, nullptr, !bias.defined());
   }
   const at::Tensor real = key_padding_mask.defined() ? key_padding_mask.ne(0) : at::Tensor();

@@ -40,6 +40,15 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
 at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
                                    at::ScalarType dtype, at::Device device, int64_t window = 0);
 
+/// banded_attention's blocking of T positions: blocks of s = max(before, after, 1) queries,
+/// n of them, each against nk keys (lo blocks before its own, hi after).
+struct Band {
+  Band(int64_t t, int64_t before, int64_t after);
+  int64_t s, n, lo, hi, nk;
+  /// The query-key scores the band computes (padding included).
+  int64_t scores() const { return n * s * nk; }
+};
+
 /// Attention within a band: query i sees the real keys i − before .. i + after, and the
 /// `global_key`s every query sees, at O(T·(before + after)) time and memory. The T positions
 /// are cut into blocks of s = max(before, after) queries, each attending to the key blocks its
@@ -68,7 +77,8 @@ at::Tensor draw_random_blocks(int64_t heads, int64_t blocks, int64_t r, at::Devi
 
 /// Causal self-attention within a sliding window of `window` positions (query i sees keys
 /// i − window + 1 .. i) at O(T·window) time and memory: banded_attention with before =
-/// window − 1, after 0.
+/// window − 1, after 0, where it computes fewer scores than the T × T product with the
+/// window's mask (T above about three windows), and that product below.
 ///   q, k, v (B, H, T, hd) of the same T; key_padding_mask (B, T), 1 for real keys, or undefined.
 /// Equal to scaled_dot_product with attention_bias(mask, true, T, T, ..., window) on every
 /// query that sees at least one key.

@@ -23,8 +23,8 @@ class FullAttention : public AttentionKernel {
                                 settings_.dropout, training(), settings_.backend);
     }
     // A causal layer called without a bias masks future keys itself: a window shorter than the
-    // input in O(T·window); in the kernel when nothing else is masked; else through a bias (the
-    // real keys, past keys of a cache, a window).
+    // input in O(T·window) where that is the cheaper; in the kernel when nothing else is masked;
+    // else through a bias (the real keys, past keys of a cache, a window).
     if (window > 0 && window < tk && tq == tk) {
       return sliding_window_attention(q, k, in.v, in.mask.key_ok, window, settings_.scale, settings_.dropout, training());
     }
