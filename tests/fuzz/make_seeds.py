@@ -90,6 +90,17 @@ def tasks_seeds(out: Path) -> None:
     for kind, body in enumerate([tsv, csv, jsonl, docs_jsonl, "\n".join(text) + "\n", noheader]):
         write(out / f"kind{kind}", bytes([kind]) + body.encode())
     write(out / "kind0-bom-crlf", bytes([0]) + b"\xef\xbb\xbf" + tsv.replace("\n", "\r\n").encode())
+    # Documents as corpora are shipped (data/text_input.h reads them by their first bytes):
+    # gzip in two members, a truncated gzip stream, zstd in two frames.
+    import gzip
+    import pyarrow
+
+    halves = docs_jsonl[:len(docs_jsonl) // 2].encode(), docs_jsonl[len(docs_jsonl) // 2:].encode()
+    gz = gzip.compress(halves[0], mtime=0) + gzip.compress(halves[1], mtime=0)
+    write(out / "kind3-gzip", bytes([3]) + gz)
+    write(out / "kind4-gzip-truncated", bytes([4]) + gzip.compress(("\n".join(text) + "\n").encode(), mtime=0)[:-40])
+    zst = b"".join(pyarrow.compress(h, codec="zstd", asbytes=True) for h in halves)
+    write(out / "kind3-zstd", bytes([3]) + zst)
 
 
 def squad_seeds(out: Path) -> None:

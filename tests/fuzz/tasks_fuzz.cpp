@@ -1,6 +1,7 @@
 // Fuzzes the text readers: labelled rows from TSV, CSV and JSONL (classification
-// data) and documents from JSONL and blank-line text (pretraining input). The
-// first byte picks the reader; the rest is the file.
+// data) and documents from JSONL and blank-line text (pretraining input), plain or as
+// corpora are shipped, gzip or zstd (the seeds hold both). The first byte picks the
+// reader; the rest is the file.
 #include "fuzz_util.h"
 #include "lmkit/data/tasks.h"
 #include "lmkit/data/text.h"
