@@ -196,6 +196,11 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
                                                "reduces float32 gradients): use --dtype bf16 with several processes");
   check_input(!(o_.recompute && o_.group), "--recompute trains in one process only (its gradients are not yet checked "
                                            "against the data-parallel reducer)");
+  if ((o_.bf16 || o_.bf16_weights) && device_.is_cpu() && !cpu_has_bf16() && writer()) {
+    std::fprintf(stderr, "warning: --dtype %s on a CPU without avx512_bf16 or AMX: its bf16 matrix products are emulated, "
+                         "several times slower than --dtype fp32 (18x for gpt-mini on an AVX2 CPU; docs/benchmarks.md)\n",
+                 o_.bf16_weights ? "bf16-weights" : "bf16");
+  }
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
   check_input(o_.shard_optimizer >= 0 && o_.shard_optimizer <= 2, "--shard-optimizer must be 0, 1 or 2");
