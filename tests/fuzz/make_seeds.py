@@ -8,8 +8,9 @@ The seeds are committed (tests/fuzz/seeds), not made per run: HF's tokenizer
 trainers break ties in an order of their own, so two runs of this script write
 different tokenizer seeds, and CI's fuzz step must start from the same files every
 time (docs/testing.md). Run it after a fixture changes, and commit what it writes.
-Needs the project venv (tokenizers, safetensors).
+Needs the project venv (tokenizers, safetensors, pyarrow for zstd frames).
 """
+import gzip
 import json
 import shutil
 import struct
@@ -92,7 +93,6 @@ def tasks_seeds(out: Path) -> None:
     write(out / "kind0-bom-crlf", bytes([0]) + b"\xef\xbb\xbf" + tsv.replace("\n", "\r\n").encode())
     # Documents as corpora are shipped (data/text_input.h reads them by their first bytes):
     # gzip in two members, a truncated gzip stream, zstd in two frames.
-    import gzip
     import pyarrow
 
     halves = docs_jsonl[:len(docs_jsonl) // 2].encode(), docs_jsonl[len(docs_jsonl) // 2:].encode()
