@@ -198,7 +198,7 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
                                            "against the data-parallel reducer)");
   if ((o_.bf16 || o_.bf16_weights) && device_.is_cpu() && !cpu_has_bf16() && writer()) {
     std::fprintf(stderr, "warning: --dtype %s on a CPU without avx512_bf16 or AMX: its bf16 matrix products are emulated, "
-                         "several times slower than --dtype fp32 (18x for gpt-mini on an AVX2 CPU; docs/benchmarks.md)\n",
+                         "several times slower than --dtype fp32 (18x on an AVX2 CPU; docs/benchmarks.md)\n",
                  o_.bf16_weights ? "bf16-weights" : "bf16");
   }
   o_.schedule.total_steps = o_.steps;
