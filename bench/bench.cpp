@@ -3,6 +3,8 @@
 #include "bench.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/plugin.h"
@@ -18,6 +20,12 @@ double median(std::vector<double> samples) {
 }  // namespace lmkit::bench
 
 int main(int argc, char** argv) {
+#ifdef LMKIT_BENCH_BUILD
+  // The test command builds at -O1 (scripts/test.sh): its figures are not the ones to quote.
+  if (std::strcmp(LMKIT_BENCH_BUILD, "-O3") != 0)
+    std::fprintf(stderr, "warning: this lmkit-bench is a %s build; docs/benchmarks.md's figures come from "
+                 "scripts/build.sh's -O3 Release build\n", LMKIT_BENCH_BUILD);
+#endif
   // --plugin (and $LMKIT_PLUGINS): a plugin's families and objectives benchmark as lmkit's do.
   if (const int rc = lmkit::load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-bench: throughput benchmarks for lmkit");

@@ -25,6 +25,8 @@ fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   args+=(-DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${args[@]}" "$@" >/dev/null
+# LMKIT_OPT_LEVEL: -O of lmkit's own code in this Release build, 3 unless said (scripts/test.sh says 1);
+# passed every time, so that a build after the test command's is -O3 again.
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DLMKIT_OPT_LEVEL="${LMKIT_OPT_LEVEL:-3}" "${args[@]}" "$@" >/dev/null
 # LMKIT_TARGETS: build only these targets (scripts/sanitize.sh fuzzers).
 cmake --build "$dir" -j"${LMKIT_JOBS:-2}" ${LMKIT_TARGETS:+--target $LMKIT_TARGETS}

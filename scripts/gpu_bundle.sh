@@ -25,6 +25,9 @@ apps=(lmkit-bench lmkit-pretrain lmkit-finetune lmkit-evaluate lmkit-generate lm
 for b in "${apps[@]}"; do
   [ -x build/bin/$b ] || { echo "error: build/bin/$b is missing: build first (scripts/build.sh)" >&2; exit 1; }
 done
+# The test command's build is -O1 (scripts/test.sh): fine for call A's checks, not for call B's figures.
+opt=$(sed -n 's/^LMKIT_OPT_LEVEL:STRING=//p' build/CMakeCache.txt 2>/dev/null)
+[ "${opt:-3}" = 3 ] || echo "warning: build/ is an -O$opt build (the test command's): scripts/build.sh rebuilds it at -O3 for figures" >&2
 [ -z "${PLUGIN:-}" ] || [ -f "$PLUGIN" ] || { echo "error: PLUGIN $PLUGIN: no such file (tests/install/build_example.sh builds it)" >&2; exit 1; }
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"

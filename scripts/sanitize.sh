@@ -5,8 +5,7 @@
 #         libFuzzer harness for LMKIT_FUZZ_RUNS executions from a fixed seed (scripts/fuzz.sh runs longer).
 #   tsan  build-tsan: ThreadSanitizer over the data, loader and trainer tests
 #         (the prefetch thread, dropout masks made in parallel, checkpoint writes).
-#   fuzzers  only the libFuzzer harnesses of build-asan (what scripts/test.sh needs
-#         for its short fuzz runs).
+#   fuzzers  only the libFuzzer harnesses of build-asan (what scripts/fuzz.sh runs).
 #
 #   scripts/sanitize.sh [asan|tsan|fuzzers]...    (default: asan tsan)
 #

@@ -7,8 +7,9 @@
 #    the others are the HuggingFace peers of the interop tests and benchmarks.
 # --main installs only what building and running lmkit needs (no clang, only
 # requirements-main.txt): scripts/demo.sh, the main job on a fresh machine.
-# --build-deps installs what the test command's builds need (every system package,
-# requirements-main.txt): scripts/test.sh installs the Python peers while the fuzzers build.
+# --build-deps installs what the test command's build needs (every system package,
+# requirements-main.txt and pyarrow, whose Arrow C++ the build links for Parquet):
+# scripts/test.sh installs the other Python peers while lmkit builds.
 # Idempotent: packages already present are left as they are, the package lists
 # are refreshed only when something is missing, and pip runs only when the
 # requirements changed since the last successful install.
@@ -52,20 +53,29 @@ venv=.venv
 # A stamp holds the requirements of the last successful install: the full set
 # (requirements-main.txt then requirements.txt), or the main set after --main,
 # which the full set also satisfies.
+# The build set (--build-deps) is the main set and requirements.txt's pyarrow pin.
 main_set=$(cat scripts/requirements-main.txt)
+pyarrow_pin=$(grep -m1 '^pyarrow==' scripts/requirements.txt)
+build_set=$(printf '%s\n%s' "$main_set" "$pyarrow_pin")
 full_set=$(cat scripts/requirements-main.txt scripts/requirements.txt)
 stamp=$venv/.lmkit-requirements
 have=$(cat "$stamp" 2>/dev/null || true)
 torch_pin=$(grep -m1 '^torch==' scripts/requirements-main.txt)
-if { [ "$have" = "$full_set" ] || { [ "$peers" = 0 ] && [ "$have" = "$main_set" ]; }; } \
-   && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+up_to_date=0
+case "$have" in
+  "$full_set") up_to_date=1 ;;
+  "$build_set") [ "$peers" = 0 ] && up_to_date=1 ;;
+  "$main_set") [ "$main" = 1 ] && up_to_date=1 ;;
+esac
+if [ "$up_to_date" = 1 ] && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
   echo "setup: $venv up to date ($torch_pin)"
 else
-  file=scripts/requirements.txt wanted=$full_set
-  if [ "$peers" = 0 ]; then file=scripts/requirements-main.txt wanted=$main_set; fi
-  echo "setup: installing $file into $venv (LibTorch comes with torch: ~4.5 GB)"
+  what=(-r scripts/requirements.txt) wanted=$full_set
+  if [ "$main" = 1 ]; then what=(-r scripts/requirements-main.txt) wanted=$main_set
+  elif [ "$peers" = 0 ]; then what=(-r scripts/requirements-main.txt "$pyarrow_pin") wanted=$build_set; fi
+  echo "setup: installing ${what[*]} into $venv (LibTorch comes with torch: ~4.5 GB)"
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$file"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${what[@]}"
   printf '%s\n' "$wanted" > "$stamp"
 fi
 echo "setup: all packages present"

@@ -97,7 +97,7 @@ TEST_CASE("first hour: best/ and final/ carry no optimizer state, and --keep bes
   // Changed flags are refused as they are for a --keep all run, not silently ignored.
   std::string more_epochs = finetune_args(dir, "best");
   more_epochs.replace(more_epochs.find("--epochs 2"), 10, "--epochs 3");
-  for (const std::string changed : {more_epochs + " --keep best", finetune_args(dir, "best") + " --keep best --lr 1e-3",
+  for (const std::string& changed : {more_epochs + " --keep best", finetune_args(dir, "best") + " --keep best --lr 1e-3",
                                     finetune_args(dir, "best") + " --keep all"}) {
     r = run(changed + " --resume");
     INFO(changed << ": " << r.out);

@@ -65,7 +65,7 @@ TEST_CASE("reliability: lmkit-tokenize encode replaces only its own corpus, and 
   // A folder of the user's files: it used to be deleted, notes.txt with it.
   fs::create_directories(dir / "mine");
   write(dir / "mine/notes.txt", "mine");
-  for (const std::string& extra : {"", " --overwrite"}) {
+  for (const std::string extra : {"", " --overwrite"}) {
     const auto r = run(encode + (dir / "mine") + extra);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("error: --output " + (dir / "mine") + ": exists and is not a token corpus"));
@@ -108,7 +108,7 @@ TEST_CASE("reliability: a fresh run into a used run directory needs --resume or 
   // A folder with files lmkit did not write is refused whatever the flags, and left as it was.
   fs::create_directories(dir / "mine");
   write(dir / "mine/config.json", "{\"mine\": 1}");
-  for (const std::string& extra : {"", " --overwrite", " --resume"}) {
+  for (const std::string extra : {"", " --overwrite", " --resume"}) {
     const auto r = run(pretrain_args(dir / "mine", 2) + extra);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("holds files lmkit did not write (config.json)"));
@@ -300,7 +300,7 @@ TEST_CASE("reliability: labelled files are read strictly, and CSV as RFC 4180", 
   CHECK_THROWS_WITH(data::read_labelled_rows(dir / "extra.tsv", c), Catch::Contains("extra.tsv:3: 3 columns, but the header has 2"));
   write(dir / "twice.tsv", "label\tsentence\tlabel\n1\tok\t0\n");
   CHECK_THROWS_WITH(data::read_labelled_rows(dir / "twice.tsv", c), Catch::Contains("names column 'label' twice"));
-  for (const std::string& label : {"null", "{\"a\":1}", "true", "[1]"}) {
+  for (const std::string label : {"null", "{\"a\":1}", "true", "[1]"}) {
     write(dir / "bad.jsonl", "{\"sentence\": \"ok\", \"label\": " + label + "}\n");
     CHECK_THROWS_WITH(data::read_labelled_rows(dir / "bad.jsonl", c), Catch::Contains("bad.jsonl:1: field 'label' must be a string or a number"));
   }
@@ -321,7 +321,7 @@ TEST_CASE("reliability: lmkit-tokenize inspect shows and dumps every objective o
   // It failed for every objective ("Expected a proper Tensor but got None") and no test caught it.
   test::TempDir dir;
   const std::string text = test::sample("valid.txt");
-  for (const std::string& family : {"bert", "gpt2", "t5"}) {
+  for (const std::string family : {"bert", "gpt2", "t5"}) {
     const std::string tok = dir / (family + ".model"), corpus = dir / (family + "-corpus");
     REQUIRE(run("lmkit-tokenize train --input " + text + " --vocab-size 2000 --family " + family + " --output " + tok).code == 0);
     REQUIRE(run("lmkit-tokenize encode --tokenizer " + tok + " --input " + test::sample("train.txt") + " --output " + corpus).code == 0);

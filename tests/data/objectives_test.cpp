@@ -14,11 +14,6 @@
 #include "lmkit/data/pipeline.h"
 
 using namespace lmkit;
-using tokenizer::Family;
-
-namespace {
-const data::Corpus& corpus_of(Family f) { return *test::data_fixture(f).corpus; }
-}  // namespace
 
 TEST_CASE("mlm: 15% of non-special positions chosen and 80/10/10 over 100k+ tokens", "[data][mlm]") {
   const auto& f = test::data_fixture("bert");

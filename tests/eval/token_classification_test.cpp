@@ -142,7 +142,7 @@ TEST_CASE("token classification: tags on first subwords, windows of whole words,
 
 TEST_CASE("token classification: every subword labelled continues B-X as I-X", "[tokcls]") {
   const auto& tok = *test::data_fixture("bert").tok;
-  const std::vector<data::TaggedSentence> s = {{{"Bluefern", "Bank", "opened"}, {"B-ORG", "I-ORG", "O"}, 1}};
+  const std::vector<data::TaggedSentence> s = {{{"Bluefern", "Bank", "opened"}, {"B-ORG", "I-ORG", "O"}, 1, {}}};
   const std::map<std::string, int64_t> tags = {{"B-ORG", 0}, {"I-ORG", 1}, {"O", 2}};
   data::TokenTaskOptions o;
   o.label_all_subwords = true;
@@ -161,10 +161,10 @@ TEST_CASE("token classification: every subword labelled continues B-X as I-X", "
 TEST_CASE("token classification: a tag outside the training tags, a word longer than a window", "[tokcls]") {
   const auto& tok = *test::data_fixture("bert").tok;
   const std::map<std::string, int64_t> tags = {{"B-PER", 0}, {"O", 1}};
-  const std::vector<data::TaggedSentence> unseen = {{{"Paris"}, {"B-LOC"}, 7}};
+  const std::vector<data::TaggedSentence> unseen = {{{"Paris"}, {"B-LOC"}, 7, {}}};
   CHECK_THROWS_WITH(data::TokenClassificationDataset(unseen, "dev.conll", tok, tags, {}),
                     Catch::Contains("dev.conll:7: tag 'B-LOC'") && Catch::Contains("not among the training tags"));
-  const std::vector<data::TaggedSentence> long_word = {{{"Supercalifragilisticexpialidocious"}, {"O"}, 3}};
+  const std::vector<data::TaggedSentence> long_word = {{{"Supercalifragilisticexpialidocious"}, {"O"}, 3, {}}};
   data::TokenTaskOptions o;
   o.max_length = 4;  // [CLS] and [SEP] leave 2
   CHECK_THROWS_WITH(data::TokenClassificationDataset(long_word, "dev.conll", tok, tags, o),

@@ -62,11 +62,17 @@ def cloze(a, ckpt, fill):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("family", choices=["bert", "roberta"])
+    ap.add_argument("family", nargs="+", choices=["bert", "roberta"])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     transformers.logging.set_verbosity_error()
+    # Several families in one call share one import of transformers (WORK/FAMILY each).
+    return max(compare(argparse.Namespace(family=family, bin=a.bin, work=os.path.join(a.work, family)))
+               for family in a.family)
+
+
+def compare(a):
     os.makedirs(a.work, exist_ok=True)
     cfg = {"model_type": a.family, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
            "intermediate_size": 128, "max_position_embeddings": 130 if a.family == "roberta" else 128}

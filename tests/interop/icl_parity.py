@@ -128,33 +128,41 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--model", choices=["hf", "lmkit"], default="hf")
+    ap.add_argument("--model", nargs="+", choices=["hf", "lmkit"], default=["hf"],
+                    help="the checkpoints compared, in one process (lm_eval imports once): WORK/MODEL each")
     a = ap.parse_args()
     torch.set_num_threads(1)
     shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    ckpt = hf_model(a.work) if a.model == "hf" else lmkit_model(a.bin, a.work)
-    manager = TaskManager(include_path=write_tasks(a.work))
+    failures = []
+    for model in a.model:
+        failures += compare_model(model, a.bin, os.path.join(a.work, model))
+    for f in failures[:20]:
+        print("FAIL:", f)
+    sys.exit(1 if failures else 0)
+
+
+def compare_model(model, bin_dir, work):
+    os.makedirs(work)
+    ckpt = hf_model(work) if model == "hf" else lmkit_model(bin_dir, work)
+    manager = TaskManager(include_path=write_tasks(work))
     failures, worst, pairs = [], 0.0, 0
     for shots in (0, 3):
         harness = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={ckpt},dtype=float32", device="cpu",
                                           tasks=[f"lmkit_{n}" for n in TASKS], num_fewshot=shots, batch_size=4,
                                           task_manager=manager, log_samples=True, fewshot_random_seed=1234)
         for name in TASKS:
-            out = {"result": os.path.join(a.work, f"{name}-{shots}.json"),
-                   "predictions": os.path.join(a.work, f"{name}-{shots}.jsonl")}
+            out = {"result": os.path.join(work, f"{name}-{shots}.json"),
+                   "predictions": os.path.join(work, f"{name}-{shots}.jsonl")}
             metric = "completion" if TASKS[name]["output_type"] == "loglikelihood" else "multiple-choice"
-            subprocess.run([os.path.join(a.bin, "lmkit-evaluate"), "--checkpoint", ckpt, "--metric", metric, "--data",
+            subprocess.run([os.path.join(bin_dir, "lmkit-evaluate"), "--checkpoint", ckpt, "--metric", metric, "--data",
                             os.path.join(FIXTURES, name + ".jsonl"), "--shots", str(shots), "--output", out["result"],
                             "--predictions", out["predictions"], "--threads", "1", "--batch-size", "3"],
                            check=True, capture_output=True)
             w, p = compare(name, shots, harness, out, failures)
             worst, pairs = max(worst, w), pairs + p
-    print(f"lm-eval {lm_eval.__version__} vs lmkit-evaluate ({a.model} checkpoint): {pairs} log-likelihoods over "
+    print(f"lm-eval {lm_eval.__version__} vs lmkit-evaluate ({model} checkpoint): {pairs} log-likelihoods over "
           f"{len(TASKS)} tasks x 0/3 shots, worst |diff| {worst:.2e}")
-    for f in failures[:20]:
-        print("FAIL:", f)
-    sys.exit(1 if failures else 0)
+    return failures
 
 
 if __name__ == "__main__":

@@ -119,28 +119,32 @@ def inputs(g):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("sharing", choices=["headwise", "key-value", "layerwise"])
+    ap.add_argument("sharing", nargs="+", choices=["headwise", "key-value", "layerwise"])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)  # a fresh directory: lmkit-forward never overwrites
-    os.makedirs(a.work)
+    return max(compare(sharing, a.bin, os.path.join(a.work, sharing)) for sharing in a.sharing)
+
+
+def compare(sharing, bin_dir, work):
+    os.makedirs(work)
     g = torch.Generator().manual_seed(11)
-    w = weights(a.sharing, g)
+    w = weights(sharing, g)
     batch = inputs(g)
-    ckpt = os.path.join(a.work, "ckpt")
+    ckpt = os.path.join(work, "ckpt")
     os.makedirs(ckpt, exist_ok=True)
     with open(os.path.join(ckpt, "config.json"), "w") as f:
-        json.dump(dict(CONFIG, linformer_sharing=a.sharing), f)
+        json.dump(dict(CONFIG, linformer_sharing=sharing), f)
     save_file({k: v.detach().contiguous() for k, v in w.items()}, os.path.join(ckpt, "model.safetensors"))
-    save_file(batch, os.path.join(a.work, "inputs.safetensors"))
-    logits, loss = reference(w, batch, a.sharing)
+    save_file(batch, os.path.join(work, "inputs.safetensors"))
+    logits, loss = reference(w, batch, sharing)
     loss.backward()
-    failures, worst = check_forward(a.bin, a.work, ckpt, w, logits, loss, TOLERANCE)
+    failures, worst = check_forward(bin_dir, work, ckpt, w, logits, loss, TOLERANCE)
     if failures:
-        print("FAIL: " + "; ".join(failures))
+        print(f"FAIL ({sharing}): " + "; ".join(failures))
         return 1
-    print(f"ok: Linformer ({a.sharing}) equals the paper's equations: logits, loss and {len(w)} parameter gradients; "
+    print(f"ok: Linformer ({sharing}) equals the paper's equations: logits, loss and {len(w)} parameter gradients; "
           f"worst |diff|/scale {worst:.2e}")
     return 0
 

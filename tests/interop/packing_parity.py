@@ -3,7 +3,8 @@
 model of each family is saved with save_pretrained(); lmkit-forward runs it on two rows of three
 and two documents with document_ids and position_ids, transformers on the same rows with the
 block-diagonal causal (or, for BERT, bidirectional) mask as a 4-D attention_mask and the same
-position_ids. Logits and loss must agree within 1e-5 — and must not agree without the mask."""
+position_ids. Logits and loss must agree within 1e-5 — and must not agree without the mask.
+Several families in one call share one import of torch and transformers (WORK/FAMILY each)."""
 import argparse
 import os
 import shutil
@@ -43,20 +44,27 @@ def model_of(family):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("family", choices=["gpt2", "llama", "bert", "roberta"])
+    p.add_argument("families", nargs="+", choices=["gpt2", "llama", "bert", "roberta"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
     a = p.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    model, causal = model_of(a.family)
+    for family in a.families:
+        compare(family, a.bin, os.path.join(a.work, family))
+    print(f"{len(failures)} failed" if failures else "all checks passed")
+    sys.exit(1 if failures else 0)
+
+
+def compare(family, bin_dir, work):
+    os.makedirs(work)
+    model, causal = model_of(family)
     model.eval()
-    model.save_pretrained(os.path.join(a.work, "hf"))
+    model.save_pretrained(os.path.join(work, "hf"))
     lengths = [[7, 4, 9], [12, 8]]  # two rows of 20 tokens
     t = 20
     ids = torch.randint(5, 60, (2, t))
     docs = torch.stack([torch.cat([torch.full((n,), d) for d, n in enumerate(row)]) for row in lengths])
-    first = 2 if a.family == "roberta" else 0  # the position a document starts at (lmkit: Model::first_position())
+    first = 2 if family == "roberta" else 0  # the position a document starts at (lmkit: Model::first_position())
     pos = torch.stack([torch.cat([torch.arange(n) + first for n in row]) for row in lengths])
     labels = ids.clone()
     if causal:  # no target across a boundary: each document's first token after the row's first
@@ -64,14 +72,14 @@ def main():
         labels[:, 0] = ids[:, 0]
     else:
         labels[torch.rand(2, t) > 0.3] = -100
-    inputs = os.path.join(a.work, "inputs.safetensors")
+    inputs = os.path.join(work, "inputs.safetensors")
     save_file({"input_ids": ids, "labels": labels, "document_ids": docs, "position_ids": pos}, inputs)
-    out = os.path.join(a.work, "out.safetensors")
-    r = subprocess.run([os.path.join(a.bin, "lmkit-forward"), "--checkpoint", os.path.join(a.work, "hf"), "--inputs", inputs,
+    out = os.path.join(work, "out.safetensors")
+    r = subprocess.run([os.path.join(bin_dir, "lmkit-forward"), "--checkpoint", os.path.join(work, "hf"), "--inputs", inputs,
                         "--output", out, "--threads", "1"], capture_output=True, text=True)
-    check(r.returncode == 0, f"{a.family}: lmkit-forward on packed rows ({r.stderr.strip()[-300:]})")
+    check(r.returncode == 0, f"{family}: lmkit-forward on packed rows ({r.stderr.strip()[-300:]})")
     if r.returncode != 0:
-        sys.exit(1)
+        return
     got = load_file(out)
     allowed = docs[:, :, None] == docs[:, None, :]
     if causal:
@@ -80,13 +88,11 @@ def main():
         want = model(input_ids=ids, position_ids=pos, attention_mask=allowed[:, None], labels=labels)
         open_rows = model(input_ids=ids, position_ids=pos, labels=labels)
     diff = float((got["logits"] - want.logits).abs().max())
-    check(diff <= 1e-5, f"{a.family}: logits equal transformers' with the 4-D block-diagonal mask (max |diff| {diff:.2e})")
+    check(diff <= 1e-5, f"{family}: logits equal transformers' with the 4-D block-diagonal mask (max |diff| {diff:.2e})")
     loss_diff = abs(float(got["loss"]) - float(want.loss))
-    check(loss_diff <= 1e-5, f"{a.family}: loss {float(got['loss']):.6f} vs {float(want.loss):.6f} (|diff| {loss_diff:.2e})")
+    check(loss_diff <= 1e-5, f"{family}: loss {float(got['loss']):.6f} vs {float(want.loss):.6f} (|diff| {loss_diff:.2e})")
     apart = float((got["logits"] - open_rows.logits).abs().max())
-    check(apart > 1e-4, f"{a.family}: without the mask transformers' logits differ (max |diff| {apart:.2e})")
-    print(f"{len(failures)} failed" if failures else "all checks passed")
-    sys.exit(1 if failures else 0)
+    check(apart > 1e-4, f"{family}: without the mask transformers' logits differ (max |diff| {apart:.2e})")
 
 
 if __name__ == "__main__":

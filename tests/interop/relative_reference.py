@@ -189,27 +189,31 @@ def inputs(model, g):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model", choices=sorted(CONFIGS))
+    ap.add_argument("model", nargs="+", choices=sorted(CONFIGS))
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)  # a fresh directory: lmkit-forward never overwrites
-    os.makedirs(os.path.join(a.work, "ckpt"))
+    return max(compare(model, a.bin, os.path.join(a.work, model)) for model in a.model)
+
+
+def compare(model, bin_dir, work):
+    ckpt = os.path.join(work, "ckpt")
+    os.makedirs(ckpt)
     g = torch.Generator().manual_seed(5)
-    w = weights(a.model, g)
-    batch = inputs(a.model, g)
-    ckpt = os.path.join(a.work, "ckpt")
+    w = weights(model, g)
+    batch = inputs(model, g)
     with open(os.path.join(ckpt, "config.json"), "w") as f:
-        json.dump(CONFIGS[a.model], f)
+        json.dump(CONFIGS[model], f)
     save_file({k: v.detach().contiguous() for k, v in w.items()}, os.path.join(ckpt, "model.safetensors"))
-    save_file(batch, os.path.join(a.work, "inputs.safetensors"))
-    logits, loss = (bert if a.model == "bert" else gpt2)(w, batch)
+    save_file(batch, os.path.join(work, "inputs.safetensors"))
+    logits, loss = (bert if model == "bert" else gpt2)(w, batch)
     loss.backward()
-    failures, worst = check_forward(a.bin, a.work, ckpt, w, logits, loss, TOLERANCE)
+    failures, worst = check_forward(bin_dir, work, ckpt, w, logits, loss, TOLERANCE)
     if failures:
-        print("FAIL: " + "; ".join(failures))
+        print(f"FAIL ({model}): " + "; ".join(failures))
         return 1
-    print(f"ok: relative attention ({a.model}) equals tensor2tensor's dot_product_attention_relative: logits, loss and "
+    print(f"ok: relative attention ({model}) equals tensor2tensor's dot_product_attention_relative: logits, loss and "
           f"{len(w)} parameter gradients; worst |diff|/scale {worst:.2e}")
     return 0
 

@@ -1,4 +1,4 @@
-// ViT and ViT-MAE beyond HF parity (tests/interop/hf_interop.py, CTest "hf interop: vit both ways ..."):
+// ViT and ViT-MAE beyond HF parity (tests/interop/hf_interop.py, CTest "hf interop: t5 and vit both ways ..."):
 // sizes, MAE's fixed positions, patch layout and masking, and bad inputs named.
 #include <catch2/catch.hpp>
 

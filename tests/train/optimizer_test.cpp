@@ -98,7 +98,7 @@ TEST_CASE("optimizer registry: lmkit's four in order, unknown names and bad regi
   CHECK_THROWS_WITH(train::register_optimizer(twice), Catch::Contains("optimizer 'lamb' is registered twice: by lmkit"));
   train::OptimizerSpec loose = twice;
   loose.name = "lamb2";
-  loose.flags = {{"trust-clip", 10.0, "a flag not spelt --lamb2-..."}};
+  loose.flags = {{"trust-clip", 10.0, "a flag not spelt --lamb2-...", {}}};
   CHECK_THROWS_WITH(train::register_optimizer(loose), Catch::Contains("its flag --trust-clip must be spelt --lamb2-..."));
 }
 
