@@ -5,7 +5,7 @@
 # and a new .venv. Debian packages already installed stay (CI's machine is "like
 # this one"; bench/fresh_machine.sh times the main job on a bare Debian instead).
 #
-#   bash bench/fresh_clone.sh test     # bash scripts/test.sh: setup, the fuzzers' ASan build, build, CTest
+#   bash bench/fresh_clone.sh test     # bash scripts/test.sh: setup, build, CTest
 #   bash bench/fresh_clone.sh demo     # bash scripts/demo.sh: the main job
 #
 # Prints each output line with the seconds since the start, then the command's wall

@@ -353,12 +353,12 @@ int count_lines(const std::string& path, const std::string& text) {
 TEST_CASE("hostile: SIGTERM during a finetuning run's dev generation stops it at once, and --resume validates that step first",
           "[apps][hostile]") {
   test::TempDir dir;
-  // An untrained T5 rarely ends a sequence: 40 dev rows of up to 1500 new tokens take seconds.
+  // An untrained T5 rarely ends a sequence: 8 dev rows of up to 1500 new tokens take seconds.
   const std::string t5_tok = *test::data_fixture("t5").dir / "tok.model";
   const std::string args = "lmkit-finetune --task seq2seq --init random --model " + tiny_t5(dir) + " --tokenizer " + t5_tok +
                            " --train " + fixture_file("seq2seq/dev.tsv") + " --dev " + fixture_file("seq2seq/dev.tsv") +
                            " --max-length 24 --max-target-length 6 --max-new-tokens 1500 --beams 1 --epochs 2 --batch-size 4"
-                           " --max-train-examples 4 --threads 1 --output " + (dir / "ft");
+                           " --max-train-examples 4 --max-dev-examples 8 --threads 1 --output " + (dir / "ft");
   const std::string metrics = dir / "ft/metrics.jsonl";
   const auto stopped = terminate_when(args, [&] { return count_lines(metrics, "\"split\":\"train\"") >= 1; }, 200, dir);
   INFO(stopped.out);
