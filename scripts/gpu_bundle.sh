@@ -6,7 +6,7 @@
 # and SST-2). Building here and carrying the result saves the build on the GPU machine.
 #
 #   bash scripts/gpu_bundle.sh OUT.tar.xz [DATA_DIR ...]
-#   PLUGIN=build/electra-plugin/build/liblmkit_electra.so bash scripts/gpu_bundle.sh OUT.tar.xz
+#   PLUGIN=build/examples/build/electra/liblmkit_electra.so bash scripts/gpu_bundle.sh OUT.tar.xz
 #
 # There (with the repository checked out, for models/ and bench/):
 #   mkdir -p /tmp/lmkit && xz -dc OUT.tar.xz | tar -C /tmp/lmkit -xf -
@@ -28,7 +28,7 @@ done
 # The test command's build is -O1 (scripts/test.sh): fine for call A's checks, not for call B's figures.
 opt=$(sed -n 's/^LMKIT_OPT_LEVEL:STRING=//p' build/CMakeCache.txt 2>/dev/null)
 [ "${opt:-3}" = 3 ] || echo "warning: build/ is an -O$opt build (the test command's): scripts/build.sh rebuilds it at -O3 for figures" >&2
-[ -z "${PLUGIN:-}" ] || [ -f "$PLUGIN" ] || { echo "error: PLUGIN $PLUGIN: no such file (tests/install/build_example.sh builds it)" >&2; exit 1; }
+[ -z "${PLUGIN:-}" ] || [ -f "$PLUGIN" ] || { echo "error: PLUGIN $PLUGIN: no such file (tests/install/build_examples.sh builds it)" >&2; exit 1; }
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/deps" "$stage/data"
 for b in "${apps[@]}"; do cp build/bin/$b "$stage/bin/"; done

@@ -5,14 +5,15 @@
                    the gradient reducer against values each rank computes alone.
   equivalence F    F = bert (MLM + NSP), gpt (causal LM), t5 (span corruption) or
                    finetune (BERT classification, a partial last batch): with dropout 0,
-                   torchrun 2 ranks x batch B logs the same losses (within 1e-4) and ends
+                   2 ranks x batch B logs the same losses (within 1e-4) and ends
                    with the same weights as 1 process x batch 2B, and as 1 process x B
-                   with --accumulation 2; validation figures agree too.
+                   with --accumulation 2; validation figures agree too. The ranks start as
+                   srun (bert, t5) or mpirun (gpt, finetune) would start them (launch.py).
   resume           2 ranks stopped at step 4 and resumed (a restarted job) end as an
                    uninterrupted 2-rank run: same losses, same weights.
   nccl             where a GPU is: torchrun with 1 process on --device cuda (NCCL, world
                    size 1) trains like the same run without torchrun (skipped without one).
-  zero             --shard-optimizer 1 and 2 (ZeRO) against unsharded data parallelism at 2 and 3
+  zero             (ranks started as srun would) --shard-optimizer 1 and 2 (ZeRO) against unsharded data parallelism at 2 and 3
                    ranks: losses and weights within fp32 reduction-order rounding (the largest
                    difference is printed); each rank's optimizer state is 1/N of the whole, in
                    bytes; a stopped and resumed stage-2 run ends bit for bit as an uninterrupted
@@ -80,6 +81,16 @@ def torchrun(args, nproc=2):
             "--master-addr", "127.0.0.1", "--master-port", str(free_port())] + args
 
 
+LAUNCHER = {"bert": "slurm", "t5": "slurm", "gpt": "openmpi", "finetune": "openmpi"}
+
+
+def launch(args, nproc=2, style="slurm"):
+    """The ranks started by their environment alone, as srun or mpirun would (launch.py): each
+    torchrun start imports torch (~2.5 s here), and these variables are lmkit's other launch paths."""
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py"), "--nproc", str(nproc),
+            "--as", style, "--"] + args
+
+
 def losses(run_dir, split="train"):
     out = []
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
@@ -131,11 +142,11 @@ def equivalence(family, work):
     tok = ["--tokenizer", os.path.join(one, "tokenizer.model")]
     two = os.path.join(work, "two")
     t1 = time.time()
-    run(torchrun(pretrain_args(family, work, two, 8, tok, **mix)))
+    run(launch(pretrain_args(family, work, two, 8, tok, **mix), style=LAUNCHER[family]))
     t2 = time.time()
     acc = os.path.join(work, "accumulate")
     run(pretrain_args(family, work, acc, 8, tok + ["--accumulation", "2"], **mix))
-    print(f"       1 x 16: {t1 - t0:.1f} s, 2 x 8 (torchrun): {t2 - t1:.1f} s")
+    print(f"       1 x 16: {t1 - t0:.1f} s, 2 x 8 (as {LAUNCHER[family]} starts them): {t2 - t1:.1f} s")
     keys = ("loss", "mlm_loss", "nsp_accuracy") if family == "bert" else ("loss",)
     compare_runs(one, two, f"{family} 2 ranks x 8 vs 1 x 16", valid_keys=keys)
     compare_runs(one, acc, f"{family} 1 x 8 accumulating 2 vs 1 x 16", valid_keys=keys)
@@ -166,7 +177,7 @@ def equivalence_finetune(work):
                 "--max-length", "48", "--lr", "1e-3", "--threads", "1", "--seed", "3"]
     one, two = os.path.join(work, "one"), os.path.join(work, "two")
     run(args(one, 16))
-    run(torchrun(args(two, 8)))
+    run(launch(args(two, 8), style=LAUNCHER["finetune"]))
     compare_runs(one, two, "finetune 2 ranks x 8 vs 1 x 16", weights="best", valid_keys=("accuracy", "loss"))
     ra, rb = (json.load(open(os.path.join(d, "result.json"))) for d in (one, two))
     check(abs(ra["accuracy"] - rb["accuracy"]) <= TOL, f"finetune: dev accuracy {ra['accuracy']:.4f} vs {rb['accuracy']:.4f}")
@@ -311,7 +322,7 @@ def zero(work):
     runs = {}
     for ranks, stage in ((2, 0), (2, 1), (2, 2), (3, 0), (3, 1)):
         out = os.path.join(work, f"r{ranks}-s{stage}")
-        r = run(torchrun(pretrain_args("gpt", work, out, 4, tok + ["--shard-optimizer", str(stage), "--save-every", "4"]),
+        r = run(launch(pretrain_args("gpt", work, out, 4, tok + ["--shard-optimizer", str(stage), "--save-every", "4"]),
                          nproc=ranks))
         if not tok:
             tok = ["--tokenizer", os.path.join(out, "tokenizer.model")]
@@ -336,7 +347,7 @@ def zero(work):
                   f"final weights max |diff| {wdiff:.2e} (bound {ZERO_TOL:g})")
     # Gradient accumulation, sharded: 2 ranks x 2 micro-batches of 2 = 2 ranks x 4.
     acc = os.path.join(work, "accumulate")
-    run(torchrun(pretrain_args("gpt", work, acc, 2, tok + ["--shard-optimizer", "2", "--accumulation", "2"])))
+    run(launch(pretrain_args("gpt", work, acc, 2, tok + ["--shard-optimizer", "2", "--accumulation", "2"])))
     la, lb = losses(runs[(2, 0)]), losses(acc)
     worst = max(abs(x["loss"] - y["loss"]) for x, y in zip(la, lb))
     wdiff = max_weight_diff(runs[(2, 0)], acc)
@@ -347,7 +358,7 @@ def zero(work):
     ft = {}
     for stage in (0, 1):
         ft[stage] = os.path.join(work, f"finetune-{stage}")
-        run(torchrun([os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
+        run(launch([os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
                       "--train", SST, "--dev", SST, "--output", ft[stage], "--epochs", "1", "--batch-size", "8",
                       "--max-length", "48", "--lr", "1e-3", "--threads", "1", "--seed", "3", "--max-train-examples", "256",
                       "--max-dev-examples", "64", "--shard-optimizer", str(stage)]))
@@ -359,13 +370,13 @@ def zero(work):
           f"{rb['accuracy']:.4f}")
     # Stop and resume, sharded: the same run, bit for bit.
     cut = os.path.join(work, "cut")
-    run(torchrun(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--stop-at", "4"])))
-    run(torchrun(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--resume"])))
+    run(launch(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--stop-at", "4"])))
+    run(launch(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--resume"])))
     check(max_weight_diff(runs[(2, 2)], cut) == 0.0 and
           [x["loss"] for x in losses(cut)] == [x["loss"] for x in losses(runs[(2, 2)])],
           "zero: stage 2, 2 ranks stopped at 4 and resumed = uninterrupted, bit for bit")
     # The checkpoint holds the whole state: it resumes on 3 sharded ranks and on 1 process.
-    for label, cmd in (("3 ranks, stage 1", lambda out: torchrun(pretrain_args(
+    for label, cmd in (("3 ranks, stage 1", lambda out: launch(pretrain_args(
                            "gpt", work, out, 4, tok + ["--shard-optimizer", "1", "--save-every", "4", "--resume",
                                                        "--allow-changes"]), nproc=3)),
                        ("1 process, unsharded", lambda out: pretrain_args(
@@ -385,7 +396,7 @@ def zero(work):
               f"zero: the stage-2 checkpoint of step 4 resumes on {label} ({warned} warning)")
     # Refused, each with one error line.
     bad = pretrain_args("gpt", work, os.path.join(work, "bad"), 4, tok + ["--shard-optimizer", "1", "--optimizer", "lamb"])
-    r = subprocess.run(torchrun(bad), capture_output=True, text=True)
+    r = subprocess.run(launch(bad), capture_output=True, text=True)
     check(r.returncode != 0 and "error: --shard-optimizer: --optimizer lamb cannot be sharded" in r.stderr,
           "zero: --optimizer lamb is refused by name")
     r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The installed package, as a user meets it (CTest "install: ..."; docs/library.md):
-#  1. cmake --install BUILD --prefix WORK/prefix;
-#  2. each project in examples/ configured with only that prefix on CMAKE_PREFIX_PATH
-#     (find_package(lmkit) finds LibTorch itself), built, and run on the bundled data;
+#  1. the install (cmake --install BUILD --prefix EXAMPLES/prefix) holds what a user needs;
+#  2. each project in examples/, configured with only that prefix on CMAKE_PREFIX_PATH
+#     (find_package(lmkit) finds LibTorch itself) and built by the fixture before this test
+#     (tests/install/build_examples.sh into EXAMPLES/build), runs on the bundled data;
 #  3. the plugin example: the installed apps load it with --plugin, its objective shows in
 #     their --help, trains, and resumes to the same weights as an uninterrupted run; a
 #     plugin claiming another lmkit version, and a second copy registering the same
 #     objective, are refused with one error line;
 #  4. a project that takes lmkit in with add_subdirectory() configures (no build).
-#   install_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
+#   install_test.sh SOURCE_DIR BUILD_DIR EXAMPLES_DIR WORK_DIR
 set -euo pipefail
-src="$(realpath "$1")" build="$(realpath "$2")" work="$(realpath -m "$3")"
+src="$(realpath "$1")" build="$(realpath "$2")" examples="$(realpath "$3")" work="$(realpath -m "$4")"
 rm -rf "$work" && mkdir -p "$work"
-prefix="$work/prefix"
+prefix="$examples/prefix"
+built() {  # built PROJECT FILE: the fixture's artifact of examples/PROJECT (or tests/install/PROJECT)
+  [ -f "$examples/build/$1/$2" ] || { echo "FAIL: $examples/build/$1/$2 was not built (tests/install/build_examples.sh)" >&2; exit 1; }
+  echo "$examples/build/$1/$2"
+}
 gen=() && command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-
-cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in include/lmkit/version.h include/lmkit/models/bert.h lib/liblmkit.so lib/liblmkit_spm.so bin/lmkit-pretrain \
          share/lmkit/models/bert-tiny.json lib/cmake/lmkit/lmkitConfig.cmake lib/cmake/lmkit/lmkitConfigVersion.cmake; do
   [ -e "$prefix/$f" ] || { echo "FAIL: the install lacks $f"; exit 1; }
@@ -34,10 +37,7 @@ head -n 601 "$src/tests/fixtures/text/sst2.dev.tsv" >"$data/train.tsv"
 { head -n 1 "$src/tests/fixtures/text/sst2.dev.tsv"; tail -n +602 "$src/tests/fixtures/text/sst2.dev.tsv"; } >"$data/dev.tsv"
 
 example="$work/pretrain_finetune"
-cmake -S "$src/examples/pretrain_finetune" -B "$example/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$prefix" >"$example.configure.log" 2>&1 || { cat "$example.configure.log"; exit 1; }
-cmake --build "$example/build" >"$example.build.log" 2>&1 || { tail -40 "$example.build.log"; exit 1; }
-env -u LD_LIBRARY_PATH -u LMKIT_SPM_MODULE OMP_NUM_THREADS=1 "$example/build/pretrain_finetune" \
+env -u LD_LIBRARY_PATH -u LMKIT_SPM_MODULE OMP_NUM_THREADS=1 "$(built pretrain_finetune pretrain_finetune)" \
   "$prefix/share/lmkit/models/bert-tiny.json" "$src/data/wikitext-2-sample/train.txt" "$data/train.tsv" "$data/dev.tsv" \
   "$example/out" | tee "$example.out"
 grep -q "^lmkit 0\.[0-9]*\.[0-9]* on LibTorch " "$example.out"
@@ -45,14 +45,11 @@ grep -qE "^finetuned: dev accuracy 0\.[0-9]+, macro F1 [0-9.]+ over 272 examples
 [ -f "$example/out/finetune/final/model.safetensors" ]
 
 # The plugin example, and a copy of it that claims to be built for lmkit 0.0.1.
-plugin_src="$src/examples/shuffle_plugin"
-cmake -S "$plugin_src" -B "$work/plugin" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  >"$work/plugin.log" 2>&1 && cmake --build "$work/plugin" >>"$work/plugin.log" 2>&1 || { tail -40 "$work/plugin.log"; exit 1; }
 # A plugin that claims another lmkit: the plugin header alone, compiled directly (no LibTorch headers to parse).
 mkdir -p "$work/plugin-old"
 ${CXX:-c++} -std=c++17 -shared -fPIC -I"$prefix/include" "$src/tests/install/old_plugin/old_plugin.cpp" \
   -o "$work/plugin-old/liblmkit_old.so" >"$work/plugin-old.log" 2>&1 || { cat "$work/plugin-old.log"; exit 1; }
-plugin="$work/plugin/liblmkit_shuffle.so"
+plugin="$(built shuffle_plugin liblmkit_shuffle.so)"
 bin="$prefix/bin"
 # (The help is captured first: grep -q would end the pipe early, and pipefail report it.)
 help="$("$bin/lmkit-pretrain" --plugin "$plugin" --help)"
@@ -69,7 +66,7 @@ expect_error() {  # expect_error PATTERN COMMAND...: exit 2 and one error line m
 expect_error "^error: .*liblmkit_old.so: built against lmkit 0\.0\.1 and LibTorch .*, but this is lmkit 0\.1\.0" \
   "$bin/lmkit-info" --plugin "$work/plugin-old/liblmkit_old.so"
 cp "$plugin" "$work/copy.so"
-expect_error "^error: objective 'shuffle' is registered twice: by .*/plugin/liblmkit_shuffle.so and by .*/copy.so$" \
+expect_error "^error: objective 'shuffle' is registered twice: by .*/shuffle_plugin/liblmkit_shuffle.so and by .*/copy.so$" \
   "$bin/lmkit-info" --plugin "$plugin" --plugin "$work/copy.so"
 expect_error "^error: unknown objective 'shuffle'|^error: objective 'shuffle' does not apply" \
   "$bin/lmkit-pretrain" --model "$prefix/share/lmkit/models/bert-tiny.json" --train "$src/data/wikitext-2-sample/train.txt" \
@@ -105,9 +102,7 @@ OMP_NUM_THREADS=1 "$build/bin/lmkit-bench" --plugin "$plugin" train --objective 
 echo "plugin: lmkit-bench trains the shuffle objective"
 
 # A plugin's family: its checkpoint records the plugin, and says which --plugin to pass without it.
-cmake -S "$src/tests/install/toy_family" -B "$work/toy" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  >"$work/toy.log" 2>&1 && cmake --build "$work/toy" >>"$work/toy.log" 2>&1 || { tail -40 "$work/toy.log"; exit 1; }
-toy="$work/toy/liblmkit_toy.so"
+toy="$(built toy_family liblmkit_toy.so)"
 echo '{"model_type": "toy", "hidden_size": 8}' >"$work/toy.json"
 OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" --plugin "$toy" --model "$work/toy.json" --tokenizer "$work/shuffle-full/tokenizer.model" \
   --train "$src/data/wikitext-2-sample/valid.txt" --steps 2 --batch-size 4 --seq-len 32 --threads 1 --output "$work/toy-run" \
@@ -121,10 +116,7 @@ echo "plugin: a toy family's checkpoint names its plugin"
 
 # The metric example: lmkit-evaluate --plugin runs it on a finetuned classifier, its ECE equals one computed
 # from the classification metric's own predictions, another metric's flag is refused, and lmkit-suite runs it.
-calibration="$work/calibration"
-cmake -S "$src/examples/calibration_plugin" -B "$calibration" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  >"$calibration.log" 2>&1 && cmake --build "$calibration" >>"$calibration.log" 2>&1 || { tail -40 "$calibration.log"; exit 1; }
-cal_plugin="$calibration/liblmkit_calibration.so"
+cal_plugin="$(built calibration_plugin liblmkit_calibration.so)"
 classifier=(--init random --model "$prefix/share/lmkit/models/bert-tiny.json" --tokenizer "$work/shuffle-full/tokenizer.model"
             --train "$data/train.tsv" --dev "$data/dev.tsv" --epochs 1 --batch-size 16 --max-length 32 --threads 1)
 OMP_NUM_THREADS=1 "$bin/lmkit-finetune" "${classifier[@]}" --output "$work/sst" >"$work/sst.log" 2>&1 || { tail -20 "$work/sst.log"; exit 1; }
@@ -164,10 +156,7 @@ echo "plugin: the calibration metric's ECE equals the predictions', and lmkit-su
 # that has a gradient by exactly the learning rate (Lion's sign update: one step at lr 1e-3 and one at 2e-3 from the
 # same start differ by exactly 1e-3 wherever a weight moved, read back from the safetensors here),
 # a stop and --resume end on the same weights, lmkit-info --registered names the plugin, another's flag is refused.
-lion="$work/lion"
-cmake -S "$src/examples/lion_plugin" -B "$lion" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  >"$lion.log" 2>&1 && cmake --build "$lion" >>"$lion.log" 2>&1 || { tail -40 "$lion.log"; exit 1; }
-lion_plugin="$lion/liblmkit_lion.so"
+lion_plugin="$(built lion_plugin liblmkit_lion.so)"
 lion_args=(--plugin "$lion_plugin" --optimizer lion --model "$prefix/share/lmkit/models/bert-tiny.json" --objective mlm
            --tokenizer "$work/shuffle-full/tokenizer.model" --train "$src/data/wikitext-2-sample/valid.txt" --batch-size 4
            --seq-len 32 --threads 1 --schedule constant --warmup 0 --weight-decay 0 --seed 3)
@@ -210,10 +199,7 @@ echo "plugin: the Lion optimizer trains by sign steps of the learning rate and r
 # The attention example: Performer's FAVOR+ as a plugin. Its numbers against a reference of the paper's equations
 # with the same random features (tests/interop/performer_reference.py, where the Python has torch), then the apps:
 # a BERT that names it pretrains, resumes bitwise, is evaluated, and lmkit-info lists it; a decoder is refused.
-performer="$work/performer"
-cmake -S "$src/examples/performer_plugin" -B "$performer" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  >"$performer.log" 2>&1 && cmake --build "$performer" >>"$performer.log" 2>&1 || { tail -40 "$performer.log"; exit 1; }
-performer_plugin="$performer/liblmkit_performer.so"
+performer_plugin="$(built performer_plugin liblmkit_performer.so)"
 py="${LMKIT_PYTHON:-python3}"
 if "$py" -c "import torch, safetensors" 2>/dev/null; then
   "$py" "$src/tests/interop/performer_reference.py" "$performer_plugin" --bin "$bin" --work "$work/performer-reference" ||
