@@ -107,7 +107,7 @@ struct TrainCommand {
         ->check(in_range(0.5, 1.0));
     t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
     t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(positive());
-    t->add_option("--threads", options.threads, "threads (0: every core)")->check(non_negative());
+    t->add_option("--threads", options.threads, "threads (0: OMP_NUM_THREADS where set, else every core)")->check(non_negative());
     t->add_flag("--overwrite", overwrite, "replace a tokenizer already at --output");
     return t;
   }
@@ -173,7 +173,7 @@ struct EncodeCommand {
     e->add_option("--format", format, "auto, blank-line, lines or jsonl");
     e->add_option("--text-field", text_field, "JSONL field holding the text");
     e->add_flag("--overwrite", overwrite, "replace a token corpus already at --output");
-    e->add_option("--threads", threads, "encoding threads (0: every core); the output does not depend on it")->check(non_negative());
+    e->add_option("--threads", threads, "encoding threads (0: OMP_NUM_THREADS where set, else every core); the output does not depend on it")->check(non_negative());
     return e;
   }
   // Checked before the work: only an earlier corpus is replaced, and only with --overwrite

@@ -6,7 +6,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <thread>
 
 #include "lmkit/core/cuda.h"
@@ -30,16 +32,32 @@ TEST_CASE("runtime: device parsing", "[core][runtime]") {
   }
 }
 
-TEST_CASE("runtime: thread count defaults to every core", "[core][runtime]") {
+TEST_CASE("runtime: thread count defaults to OMP_NUM_THREADS, else every core", "[core][runtime]") {
   const int before = at::get_num_threads();
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string saved_value = saved ? saved : "";
   // 100000 threads printed nothing for minutes: at most 4 per core.
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   CHECK(lmkit::resolve_threads(4 * cores) == 4 * cores);
   CHECK_THROWS_WITH(lmkit::resolve_threads(4 * cores + 1), Catch::Contains("4 per core"));
-  CHECK(lmkit::set_threads(0) == static_cast<int>(std::thread::hardware_concurrency()));
-  CHECK(at::get_num_threads() == static_cast<int>(std::thread::hardware_concurrency()));
+  unsetenv("OMP_NUM_THREADS");
+  CHECK(lmkit::set_threads(0) == cores);
+  CHECK(at::get_num_threads() == cores);
   CHECK(lmkit::set_threads(1) == 1);
   CHECK(at::get_num_threads() == 1);
+  // torchrun's 1 a rank, OpenMP's nested form, and values that are no count.
+  setenv("OMP_NUM_THREADS", "1", 1);
+  CHECK(lmkit::resolve_threads(0) == 1);
+  CHECK(lmkit::resolve_threads(3) == 3);  // the flag wins
+  setenv("OMP_NUM_THREADS", "2,1", 1);
+  CHECK(lmkit::resolve_threads(0) == 2);
+  for (const char* bad : {"0", "-1", "two", " 2", "99999999999"}) {
+    setenv("OMP_NUM_THREADS", bad, 1);
+    CHECK_THROWS_WITH(lmkit::resolve_threads(0), Catch::Contains("OMP_NUM_THREADS"));
+  }
+  setenv("OMP_NUM_THREADS", std::to_string(4 * cores + 1).c_str(), 1);
+  CHECK_THROWS_WITH(lmkit::resolve_threads(0), Catch::Contains("4 per core"));
+  if (saved) setenv("OMP_NUM_THREADS", saved_value.c_str(), 1); else unsetenv("OMP_NUM_THREADS");
   lmkit::set_threads(before);
 }
 

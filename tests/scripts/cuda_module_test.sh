@@ -25,7 +25,7 @@ loads_cuda() {
   log=$(LD_DEBUG=files "$@" 2>&1 >/dev/null || true)
   grep -q "file=[^ ]*libtorch_cuda.so" <<<"$log"
 }
-! loads_cuda "$bin/lmkit_tests" "runtime: thread count defaults to every core" || fail "a CPU run loaded libtorch_cuda"
+! loads_cuda "$bin/lmkit_tests" "runtime: thread count defaults to OMP_NUM_THREADS, else every core" || fail "a CPU run loaded libtorch_cuda"
 echo "a CPU run loads no CUDA library"
 # lmkit-info starts on the CPU (seeded, threads set), then asks about CUDA.
 out=$("$bin/lmkit-info" --json 2>&1) || fail "lmkit-info after a CPU start-up: $out"

@@ -57,7 +57,7 @@ CLI::Validator in_range(double min, double max) {
 }
 
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
-  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: every core)")->check(non_negative());
+  app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: OMP_NUM_THREADS where set, else every core)")->check(non_negative());
   app.add_option("--device", options.device, "cpu, cuda or cuda:N");
   app.add_option("--seed", options.seed, "seed for every random number generator");
   app.add_flag("--deterministic", options.deterministic,

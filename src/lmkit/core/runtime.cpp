@@ -64,11 +64,27 @@ int resolve_threads(int n) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // 100000 threads took minutes before printing anything; past a few per core, more only adds contention.
   const int most = 4 * cores;
-  if (n > most) {
-    throw InputError("--threads " + std::to_string(n) + ": at most " + std::to_string(most) + " (4 per core; this machine has " +
-                     std::to_string(cores) + "): more threads than that only slow every step down");
+  const auto refuse = [&](const std::string& what) {
+    return InputError(what + ": at most " + std::to_string(most) + " (4 per core; this machine has " +
+                      std::to_string(cores) + "): more threads than that only slow every step down");
+  };
+  if (n > most) throw refuse("--threads " + std::to_string(n));
+  if (n > 0) return n;
+  // The default: OMP_NUM_THREADS where it is set, as LibTorch reads it (torchrun sets 1 for each of
+  // several ranks on a machine, and a scheduler's job gets its share), else every core. OpenMP's
+  // form "N" or "N,M,..." (a count per nesting level: the first is this level's).
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (!env || !*env) return cores;
+  const std::string v(env);
+  const std::string first = v.substr(0, v.find(','));
+  if (first.empty() || first.size() > 9 || first.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(first) < 1) {
+    throw InputError("environment variable OMP_NUM_THREADS='" + v.substr(0, 40) +
+                     "' is not a thread count (a positive integer; unset it for every core, or pass --threads)");
   }
-  return n > 0 ? n : cores;
+  const int threads = std::stoi(first);
+  if (threads > most) throw refuse("OMP_NUM_THREADS=" + first);
+  return threads;
 }
 
 int set_threads(int n) {

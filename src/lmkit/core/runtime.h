@@ -27,10 +27,11 @@ c10::Device parse_device(const std::string& spec);
 /// ("tried to allocate N bytes"); nullopt for any other error.
 std::optional<std::string> out_of_memory(const c10::Error& e);
 
-/// A thread-count flag's value: n itself, or every core for n <= 0 (the default of
-/// --threads everywhere). InputError above 4 threads per core.
+/// A thread-count flag's value: n itself; for n <= 0 (the default of --threads everywhere)
+/// OMP_NUM_THREADS where it is set (torchrun's 1 a rank), else every core. InputError above
+/// 4 threads per core, or for an OMP_NUM_THREADS that is not a positive count.
 int resolve_threads(int n);
-/// Sets LibTorch's intra-op thread count; n <= 0 means every core. Returns the count set.
+/// Sets LibTorch's intra-op thread count; n <= 0 means resolve_threads' default. Returns the count set.
 int set_threads(int n);
 
 /// Seeds LibTorch (CPU and CUDA) and the C library RNG from one seed.
