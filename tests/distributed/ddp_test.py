@@ -9,8 +9,9 @@
                    with the same weights as 1 process x batch 2B, and as 1 process x B
                    with --accumulation 2; validation figures agree too. The ranks start as
                    srun (bert, t5) or mpirun (gpt, finetune) would start them (launch.py).
-  resume           2 ranks stopped at step 4 and resumed (a restarted job) end as an
-                   uninterrupted 2-rank run: same losses, same weights.
+  resume           2 ranks stopped at step 4 and resumed (a restarted job, started as srun
+                   would) end as an uninterrupted 2-rank run under torchrun: same losses,
+                   same weights.
   nccl             where a GPU is: torchrun with 1 process on --device cuda (NCCL, world
                    size 1) trains like the same run without torchrun (skipped without one).
   zero             (ranks started as srun would) --shard-optimizer 1 and 2 (ZeRO) against unsharded data parallelism at 2 and 3
@@ -192,10 +193,11 @@ def resume(work):
     mix = {"train": f"wiki=0.7:{train},short=0.3:{valid}", "valid": f"wiki:{valid},short:{valid}"}
     full = os.path.join(work, "full")
     run(torchrun(pretrain_args("bert", work, full, 8, ["--save-every", "4"], **mix)))
+    # The stopped and resumed job started as srun would (a job restarted by another launcher is the same job).
     cut = os.path.join(work, "cut")
-    run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--stop-at", "4"], **mix)))
+    run(launch(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--stop-at", "4"], **mix)))
     check(not os.path.exists(os.path.join(cut, "final")), "resume: the stopped run has no final/")
-    r = run(torchrun(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--resume"], **mix)))
+    r = run(launch(pretrain_args("bert", work, cut, 8, ["--save-every", "4", "--resume"], **mix)))
     check("resuming from" in r.stderr and "step 4" in r.stderr, "resume: both ranks continue from step 4")
     compare_runs(full, cut, "resume 2 ranks: stopped at 4 + resumed vs uninterrupted",
                  valid_keys=("loss", "mlm_loss", "nsp_accuracy"))
