@@ -9,6 +9,7 @@ src="$(realpath "$1")" build="$(realpath "$2")" work="$(realpath -m "$3")"
 rm -rf "$work" && mkdir -p "$work"
 gen=() && command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+# No CMAKE_BUILD_TYPE: configured as docs/library.md and the examples' own comments configure them.
 cmake -S "$src/tests/install/examples" -B "$work/build" "${gen[@]}" \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DLMKIT_SOURCE_DIR="$src" >"$work/configure.log" 2>&1 ||
   { tail -40 "$work/configure.log"; exit 1; }
