@@ -27,7 +27,9 @@
 
 Exit 0 only when every check holds; 77 (CTest: skipped) without torch/safetensors.
 """
-import argparse, json, os, re, shutil, signal, socket, subprocess, sys, time
+import argparse, json, os, re, shutil, signal, subprocess, sys, time
+
+from launch import free_port  # tests/distributed/launch.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "data", "wikitext-2-sample")
@@ -61,12 +63,6 @@ def check(ok, what):
     print(("ok    " if ok else "FAIL  ") + what, flush=True)
     if not ok:
         failures.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(cmd, **kw):
