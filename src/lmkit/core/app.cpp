@@ -56,6 +56,10 @@ CLI::Validator in_range(double min, double max) {
   return bound("in [" + plain(min) + ", " + plain(max) + "]", [min, max](double v) { return v >= min && v <= max; });
 }
 
+CLI::Validator in_range_below(double min, double max) {
+  return bound("in [" + plain(min) + ", " + plain(max) + ")", [min, max](double v) { return v >= min && v < max; });
+}
+
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
   app.add_option("--threads", options.threads, "CPU threads for LibTorch (0: OMP_NUM_THREADS where set, else every core)")->check(non_negative());
   app.add_option("--device", options.device, "cpu, cuda or cuda:N");

@@ -74,12 +74,18 @@ std::vector<std::vector<MaskCandidate>> fill_mask(models::Model& model, const to
 Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const std::string& probes_tsv, c10::Device device) {
   std::ifstream in(probes_tsv);
   check_input(in.good(), probes_tsv + ": cannot read the cloze probes");
+  // A line without the '\r' a file saved on Windows ends it with (else the answer "the\r" is no token).
+  auto next_line = [&](std::string& line) {
+    if (!std::getline(in, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  };
   std::string line;
-  std::getline(in, line);
-  check_input(line.rfind("template\tanswer", 0) == 0, probes_tsv + ":1: expected the header 'template<TAB>answer'");
+  next_line(line);
+  check_input(line == "template\tanswer", probes_tsv + ":1: expected the header 'template<TAB>answer'");
   int64_t scored = 0, multi_piece = 0, at1 = 0, at10 = 0, number = 1;
   double reciprocal = 0;
-  while (std::getline(in, line)) {
+  while (next_line(line)) {
     ++number;
     if (line.empty()) continue;
     const std::string where = probes_tsv + ":" + std::to_string(number);
@@ -90,6 +96,7 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
     const size_t first = templ.find("[MASK]");
     check_input(first != std::string::npos && templ.find("[MASK]", first + 1) == std::string::npos,
                 where + ": the template must hold [MASK] exactly once");
+    check_input(answer.find_first_not_of(" ") != std::string::npos, where + ": the answer is empty");
     // The answer as running text has it: a word after a space (LAMA's single-token objects).
     const std::vector<int32_t> pieces = tok.encode("a " + answer);
     const std::vector<int32_t> prefix = tok.encode("a");
@@ -98,7 +105,13 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
       continue;
     }
     const std::vector<int32_t> ids = tok.encode_pair(with_mask_piece(templ, tok)).ids;
-    const at::Tensor probs = mask_probabilities(model, ids, mask_positions(ids, tok, templ), device)[0];  // (V)
+    at::Tensor probs;
+    try {
+      probs = mask_probabilities(model, ids, mask_positions(ids, tok, templ), device)[0];  // (V)
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::kInput) throw;
+      throw InputError(where + ": " + e.what());  // e.g. a template longer than the model's positions
+    }
     const int64_t rank = 1 + probs.gt(probs[pieces.back()]).sum().item<int64_t>();
     ++scored;
     at1 += rank == 1;

@@ -23,13 +23,14 @@ Json read_attention_field(ConfigReader& r, const nn::AttentionSpec& spec, const 
     else r.get_choice(f.key, text, std::set<std::string>(f.choices.begin(), f.choices.end()));
     return text;
   }
+  const bool unbounded = f.max >= 1e18;  // AttentionField's default max: the message says ">= min", not "in [min, 1e18]"
   if (f.fallback.is_number_integer()) {
     int64_t n = 0;
-    r.get(f.key, n, static_cast<int64_t>(f.min), f.max >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(f.max));
+    r.get(f.key, n, static_cast<int64_t>(f.min), unbounded ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(f.max));
     return n;
   }
   double x = 0;
-  r.get(f.key, x, f.min, f.max);
+  r.get(f.key, x, f.min, unbounded ? std::numeric_limits<double>::max() : f.max);
   return x;
 }
 

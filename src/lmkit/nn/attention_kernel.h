@@ -121,7 +121,7 @@ struct AttentionField {
   std::string key;
   Json fallback;                     ///< its default: an integer, a number or a string (the type it takes)
   std::string help;                  ///< one line
-  double min = 0, max = 1e18;        ///< a number's range
+  double min = 0, max = 1e18;        ///< a number's range (max 1e18 or more: no upper bound)
   std::vector<std::string> choices;  ///< a string's values
 };
 

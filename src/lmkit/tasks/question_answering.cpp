@@ -2,6 +2,7 @@
 // questions), HF run_qa's windows and answers, scored by SQuAD's official evaluate scripts.
 #include <cstdio>
 
+#include "lmkit/core/app.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/data/squad.h"
@@ -20,13 +21,13 @@ class QuestionAnswering : public Task {
     const std::string as = mode == Mode::kEvaluate ? " (default: as finetuned)" : "";
     app.add_option("--doc-stride", doc_stride_,
                    "question-answering: context tokens two windows of a long context share (HF run_qa's; default 128)" + as)
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     app.add_option("--max-query-length", max_query_, "question-answering: the question's first tokens kept (default 64)" + as)
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     app.add_option("--max-answer-length", max_answer_, "question-answering: the longest answer in tokens (default 30)" + as)
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     app.add_option("--n-best", n_best_, "question-answering: start and end candidates per window (default 20)" + as)
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     app.add_option("--null-score-diff-threshold", null_threshold_,
                    "question-answering, SQuAD v2.0: answer \"\" when the null score beats the best span's by more (default 0)" + as);
   }

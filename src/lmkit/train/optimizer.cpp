@@ -8,6 +8,7 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/optim/serialize.h>
 
+#include "lmkit/core/app.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
@@ -236,11 +237,11 @@ void adamw_update(at::Tensor& param, const at::Tensor& grad, TensorState& state,
 void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags) {
   app.add_option("--optimizer", flags.name, "the optimizer: " + optimizer_names());
   app.add_option("--adam-beta1", flags.beta1, "Adam's beta1 (--optimizer " + adam_users() + ")")
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(in_range_below(0, 1));
   app.add_option("--adam-beta2", flags.beta2, "Adam's beta2 (0.95 is common for decoders; --optimizer " + adam_users() + ")")
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(in_range_below(0, 1));
   app.add_option("--adam-eps", flags.eps, "Adam's epsilon (--optimizer " + adam_users() + ")")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   for (const auto& o : optimizers()) {
     for (const auto& f : o.flags) {
       flags.own[f.name] = flag_text(f.fallback);
@@ -253,11 +254,11 @@ void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb) {
   app.add_option("--shard-optimizer", stage,
                  "with several processes: 1 shards the optimizer state across the ranks (ZeRO-1), 2 the gradients "
                  "too (ZeRO-2); 0 keeps both whole on every rank")
-      ->check(CLI::Range(0, 2));
+      ->check(in_range(0, 2));
   app.add_option("--bucket-mb", bucket_mb,
                  "with several processes: gradients are reduced in buckets of about this many MiB, each launched as "
                  "soon as backward fills it (DDP's bucket_cap_mb; default 25); stage 2 holds two at a time")
-      ->check(CLI::Range(1.0 / 1024, 65536.0));
+      ->check(in_range(1.0 / 1024, 65536.0));
 }
 
 OptimizerOptions optimizer_options(const CLI::App& app, const OptimizerFlags& flags, double lr, double weight_decay) {
