@@ -98,18 +98,23 @@ TEST_CASE("metrics: one flushed JSON object per line - appended", "[core][progre
 }
 
 namespace {
-int run(const std::function<void()>& body, std::vector<std::string> args, std::string& err) {
-  CLI::App app("test");
-  lmkit::RuntimeOptions rt;
-  lmkit::add_runtime_flags(app, rt);
+// run_app on `args` (after the program's name), what it wrote to stderr in `err`.
+int run_args(CLI::App& app, const std::function<void()>& body, std::vector<std::string> args, std::string& err) {
   std::vector<char*> argv{const_cast<char*>("prog")};
   for (auto& a : args) argv.push_back(a.data());
   std::stringstream captured;
   auto* old = std::cerr.rdbuf(captured.rdbuf());
-  int code = lmkit::run_app(app, static_cast<int>(argv.size()), argv.data(), body);
+  const int code = lmkit::run_app(app, static_cast<int>(argv.size()), argv.data(), body);
   std::cerr.rdbuf(old);
   err = captured.str();
   return code;
+}
+
+int run(const std::function<void()>& body, std::vector<std::string> args, std::string& err) {
+  CLI::App app("test");
+  lmkit::RuntimeOptions rt;
+  lmkit::add_runtime_flags(app, rt);
+  return run_args(app, body, std::move(args), err);
 }
 }  // namespace
 
@@ -129,6 +134,28 @@ TEST_CASE("app: failures become one error line and the right exit code", "[core]
   CHECK_THAT(err, Catch::Contains("--no-such-flag"));
 }
 
+TEST_CASE("app: an unknown option is named with the one meant, stray words in the order given", "[core][app]") {
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app("test");
+    int64_t warmup = 0, batch = 1, epochs = 1, n = 0;
+    app.add_option("--warmup", warmup);
+    app.add_option("--batch-size", batch);
+    app.add_option("--epochs", epochs);
+    app.add_subcommand("sub")->add_option("--count", n);
+    std::string err;
+    const int code = run_args(app, [] {}, std::move(args), err);
+    return std::make_pair(code, err);
+  };
+  // CLI11 said "The following arguments were not expected: 100 --warmup-steps".
+  CHECK(parse({"--warmup-steps", "100"}) == std::make_pair(2, std::string("error: unknown option --warmup-steps (did you mean --warmup?) (see --help)\n")));
+  CHECK(parse({"--per-device-train-batch-size=8"}).second == "error: unknown option --per-device-train-batch-size (did you mean --batch-size?) (see --help)\n");
+  CHECK(parse({"--epoch", "2"}).second == "error: unknown option --epoch (did you mean --epochs?) (see --help)\n");
+  CHECK(parse({"--zzz"}).second == "error: unknown option --zzz (see --help)\n");
+  CHECK(parse({"sub", "--cout", "3"}).second == "error: unknown option --cout (did you mean --count?) (see --help)\n");
+  CHECK(parse({"sub", "--count", "3", "a", "b"}).second == "error: arguments no option takes: a b (see --help)\n");
+  CHECK(parse({"--epochs", "2", "-1"}).second == "error: an argument no option takes: -1 (see --help)\n");
+}
+
 TEST_CASE("app: numbers are taken as written: out of range or not finite is an input error", "[core][app]") {
   // CLI11 clamped 99999999999999999999 to 2^63-1 and took nan; both ran silently.
   auto parse = [](std::vector<std::string> args, std::string& err) {
@@ -144,13 +171,7 @@ TEST_CASE("app: numbers are taken as written: out of range or not finite is an i
     sub->add_option("--n", n);
     bool ran = false;
     sub->callback([&] { ran = true; });
-    std::vector<char*> argv{const_cast<char*>("prog")};
-    for (auto& a : args) argv.push_back(a.data());
-    std::stringstream captured;
-    auto* old = std::cerr.rdbuf(captured.rdbuf());
-    const int code = lmkit::run_app(app, static_cast<int>(argv.size()), argv.data(), [] {});
-    std::cerr.rdbuf(old);
-    err = captured.str();
+    const int code = run_args(app, [] {}, std::move(args), err);
     return std::make_pair(code, ran);
   };
   std::string err;

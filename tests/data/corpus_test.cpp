@@ -38,7 +38,15 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
   REQUIRE(docs.size() == 2);
   CHECK(docs[0].sentences.size() == 2);
   { std::ofstream(dir / "c.jsonl") << "{\"text\": \"ok\"}\n{\"body\": \"x\"}\n"; }
-  CHECK_THROWS_WITH(data::read_documents(dir / "c.jsonl"), Catch::Contains("c.jsonl:2: no string field 'text'"));
+  CHECK_THROWS_WITH(data::read_documents(dir / "c.jsonl"),
+                    Catch::Contains("c.jsonl:2: no field 'text' (--text-field names the field of texts)"));
+  { std::ofstream(dir / "n.jsonl") << "{\"text\": \"ok\"}\n{\"text\": 5}\n"; }
+  CHECK_THROWS_WITH(data::read_documents(dir / "n.jsonl"), Catch::Contains("n.jsonl:2: field 'text' holds a number, not text"));
+  { std::ofstream(dir / "l.jsonl") << "[\"text\"]\n"; }
+  CHECK_THROWS_WITH(data::read_documents(dir / "l.jsonl"), Catch::Contains("l.jsonl:1: a JSON array, not an object with a field 'text'"));
+  // A null text (HF datasets' to_json writes one for None) is no document, as a null in a Parquet column.
+  { std::ofstream(dir / "e.jsonl") << "{\"text\": \"One .\"}\n{\"text\": null}\n{\"text\": \"Two .\"}\n"; }
+  CHECK(data::read_documents(dir / "e.jsonl").size() == 2);
   { std::ofstream(dir / "d.jsonl") << "{not json\n"; }
   CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: malformed JSON"));
 }
@@ -203,7 +211,7 @@ TEST_CASE("text input: a truncated or damaged stream names the file and line, ne
     for (size_t i = damaged.size() / 2; i < damaged.size() / 2 + 64; ++i) damaged[i] = static_cast<char>(damaged[i] ^ 0x5a);
     write_raw_bytes(dir / ("mid.jsonl." + ext), damaged);
     CHECK_THROWS_WITH(data::read_documents(dir / ("mid.jsonl." + ext)),
-                      Catch::Matches(".*mid\\.jsonl\\." + ext + ":[0-9]+: .*(damaged|malformed JSON|no string field).*",
+                      Catch::Matches(".*mid\\.jsonl\\." + ext + ":[0-9]+: .*(damaged|malformed JSON|no field|holds a|a JSON).*",
                                      Catch::CaseSensitive::Yes));
   }
 }

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cerrno>
 #include <cmath>
@@ -235,12 +236,49 @@ void add_plugin_flag(CLI::App& app) {
 
 }  // namespace
 
+namespace {
+
+// The option a user meant by an unknown `--word`: a close spelling (--stpes: --steps), else the
+// option it starts or ends with as HF's Trainer names them (--warmup-steps: --warmup,
+// --per-device-train-batch-size: --batch-size, --num-train-epochs: --epochs).
+std::string option_hint(const std::string& word, const std::vector<std::string>& names) {
+  std::string hint = closest_name(word, names);
+  if (!hint.empty()) return hint;
+  for (const auto& n : names) {
+    const bool starts = word.size() > n.size() && word.compare(0, n.size() + 1, n + "-") == 0;
+    const bool ends = word.size() > n.size() && word.compare(word.size() - n.size() - 1, n.size() + 1, "-" + n) == 0;
+    if ((starts || ends) && n.size() > hint.size()) hint = n;
+  }
+  return hint;
+}
+
+// The words CLI11 could not place, in the order given (its own message lists them reversed, as
+// run_app hands it the arguments); options were checked before parsing (check_option_words).
+std::string extras_message(CLI::App& app) {
+  std::vector<std::string> stray;
+  for (CLI::App* a = &app; a != nullptr;) {
+    for (const auto& r : a->remaining()) stray.push_back(r);
+    const auto used = a->get_subcommands();
+    a = used.empty() ? nullptr : used.front();
+  }
+  if (stray.empty()) return "";
+  std::string words;
+  for (const auto& w : stray) words += (words.empty() ? "" : " ") + w;
+  return std::string(stray.size() == 1 ? "an argument" : "arguments") + " no option takes: " + words;
+}
+
+}  // namespace
+
 int guard(const std::function<void()>& body, CLI::App* app) {
   try {
     body();
     return 0;
   } catch (const CLI::ParseError& e) {
     if (app && e.get_exit_code() == 0) return app->exit(e);  // --help, --version
+    if (app && dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      const std::string what = extras_message(*app);
+      if (!what.empty()) return fail(what + " (see --help)", ExitCode::kInput);
+    }
     return fail(std::string(e.what()) + " (see --help)", ExitCode::kInput);
   } catch (const Error& e) {
     if (e.code() == ExitCode::kInterrupted) {  // a graceful stop, not a failure: say how to go on
@@ -354,6 +392,52 @@ void check_subcommand_word(CLI::App& app, const std::vector<std::string>& args) 
 
 }  // namespace
 
+// Every `--name` among the arguments is an option of the app or of the subcommand it follows,
+// checked before CLI11 parses (which would first report a missing required option, or take the
+// value after a misspelt option for a subcommand): else "unknown option --trian (did you mean
+// --train?)".
+void check_option_words(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* at = &app;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") return;
+    if (arg.rfind("--", 0) != 0) {
+      for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
+        if (sub->check_name(arg)) {
+          at = sub;
+          break;
+        }
+      }
+      continue;
+    }
+    const std::string name = arg.substr(0, arg.find('='));
+    const CLI::Option* o = nullptr;
+    for (CLI::App* a = at; a != nullptr && o == nullptr; a = a->get_parent()) o = a->get_option_no_throw(name);
+    if (o == nullptr) {
+      std::vector<std::string> names;
+      for (const CLI::Option* known : at->get_options()) {
+        const std::string n = known->get_name(false, true);
+        if (n.rfind("--", 0) == 0) names.push_back(n.substr(2));
+      }
+      const std::string hint = option_hint(name.substr(2), names);
+      throw InputError("unknown option " + name + (hint.empty() ? "" : " (did you mean --" + hint + "?)") + " (see --help)");
+    }
+    if (arg.find('=') != std::string::npos || o->get_expected_max() == 0) continue;
+    if (o->get_expected_max() == 1 || !o->get_allow_extra_args()) {
+      ++i;  // its value, whatever it looks like (--lr -1); --plugin FILE takes one an occurrence
+      continue;
+    }
+    // A list's values: up to the next option or subcommand.
+    auto is_subcommand = [&](const std::string& word) {
+      for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
+        if (sub->check_name(word)) return true;
+      }
+      return false;
+    };
+    while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && !is_subcommand(args[i + 1])) ++i;
+  }
+}
+
 int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   add_plugin_flag(app);
   show_defaults(app, std::make_shared<HelpFormatter>());
@@ -367,6 +451,7 @@ int run_app(CLI::App& app, int argc, char** argv, const std::function<void()>& b
       [&] {
         // CLI11 wants the arguments reversed when given as a vector.
         std::vector<std::string> args = expand_config(app, argc, argv);
+        check_option_words(app, args);
         check_subcommand_word(app, args);
         std::reverse(args.begin(), args.end());
         // After parsing, before any callback: subcommands' bodies run inside parse().

@@ -110,11 +110,14 @@ void jsonl_documents(TextInput& input, const std::string& path, const std::strin
     ++line_no;
     progress.update(input);
     if (trim(line).empty()) continue;
-    const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no), /*with_line=*/false);
-    if (!j.is_object() || !j.contains(text_field) || !j[text_field].is_string()) {
-      throw InputError(path + ":" + std::to_string(line_no) + ": no string field '" + text_field + "'");
-    }
-    emit_text(j[text_field].get<std::string>(), document);
+    const std::string where = path + ":" + std::to_string(line_no);
+    const nlohmann::json j = parse_json(line, where, /*with_line=*/false);
+    check_input(j.is_object(), where + ": a JSON " + std::string(j.type_name()) + ", not an object with a field '" + text_field + "'");
+    const auto field = j.find(text_field);
+    check_input(field != j.end(), where + ": no field '" + text_field + "' (--text-field names the field of texts)");
+    if (field->is_null()) continue;  // no text: no document, as a null in a Parquet column of texts
+    check_input(field->is_string(), where + ": field '" + text_field + "' holds a " + std::string(field->type_name()) + ", not text");
+    emit_text(field->get<std::string>(), document);
   }
 }
 
