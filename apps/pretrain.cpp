@@ -400,11 +400,11 @@ void run(const Args& a, const Json& resolved) {
               "--source-lang and --target-lang apply to parallel-text objectives, not " + objective.name);
   // Said now, not after the tokenizer is trained and the corpus encoded.
   if (leader) a.tensorboard.check();
-  if (spec.images) return run_images(a, resolved, run, config, config_name, objective, spec);
   data::PackingOptions asked;
   asked.document_mask = a.document_mask;
   asked.reset_positions = a.reset_positions;
-  data::check_objective_packing(spec, asked);
+  data::check_objective_packing(spec, asked);  // before the image branch too: mae packs no documents
+  if (spec.images) return run_images(a, resolved, run, config, config_name, objective, spec);
   std::string tok_path;
   const auto tok = pretraining_tokenizer(a, family, seq2seq, group, tok_path);
   auto model = pretraining_model(a, config, config_name, family, objective, tok);

@@ -152,6 +152,8 @@ TEST_CASE("app: an unknown option is named with the one meant, stray words in th
   CHECK(parse({"--epoch", "2"}).second == "error: unknown option --epoch (did you mean --epochs?) (see --help)\n");
   CHECK(parse({"--zzz"}).second == "error: unknown option --zzz (see --help)\n");
   CHECK(parse({"sub", "--cout", "3"}).second == "error: unknown option --cout (did you mean --count?) (see --help)\n");
+  CHECK(parse({"--count", "3", "sub"}).second ==
+        "error: unknown option --count (--count is an option of 'sub': give it after the subcommand) (see --help)\n");
   CHECK(parse({"sub", "--count", "3", "a", "b"}).second == "error: arguments no option takes: a b (see --help)\n");
   CHECK(parse({"--epochs", "2", "-1"}).second == "error: an argument no option takes: -1 (see --help)\n");
 }

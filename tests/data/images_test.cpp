@@ -181,6 +181,9 @@ TEST_CASE("images: lmkit-pretrain --objective mae trains ViT-MAE on IDX images a
   auto bad = test::run(base + "--output " + (dir / "b1") + " --steps 1 --seq-len 64");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("--seq-len: objective mae reads images"));
+  bad = test::run(base + "--output " + (dir / "b3") + " --steps 1 --document-mask");  // was a silent no-op
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("--document-mask and --reset-positions apply to objectives that pack documents"));
   write_idx(dir / "big-images-idx3-ubyte", "", 8, 12, 12, false);
   bad = test::run("lmkit-pretrain --model " + (dir / "mae.json") + " --train " + (dir / "big-images-idx3-ubyte") + " --output " +
                   (dir / "b2") + " --steps 1 --threads 1");

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "lmkit/core/error.h"
 #include "lmkit/eval/loss.h"
@@ -78,6 +79,24 @@ TEST_CASE("trainer: TrainerInputs and TrainerOptions train a model in a director
     CHECK_THROWS_WITH(train::Trainer(empty, o), Catch::Contains("needs a model and training examples"));
   }
   std::filesystem::remove_all(o.output);
+}
+
+TEST_CASE("trainer: a run that made its directory and wrote nothing there removes it; other directories stay",
+          "[train][trainer]") {
+  const std::string dir = trainer_scratch("unused");
+  std::filesystem::remove_all(dir);
+  { const auto lock = train::open_run_directory(dir, false, false); }  // failed on its input: nothing written
+  CHECK_FALSE(std::filesystem::exists(dir));
+  {
+    const auto lock = train::open_run_directory(dir, false, false);
+    std::ofstream(dir + "/metrics.jsonl") << "{}\n";
+  }
+  CHECK(std::filesystem::exists(dir + "/metrics.jsonl"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);  // a folder the user made stays
+  { const auto lock = train::open_run_directory(dir, false, false); }
+  CHECK(std::filesystem::is_directory(dir));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("trainer: validation with eval_accuracy reports the argmax accuracy over the labelled positions",

@@ -77,6 +77,16 @@ void add_config_flag(CLI::App& app) {
 
 namespace {
 
+// An app's long option names without their dashes ("steps", "batch-size").
+std::vector<std::string> long_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : const_cast<CLI::App&>(app).get_options()) {
+    const std::string name = o->get_name(false, true);
+    if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
+  }
+  return names;
+}
+
 // The option a --config key names (an InputError with a did-you-mean otherwise).
 const CLI::Option& config_option(const CLI::App& app, const std::string& path, const std::string& key,
                                  const std::string& flag) {
@@ -86,12 +96,7 @@ const CLI::Option& config_option(const CLI::App& app, const std::string& path, c
                      "on the command line (or $LMKIT_PLUGINS)");
   }
   if (const CLI::Option* opt = app.get_option_no_throw("--" + flag)) return *opt;
-  std::vector<std::string> names;
-  for (const CLI::Option* o : const_cast<CLI::App&>(app).get_options()) {
-    const std::string name = o->get_name(false, true);
-    if (name.rfind("--", 0) == 0) names.push_back(name.substr(2));
-  }
-  const std::string hint = closest_name(flag, names);
+  const std::string hint = closest_name(flag, long_names(app));
   throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
@@ -414,13 +419,19 @@ void check_option_words(CLI::App& app, const std::vector<std::string>& args) {
     const CLI::Option* o = nullptr;
     for (CLI::App* a = at; a != nullptr && o == nullptr; a = a->get_parent()) o = a->get_option_no_throw(name);
     if (o == nullptr) {
-      std::vector<std::string> names;
-      for (const CLI::Option* known : at->get_options()) {
-        const std::string n = known->get_name(false, true);
-        if (n.rfind("--", 0) == 0) names.push_back(n.substr(2));
+      std::string hint = option_hint(name.substr(2), long_names(*at));
+      hint = hint.empty() ? "" : " (did you mean --" + hint + "?)";
+      // A subcommand's option given before the subcommand: lmkit-tokenize --threads 2 encode.
+      std::string meant;
+      std::vector<std::string> owners;
+      for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
+        const std::string theirs = hint.empty() ? option_hint(name.substr(2), long_names(*sub)) : "";
+        if (theirs.empty() || (!meant.empty() && theirs != meant)) continue;
+        meant = theirs;
+        owners.push_back("'" + sub->get_name() + "'");
       }
-      const std::string hint = option_hint(name.substr(2), names);
-      throw InputError("unknown option " + name + (hint.empty() ? "" : " (did you mean --" + hint + "?)") + " (see --help)");
+      if (!meant.empty()) hint = " (--" + meant + " is an option of " + join_names(owners, " and ") + ": give it after the subcommand)";
+      throw InputError("unknown option " + name + hint + " (see --help)");
     }
     if (arg.find('=') != std::string::npos || o->get_expected_max() == 0) continue;
     if (o->get_expected_max() == 1 || !o->get_allow_extra_args()) {

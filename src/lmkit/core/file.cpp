@@ -228,7 +228,7 @@ int lock_or_holder(const std::string& path, std::string& holder) {
 
 }  // namespace
 
-RunLock::RunLock(const std::string& dir) {
+RunLock::RunLock(const std::string& dir, bool created) : dir_(dir), created_(created) {
   const std::string path = dir + "/.lock";
   std::string holder;
   fd_ = lock_or_holder(path, holder);
@@ -258,7 +258,18 @@ RunLock::RunLock(const std::string& dir) {
 }
 
 RunLock::~RunLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  if (fd_ < 0) return;
+  std::error_code ec;
+  bool only_lock = created_;
+  for (auto it = std::filesystem::directory_iterator(dir_, ec); only_lock && !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    only_lock = it->path().filename() == ".lock";
+  }
+  if (only_lock && !ec) {  // removed while still held: no other run can have taken it meanwhile
+    std::filesystem::remove(dir_ + "/.lock", ec);
+    std::filesystem::remove(dir_, ec);  // only if empty
+  }
+  ::close(fd_);  // closing releases the flock
 }
 
 OutputLock::OutputLock(const std::string& output, const std::string& flag) {

@@ -99,13 +99,18 @@ void fsync_directory(const std::string& path);
 /// (`*.tmp.PID` under DIR and DIR/checkpoints) are stale: they are removed.
 class RunLock {
  public:
-  explicit RunLock(const std::string& dir);
+  /// `created`: the caller made DIR for this run. Then a run that ends with nothing but the
+  /// lock file there (it failed on its input before writing anything) removes DIR again, so a
+  /// mistyped command leaves no empty run folder behind.
+  explicit RunLock(const std::string& dir, bool created = false);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
 
  private:
   int fd_ = -1;
+  std::string dir_;
+  bool created_ = false;
 };
 
 /// An exclusive lock on an output that is written whole at the end (a token corpus): flock

@@ -73,8 +73,9 @@ bool run_output(const std::string& name) {
 std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
                                             const std::vector<std::string>& also_ours) {
   check_input(!(resume && overwrite), "--resume and --overwrite exclude each other");
-  make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
   std::error_code ec;
+  const bool created = !fs::exists(dir, ec);
+  make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
   const bool earlier_run = fs::exists(dir + "/.lock", ec);
   std::vector<std::string> ours, foreign;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -90,7 +91,7 @@ std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume,
     throw InputError("--output " + dir + ": holds files lmkit did not write (" + list(foreign) +
                      "); choose a new or empty directory");
   }
-  auto lock = std::make_unique<RunLock>(dir);  // a run still going there is named, before anything is removed
+  auto lock = std::make_unique<RunLock>(dir, created);  // a run still going there is named, before anything is removed
   const bool used = std::any_of(ours.begin(), ours.end(), [](const std::string& n) { return n != ".lock"; });
   if (!used || resume) return lock;
   if (!overwrite) {
