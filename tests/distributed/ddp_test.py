@@ -397,10 +397,12 @@ def zero(work):
     r = subprocess.run(launch(bad), capture_output=True, text=True)
     check(r.returncode != 0 and "error: --shard-optimizer: --optimizer lamb cannot be sharded" in r.stderr,
           "zero: --optimizer lamb is refused by name")
+    # Before any data is read: the run folder it made is removed again, no corpus cache in it.
+    check(not os.path.exists(os.path.join(work, "bad")), "zero: the refusal comes before the data (no run folder left)")
     r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),
                        capture_output=True, text=True)
-    check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr,
-          f"zero: without ranks, exit {r.returncode} and one error line")
+    check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr
+          and not os.path.exists(os.path.join(work, "alone")), f"zero: without ranks, exit {r.returncode} and one error line")
 
 
 def main():

@@ -237,6 +237,7 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   std::vector<std::string> predictions;
   for (const auto& t : tasks()) predictions.push_back(t.predictions);
   const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite, predictions);
+  train::check_parallel_flags(a.shard_optimizer, a.bucket_mb, a.optimizer.name, run.group() != nullptr);  // before the data
   if (run.leader) a.tensorboard.check();
   Json config;
   const models::Family& family = family_of_run(a, spec.head, &config);

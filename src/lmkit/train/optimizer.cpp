@@ -261,6 +261,18 @@ void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb) {
       ->check(in_range(1.0 / 1024, 65536.0));
 }
 
+void check_parallel_flags(int shard_optimizer, double bucket_mb, const std::string& optimizer_name, bool data_parallel) {
+  check_input(shard_optimizer >= 0 && shard_optimizer <= 2, "--shard-optimizer must be 0, 1 or 2");
+  check_input(shard_optimizer == 0 || data_parallel, "--shard-optimizer " + std::to_string(shard_optimizer) +
+                                                         " shards across data-parallel ranks: start the run with torchrun, "
+                                                         "srun or mpirun (docs/distributed.md)");
+  check_input(bucket_mb == 0 || data_parallel, "--bucket-mb sizes the gradient buckets of data parallelism: start the run "
+                                               "with torchrun, srun or mpirun (docs/distributed.md)");
+  check_input(shard_optimizer == 0 || optimizer(optimizer_name).shardable,
+              "--shard-optimizer: --optimizer " + optimizer_name + " cannot be sharded: its update of an element reads "
+              "more than that element's own state and gradient (docs/distributed.md, \"Sharded optimizer state\")");
+}
+
 OptimizerOptions optimizer_options(const CLI::App& app, const OptimizerFlags& flags, double lr, double weight_decay) {
   const OptimizerSpec& chosen = optimizer(flags.name);
   OptimizerOptions o;

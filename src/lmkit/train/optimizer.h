@@ -172,6 +172,11 @@ void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags);
 /// --shard-optimizer 0|1|2 (ZeRO's stages under data parallelism: train/sharded.h) and --bucket-mb (the reducer's bucket size).
 void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb);
 
+/// --shard-optimizer and --bucket-mb against the run, checked by the apps before any data is read
+/// (and by Trainer): both need data parallelism (`data_parallel`), and a sharded optimizer must
+/// update each element from its own state alone (OptimizerSpec::shardable).
+void check_parallel_flags(int shard_optimizer, double bucket_mb, const std::string& optimizer, bool data_parallel);
+
 /// The chosen optimizer's options: its own flags converted to their types (InputError naming a
 /// flag whose text is not one), a flag of another optimizer refused by name
 /// ("--adafactor-decay-rate applies to --optimizer adafactor, not adamw").

@@ -57,9 +57,7 @@ ShardedOptimizer::ShardedOptimizer(dist::GradientReducer& reducer, const ModelPa
                                    const OptimizerOptions& options)
     : torch::optim::Optimizer(std::vector<torch::optim::OptimizerParamGroup>{}, std::make_unique<GroupOptions>()),
       reducer_(reducer), params_(params), options_(options), places_(reducer.places()) {
-  check_input(optimizer(options.name).shardable,
-              "--shard-optimizer: --optimizer " + options.name + " cannot be sharded: its update of an element reads more "
-              "than that element's own state and gradient (docs/distributed.md, \"Sharded optimizer state\")");
+  check_parallel_flags(1, 0, options.name, true);
   std::map<const void*, std::string> names;
   for (const auto& [name, p] : params.named) names[p.unsafeGetTensorImpl()] = name;
   const int64_t rank = reducer.group()->rank();

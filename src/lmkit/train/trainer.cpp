@@ -71,10 +71,10 @@ bool run_output(const std::string& name) {
 }  // namespace
 
 std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
-                                            const std::vector<std::string>& also_ours) {
+                                            const std::vector<std::string>& also_ours, std::optional<bool> existed) {
   check_input(!(resume && overwrite), "--resume and --overwrite exclude each other");
   std::error_code ec;
-  const bool created = !fs::exists(dir, ec);
+  const bool created = !(existed ? *existed : fs::exists(dir, ec));
   make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
   const bool earlier_run = fs::exists(dir + "/.lock", ec);
   std::vector<std::string> ours, foreign;
@@ -204,12 +204,7 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
   }
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
-  check_input(o_.shard_optimizer >= 0 && o_.shard_optimizer <= 2, "--shard-optimizer must be 0, 1 or 2");
-  check_input(o_.shard_optimizer == 0 || o_.group, "--shard-optimizer " + std::to_string(o_.shard_optimizer) +
-                                                       " shards across data-parallel ranks: start the run with torchrun, "
-                                                       "srun or mpirun (docs/distributed.md)");
-  check_input(o_.bucket_mb == 0 || o_.group, "--bucket-mb sizes the gradient buckets of data parallelism: start the run "
-                                             "with torchrun, srun or mpirun (docs/distributed.md)");
+  check_parallel_flags(o_.shard_optimizer, o_.bucket_mb, o_.optimizer.name, o_.group != nullptr);
   OptimizerOptions optimizer = o_.optimizer;
   optimizer.lr = o_.schedule.lr;
   if (o_.group) {
