@@ -386,7 +386,7 @@ void run(const Args& a, const Json& resolved) {
   check_input(a.model.empty() || a.init.empty(), "--model and --init exclude each other");
   const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite);
   dist::Group* group = run.group();
-  train::check_parallel_flags(a.shard_optimizer, a.bucket_mb, a.optimizer.name, group != nullptr);  // before the data
+  train::check_trainer_options(trainer_options(a, run.started.group, false));  // before the data
   const bool leader = run.leader;
 
   const std::string config_name = !a.init.empty() ? a.init + "/config.json" : a.model;

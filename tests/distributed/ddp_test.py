@@ -399,6 +399,13 @@ def zero(work):
           "zero: --optimizer lamb is refused by name")
     # Before any data is read: the run folder it made is removed again, no corpus cache in it.
     check(not os.path.exists(os.path.join(work, "bad")), "zero: the refusal comes before the data (no run folder left)")
+    for flags, said in ((["--dtype", "bf16-weights"], "--dtype bf16-weights trains in one process only"),
+                        (["--recompute"], "--recompute trains in one process only")):
+        out = os.path.join(work, "one-process-only")
+        r = subprocess.run(launch(pretrain_args("gpt", work, out, 4, tok + flags)), capture_output=True, text=True)
+        left = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        check(r.returncode == 2 and f"error: {said}" in r.stderr and not os.path.exists(out),
+              f"data parallelism refuses {' '.join(flags)} before reading data (exit {r.returncode}, left {left})")
     r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),
                        capture_output=True, text=True)
     check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr

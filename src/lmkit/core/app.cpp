@@ -215,8 +215,10 @@ void check_repeats(const CLI::App& app) {
 }
 
 int fail(const std::string& message, ExitCode code) {
-  // One line: the first line of the message is what the user needs.
-  std::cerr << "error: " << message.substr(0, message.find('\n')) << std::endl;
+  // One line: the first line of the message is what the user needs. Written whole in one
+  // insertion (unbuffered cerr makes one write of it), so the lines of several ranks sharing a
+  // terminal or log do not interleave ("error: error: ...").
+  std::cerr << ("error: " + message.substr(0, message.find('\n')) + "\n") << std::flush;
   return static_cast<int>(code);
 }
 

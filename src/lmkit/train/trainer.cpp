@@ -106,6 +106,16 @@ std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume,
   return lock;
 }
 
+void check_trainer_options(const TrainerOptions& o) {
+  check_input(o.steps >= 1, "--steps must be >= 1");
+  check_input(o.accumulation >= 1, "--accumulation must be >= 1");
+  check_input(!(o.bf16_weights && o.group), "--dtype bf16-weights trains in one process only (data parallelism "
+                                            "reduces float32 gradients): use --dtype bf16 with several processes");
+  check_input(!(o.recompute && o.group), "--recompute trains in one process only (its gradients are not yet checked "
+                                         "against the data-parallel reducer)");
+  check_parallel_flags(o.shard_optimizer, o.bucket_mb, o.optimizer.name, o.group != nullptr);
+}
+
 void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
   const std::string latest = train::latest_checkpoint(output);
   if (!latest.empty()) {
@@ -186,17 +196,12 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
       valid_sources_(std::move(in.valid_sources)), train_loader_(in.loader), valid_loader_(in.valid_loader.value_or(in.loader)), device_(in.device),
       save_extra_(std::move(in.save_extra)) {
   check_input(model_ != nullptr && train_ != nullptr, "the trainer needs a model and training examples");
-  check_input(o_.steps >= 1, "--steps must be >= 1");
-  check_input(o_.accumulation >= 1, "--accumulation must be >= 1");
+  check_trainer_options(o_);
   check_input(!o_.output.empty(), "--output is required");
   std::error_code ec;  // rank 0 writes the run, and holds its lock
   check_input(!writer() || std::filesystem::exists(o_.output + "/.lock", ec),
               o_.output + " is not open for a run: open it with train::open_run_directory and hold its lock while the "
                           "trainer runs");
-  check_input(!(o_.bf16_weights && o_.group), "--dtype bf16-weights trains in one process only (data parallelism "
-                                               "reduces float32 gradients): use --dtype bf16 with several processes");
-  check_input(!(o_.recompute && o_.group), "--recompute trains in one process only (its gradients are not yet checked "
-                                           "against the data-parallel reducer)");
   if ((o_.bf16 || o_.bf16_weights) && device_.is_cpu() && !cpu_has_bf16() && writer()) {
     std::fprintf(stderr, "warning: --dtype %s on a CPU without avx512_bf16 or AMX: its bf16 matrix products are emulated, "
                          "several times slower than --dtype fp32 (18x on an AVX2 CPU; docs/benchmarks.md)\n",
@@ -204,7 +209,6 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
   }
   o_.schedule.total_steps = o_.steps;
   model_->to(device_);
-  check_parallel_flags(o_.shard_optimizer, o_.bucket_mb, o_.optimizer.name, o_.group != nullptr);
   OptimizerOptions optimizer = o_.optimizer;
   optimizer.lr = o_.schedule.lr;
   if (o_.group) {

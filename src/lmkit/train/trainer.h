@@ -103,6 +103,11 @@ struct TrainerInputs {
   std::function<void(const std::string&)> save_extra;
 };
 
+/// The options' own checks — steps and accumulation at least 1, what trains in one process only
+/// (`--dtype bf16-weights`, `--recompute`), the data-parallel flags (check_parallel_flags) —
+/// made by Trainer, and by the apps before any data is read.
+void check_trainer_options(const TrainerOptions& options);
+
 class Trainer {
  public:
   /// Moves the model to the device and makes its optimizer. `options.output` must be a
