@@ -142,6 +142,7 @@ TEST_CASE("app: an unknown option is named with the one meant, stray words in th
     app.add_option("--batch-size", batch);
     app.add_option("--epochs", epochs);
     app.add_subcommand("sub")->add_option("--count", n);
+    lmkit::add_config_flag(app);
     std::string err;
     const int code = run_args(app, [] {}, std::move(args), err);
     return std::make_pair(code, err);
@@ -152,6 +153,11 @@ TEST_CASE("app: an unknown option is named with the one meant, stray words in th
   CHECK(parse({"--epoch", "2"}).second == "error: unknown option --epoch (did you mean --epochs?) (see --help)\n");
   CHECK(parse({"--zzz"}).second == "error: unknown option --zzz (see --help)\n");
   CHECK(parse({"sub", "--cout", "3"}).second == "error: unknown option --cout (did you mean --count?) (see --help)\n");
+  // A --config key as its flag: the same hints.
+  lmkit::test::TempDir dir;
+  std::ofstream(dir / "run.json") << R"({"num-train-epochs": 2})";
+  CHECK(parse({"--config", dir / "run.json"}).second ==
+        "error: " + (dir / "run.json") + ": unknown key 'num-train-epochs' (did you mean 'epochs'?)\n");
   CHECK(parse({"--count", "3", "sub"}).second ==
         "error: unknown option --count (--count is an option of 'sub': give it after the subcommand) (see --help)\n");
   CHECK(parse({"sub", "--count", "3", "a", "b"}).second == "error: arguments no option takes: a b (see --help)\n");

@@ -87,6 +87,20 @@ std::vector<std::string> long_names(const CLI::App& app) {
   return names;
 }
 
+// The option a user meant by an unknown `--word`: a close spelling (--stpes: --steps), else the
+// option it starts or ends with as HF's Trainer names them (--warmup-steps: --warmup,
+// --per-device-train-batch-size: --batch-size, --num-train-epochs: --epochs).
+std::string option_hint(const std::string& word, const std::vector<std::string>& names) {
+  std::string hint = closest_name(word, names);
+  if (!hint.empty()) return hint;
+  for (const auto& n : names) {
+    const bool starts = word.size() > n.size() && word.compare(0, n.size() + 1, n + "-") == 0;
+    const bool ends = word.size() > n.size() && word.compare(word.size() - n.size() - 1, n.size() + 1, "-" + n) == 0;
+    if ((starts || ends) && n.size() > hint.size()) hint = n;
+  }
+  return hint;
+}
+
 // The option a --config key names (an InputError with a did-you-mean otherwise).
 const CLI::Option& config_option(const CLI::App& app, const std::string& path, const std::string& key,
                                  const std::string& flag) {
@@ -96,7 +110,7 @@ const CLI::Option& config_option(const CLI::App& app, const std::string& path, c
                      "on the command line (or $LMKIT_PLUGINS)");
   }
   if (const CLI::Option* opt = app.get_option_no_throw("--" + flag)) return *opt;
-  const std::string hint = closest_name(flag, long_names(app));
+  const std::string hint = option_hint(flag, long_names(app));
   throw InputError(path + ": unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
@@ -244,20 +258,6 @@ void add_plugin_flag(CLI::App& app) {
 }  // namespace
 
 namespace {
-
-// The option a user meant by an unknown `--word`: a close spelling (--stpes: --steps), else the
-// option it starts or ends with as HF's Trainer names them (--warmup-steps: --warmup,
-// --per-device-train-batch-size: --batch-size, --num-train-epochs: --epochs).
-std::string option_hint(const std::string& word, const std::vector<std::string>& names) {
-  std::string hint = closest_name(word, names);
-  if (!hint.empty()) return hint;
-  for (const auto& n : names) {
-    const bool starts = word.size() > n.size() && word.compare(0, n.size() + 1, n + "-") == 0;
-    const bool ends = word.size() > n.size() && word.compare(word.size() - n.size() - 1, n.size() + 1, "-" + n) == 0;
-    if ((starts || ends) && n.size() > hint.size()) hint = n;
-  }
-  return hint;
-}
 
 // The words CLI11 could not place, in the order given (its own message lists them reversed, as
 // run_app hands it the arguments); options were checked before parsing (check_option_words).
