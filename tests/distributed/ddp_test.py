@@ -315,6 +315,11 @@ def state_lines(stderr):
         r"rank (\d+) of (\d+): optimizer state of (\d+) of (\d+) parameter elements, (\d+) bytes", stderr))
 
 
+def unread(out):
+    """A refused run's folder: gone, or holding only its lock."""
+    return not os.path.exists(out) or os.listdir(out) == [".lock"]
+
+
 def zero(work):
     tok = []
     runs = {}
@@ -397,15 +402,15 @@ def zero(work):
     r = subprocess.run(launch(bad), capture_output=True, text=True)
     check(r.returncode != 0 and "error: --shard-optimizer: --optimizer lamb cannot be sharded" in r.stderr,
           "zero: --optimizer lamb is refused by name")
-    # Before any data is read: the run folder it made is removed again, no corpus cache in it.
-    check(not os.path.exists(os.path.join(work, "bad")), "zero: the refusal comes before the data (no run folder left)")
+    # Before any data is read: nothing in the run folder but the lock (rank 0 removes the folder it
+    # made unless the launcher's SIGTERM, sent when rank 1 exits first, ends it before it can).
+    check(unread(os.path.join(work, "bad")), "zero: the refusal comes before the data (no corpus, no tokenizer)")
     for flags, said in ((["--dtype", "bf16-weights"], "--dtype bf16-weights trains in one process only"),
                         (["--recompute"], "--recompute trains in one process only")):
         out = os.path.join(work, "one-process-only")
         r = subprocess.run(launch(pretrain_args("gpt", work, out, 4, tok + flags)), capture_output=True, text=True)
-        left = sorted(os.listdir(out)) if os.path.isdir(out) else []
-        check(r.returncode == 2 and f"error: {said}" in r.stderr and not os.path.exists(out),
-              f"data parallelism refuses {' '.join(flags)} before reading data (exit {r.returncode}, left {left})")
+        check(r.returncode == 2 and f"error: {said}" in r.stderr and unread(out),
+              f"data parallelism refuses {' '.join(flags)} before reading data (exit {r.returncode})")
     r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),
                        capture_output=True, text=True)
     check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr

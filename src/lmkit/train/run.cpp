@@ -34,14 +34,11 @@ void check_run_plugins(const std::string& output) {
 Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, const std::string& output, bool resume,
              bool overwrite, const std::vector<std::string>& also_ours) {
   if (resume) check_run_plugins(output);
-  // Looked up before the ranks meet: no other rank can have made it yet.
-  std::error_code ec;
-  const bool existed = std::filesystem::exists(output, ec);
   Run r{dist::start(runtime, dist), true, nullptr, output, resume};
   r.leader = !r.started.group || r.started.group->leader();
-  // One writer per run directory (rank 0 in a data-parallel job).
-  if (r.leader) r.lock = open_run_directory(output, resume, overwrite, also_ours, existed);
-  else make_output_directory(output);
+  // One writer per run directory (rank 0 in a data-parallel job): the other ranks make nothing
+  // there (they read what rank 0 wrote, after it: the tokenizer, the corpus cache).
+  if (r.leader) r.lock = open_run_directory(output, resume, overwrite, also_ours);
   return r;
 }
 

@@ -71,10 +71,10 @@ bool run_output(const std::string& name) {
 }  // namespace
 
 std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
-                                            const std::vector<std::string>& also_ours, std::optional<bool> existed) {
+                                            const std::vector<std::string>& also_ours) {
   check_input(!(resume && overwrite), "--resume and --overwrite exclude each other");
   std::error_code ec;
-  const bool created = !(existed ? *existed : fs::exists(dir, ec));
+  const bool created = !fs::exists(dir, ec);
   make_output_directory(dir);  // names what is in the way when it cannot be a writable directory
   const bool earlier_run = fs::exists(dir + "/.lock", ec);
   std::vector<std::string> ours, foreign;

@@ -174,12 +174,9 @@ class Trainer {
 /// directory holding files lmkit did not write is refused whatever the flags; a
 /// directory another process runs in is a RuntimeError (RunLock).
 /// `also_ours` names further files the app writes there (the finetuning tasks' predictions files).
-/// A directory the run made is removed again if the run ends with nothing written there (RunLock);
-/// `existed` says whether it was there before the run started (default: looked up now; open_run
-/// looks before the ranks meet, since the other ranks make the directory too).
+/// A directory the run made is removed again if the run ends with nothing written there (RunLock).
 std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume, bool overwrite,
-                                            const std::vector<std::string>& also_ours = {},
-                                            std::optional<bool> existed = std::nullopt);
+                                            const std::vector<std::string>& also_ours = {});
 
 /// --resume continues the run its directory holds: a flag that defines the data, the
 /// model or the optimisation (`now`, the resolved options) must be what it was
