@@ -56,6 +56,9 @@ TEST_CASE("mixture: --train NAME=WEIGHT:PATH lists are parsed, plain paths are n
   CHECK_THROWS_WITH(data::parse_mixture("wiki=0:/a,books=1:/b"), Catch::Contains("source 'wiki' has weight '0'"));
   CHECK_THROWS_WITH(data::parse_mixture("wiki=x:/a"), Catch::Contains("a weight is a positive number"));
   CHECK_THROWS_WITH(data::parse_mixture("wiki=nan:/a"), Catch::Contains("a weight is a positive number"));
+  CHECK_THROWS_WITH(data::parse_mixture("wiki=0x10:/a"), Catch::Contains("has weight '0x10'"));  // stod read 16
+  CHECK_THROWS_WITH(data::parse_mixture("wiki= 1:/a"), Catch::Contains("has weight ' 1'"));
+  CHECK(data::parse_mixture("wiki=1e-2:/a,books=3:/b")[0].weight == 0.01);
   CHECK_THROWS_WITH(data::parse_mixture("wiki=1:/a,wiki=2:/b"), Catch::Contains("'wiki' is named twice"));
   CHECK_THROWS_WITH(data::parse_mixture("wiki=1:/a,books=1:"), Catch::Contains("'books' names no PATH"));
   CHECK_THROWS_WITH(data::parse_mixture("wiki=1:/a,/b"), Catch::Contains("is not NAME=WEIGHT:PATH"));

@@ -45,12 +45,15 @@ MixtureEntry parse_entry(const std::string& entry) {
   if (equals != std::string::npos) {
     const std::string weight = head.substr(equals + 1);
     size_t used = 0;
+    // A decimal number as written (0.7, 3, 1e-2): stod alone also takes hexadecimal (0x10) and
+    // leading spaces.
+    const bool decimal = !weight.empty() && weight.find_first_not_of("0123456789.eE+-") == std::string::npos;
     try {
-      e.weight = std::stod(weight, &used);
+      if (decimal) e.weight = std::stod(weight, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    check_input(used == weight.size() && used > 0 && std::isfinite(e.weight) && e.weight > 0,
+    check_input(decimal && used == weight.size() && used > 0 && std::isfinite(e.weight) && e.weight > 0,
                 "--train/--valid mixture: source '" + e.name + "' has weight '" + weight + "'; a weight is a positive number");
   }
   check_input(!e.path.empty(), "--train/--valid mixture: source '" + e.name + "' names no PATH");
