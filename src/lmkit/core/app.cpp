@@ -405,16 +405,17 @@ void check_subcommand_word(CLI::App& app, const std::vector<std::string>& args) 
 // --train?)".
 void check_option_words(CLI::App& app, const std::vector<std::string>& args) {
   CLI::App* at = &app;
+  auto subcommand = [&at](const std::string& word) -> CLI::App* {  // at's subcommand named `word`, if any
+    for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->check_name(word)) return sub;
+    }
+    return nullptr;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") return;
     if (arg.rfind("--", 0) != 0) {
-      for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
-        if (sub->check_name(arg)) {
-          at = sub;
-          break;
-        }
-      }
+      if (CLI::App* sub = subcommand(arg)) at = sub;
       continue;
     }
     const std::string name = arg.substr(0, arg.find('='));
@@ -441,13 +442,7 @@ void check_option_words(CLI::App& app, const std::vector<std::string>& args) {
       continue;
     }
     // A list's values: up to the next option or subcommand.
-    auto is_subcommand = [&](const std::string& word) {
-      for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
-        if (sub->check_name(word)) return true;
-      }
-      return false;
-    };
-    while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && !is_subcommand(args[i + 1])) ++i;
+    while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0 && subcommand(args[i + 1]) == nullptr) ++i;
   }
 }
 
