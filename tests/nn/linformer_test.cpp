@@ -89,6 +89,9 @@ TEST_CASE("linformer: a k above the positions or the input, a sharing it lacks, 
           "[models][linformer]") {
   CHECK_THROWS_WITH(models::create_model(linformer_bert("headwise", 40), "m.json"),
                     Catch::Contains("m.json: key 'linformer_k' = 40 is above max_position_embeddings 32"));
+  // No upper bound of its own: said as such, not as [1, 1e18] written out.
+  CHECK_THROWS_WITH(models::create_model(linformer_bert("headwise", 0), "m.json"),
+                    Catch::Contains("m.json: key 'linformer_k' must be >= 1, got 0"));
   // The default k (256) above a small model's positions: said to be the default, not quoted as the file's.
   const Json no_k = {{"model_type", "bert"}, {"vocab_size", 64}, {"hidden_size", 32}, {"num_hidden_layers", 1},
                      {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 128},

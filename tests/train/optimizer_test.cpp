@@ -5,7 +5,10 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <set>
+
+#include <CLI/CLI.hpp>
 
 #include "lmkit/models/registry.h"
 #include "lmkit/train/step.h"
@@ -100,6 +103,33 @@ TEST_CASE("optimizer registry: lmkit's four in order, unknown names and bad regi
   loose.name = "lamb2";
   loose.flags = {{"trust-clip", 10.0, "a flag not spelt --lamb2-...", {}}};
   CHECK_THROWS_WITH(train::register_optimizer(loose), Catch::Contains("its flag --trust-clip must be spelt --lamb2-..."));
+}
+
+TEST_CASE("optimizer flags: a value out of range is one line naming the flag and its range; sharding is checked by name",
+          "[train][optimizer]") {
+  auto parse_error = [](std::vector<std::string> args) -> std::string {
+    CLI::App app("test");
+    train::OptimizerFlags flags;
+    int stage = 0;
+    double bucket_mb = 0;
+    train::add_optimizer_flags(app, flags);
+    train::add_shard_flag(app, stage, bucket_mb);
+    std::reverse(args.begin(), args.end());
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // CLI11's own checks said "Value 0 not in range 0.000000 to 1797693134862315708145...".
+  CHECK(parse_error({"--adam-eps", "0"}) == "--adam-eps: 0 is out of range: must be > 0");
+  CHECK(parse_error({"--adam-beta1", "1"}) == "--adam-beta1: 1 is out of range: must be in [0, 1)");
+  CHECK(parse_error({"--adam-beta2", "0.9999999"}).empty());
+  CHECK(parse_error({"--shard-optimizer", "3"}) == "--shard-optimizer: 3 is out of range: must be in [0, 2]");
+  CHECK_THROWS_WITH(train::check_parallel_flags(1, 0, "adamw", false), Catch::Contains("start the run with torchrun"));
+  CHECK_THROWS_WITH(train::check_parallel_flags(2, 0, "lamb", true), Catch::Contains("--optimizer lamb cannot be sharded"));
+  CHECK_NOTHROW(train::check_parallel_flags(2, 25, "adamw", true));
 }
 
 TEST_CASE("Muon: the layers' weight matrices go to Muon, embeddings, biases and norms to AdamW", "[train][optimizer]") {
