@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   add_training_flags(app, a);
   train::OptimizerFlags optimizer_flags;
   train::add_optimizer_flags(app, optimizer_flags);
-  train::add_shard_flag(app, a.shard_optimizer, a.bucket_mb);
+  train::add_shard_flag(app, a.parallel);
   add_runtime_flags(app, a.runtime);
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);

@@ -42,8 +42,7 @@ struct Args {
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
   double lr = 1e-4, weight_decay = 0.01, clip = 1.0, span_p = 0.2;
   int64_t max_span = 10;
-  int shard_optimizer = 0;
-  double bucket_mb = 0;  // --bucket-mb; 0: the reducer's 25
+  train::ParallelFlags parallel;  // --shard-optimizer, --bucket-mb, --overlap-param-gather
   bool resume = false, overwrite = false, whole_word = false, span_masking = false, allow_changes = false, new_head = false;
   bool recompute = false;
   bool document_mask = false, reset_positions = false;
@@ -228,8 +227,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.accumulation = a.accumulation;
   o.clip = a.clip;
   o.optimizer = a.optimizer;
-  o.shard_optimizer = a.shard_optimizer;
-  o.bucket_mb = a.bucket_mb;
+  o.parallel = a.parallel;
   o.schedule.schedule = train::parse_schedule(a.schedule);
   o.schedule.lr = a.lr;
   o.schedule.warmup = a.warmup >= 0 ? a.warmup : a.steps / 10;
@@ -432,7 +430,7 @@ void add_optimisation_flags(CLI::App& app, Args& a) {
   app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
   a.optimizer_flags.eps = 1e-6;
   train::add_optimizer_flags(app, a.optimizer_flags);
-  train::add_shard_flag(app, a.shard_optimizer, a.bucket_mb);
+  train::add_shard_flag(app, a.parallel);
 }
 
 // How the objectives mask tokens and keep packed documents apart.

@@ -7,7 +7,8 @@
 #   STEPS=30 BATCH=32 SEQ=128 MODEL=models/bert-mini.json bash bench/distributed.sh
 # MODE=zero: the optimizer sharded or not (--shard-optimizer 0, 1, 2) at PROCS processes, same
 # run: each rank's optimizer state in bytes, its peak resident memory, the most bytes of whole
-# gradient buckets it held at once (stage 2: two buckets in backward) and the step time.
+# gradient buckets it held at once (stage 2: two buckets in backward) and the step time; stages 1
+# and 2 also with --no-overlap-param-gather ("end": the all-gather at the step's end).
 #   MODE=zero MODEL=models/gpt-small.json BATCH=8 SEQ=128 STEPS=12 bash bench/distributed.sh
 # BUCKET_MB=M passes --bucket-mb M to every data-parallel run (the reducer's default: 25).
 set -euo pipefail
@@ -49,13 +50,16 @@ per_rank=$((batch / procs)) threads_per_rank=$(( cores / procs > 0 ? cores / pro
 if [ "${MODE:-scaling}" = zero ]; then
   echo "model $model, $procs processes x batch $per_rank x $seq, $steps steps, $threads_per_rank thread(s) each"
   printf '%-12s %-6s %16s %14s %16s %20s %14s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" "bucket bytes peak" "ms/step"
-  for stage in 0 1 2; do
+  # "1 end", "2 end": --no-overlap-param-gather (the all-gather at the end of the step, not during the next forward).
+  for stage in 0 1 "1 end" 2 "2 end"; do
+    name="zero-${stage/ /-}" flags=(--shard-optimizer "${stage%% *}")
+    [ "${stage#* }" = end ] && flags+=(--no-overlap-param-gather)
     .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
-      "${common[@]}" "${tok[@]}" "${buckets[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" --shard-optimizer "$stage" \
-      --output "$out/zero-$stage" > "$out/zero-$stage.log" 2>&1
-    read -r rate _ < <(stats "$out/zero-$stage/metrics.jsonl")
+      "${common[@]}" "${tok[@]}" "${buckets[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" "${flags[@]}" \
+      --output "$out/$name" > "$out/$name.log" 2>&1
+    read -r rate _ < <(stats "$out/$name/metrics.jsonl")
     ms=$(.venv/bin/python -c "print(f'{$batch * $seq / $rate * 1000:.0f}')")
-    .venv/bin/python - "$out/zero-$stage.log" "$stage" "$ms" <<'PY'
+    .venv/bin/python - "$out/$name.log" "$stage" "$ms" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 rows = re.findall(r"rank (\d+) of \d+: optimizer state of (\d+) of \d+ parameter elements, (\d+) bytes "

@@ -52,6 +52,8 @@ MODELS = {
              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
     "gpt": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 128,
             "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0},
+    "llama": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 128},
     "t5": {"model_type": "t5", "d_model": 64, "d_kv": 32, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
            "num_heads": 2, "feed_forward_proj": "relu", "tie_word_embeddings": True, "dropout_rate": 0.0},
 }
@@ -320,6 +322,27 @@ def unread(out):
     return not os.path.exists(out) or os.listdir(out) == [".lock"]
 
 
+def overlap(work, tok):
+    """The parameters' all-gather overlapped with the next forward (the default) against gathered at the
+    end of the step: the same arithmetic, so bit for bit. Buckets of 20 KB, so that each layer waits
+    for its own: a layer that ran on parameters not yet gathered would train other weights."""
+    for family, stage in (("gpt", 2), ("llama", 1), ("t5", 1)):
+        outs, said = [], []
+        for flag in ("--overlap-param-gather", "--no-overlap-param-gather"):
+            out = os.path.join(work, f"overlap-{family}{flag.count('no-')}")
+            extra = (tok if family == "gpt" else []) + ["--shard-optimizer", str(stage), "--bucket-mb", "0.02", flag]
+            r = run(launch(pretrain_args(family, work, out, 4, extra)))
+            outs.append(out)
+            said.append(re.findall(r"rank \d+: parameter all-gather overlapped with the forward: (\d+) of (\d+) buckets", r.stderr))
+        a, b = outs
+        same = [x["loss"] for x in losses(a)] == [x["loss"] for x in losses(b)] and max_weight_diff(a, b) == 0.0
+        by_layers = [int(m[0]) for m in said[0]]
+        waited = f"{said[0][0][0]} of {said[0][0][1]}" if said[0] else "none"
+        check(same and len(by_layers) == 2 and min(by_layers) > 0 and not said[1],
+              f"zero: {family}, stage {stage}, 2 ranks: the all-gather overlapped with the forward = gathered at the "
+              f"step's end, bit for bit (rank 0's layers waited for {waited} buckets)")
+
+
 def zero(work):
     tok = []
     runs = {}
@@ -348,6 +371,7 @@ def zero(work):
             check(len(la) == len(lb) == 8 and worst <= ZERO_TOL and wdiff <= ZERO_TOL,
                   f"zero: {ranks} ranks stage {stage} vs unsharded: losses max |diff| {worst:.2e}, "
                   f"final weights max |diff| {wdiff:.2e} (bound {ZERO_TOL:g})")
+    overlap(work, tok)
     # Gradient accumulation, sharded: 2 ranks x 2 micro-batches of 2 = 2 ranks x 4.
     acc = os.path.join(work, "accumulate")
     run(launch(pretrain_args("gpt", work, acc, 2, tok + ["--shard-optimizer", "2", "--accumulation", "2"])))

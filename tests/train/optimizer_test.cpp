@@ -110,10 +110,9 @@ TEST_CASE("optimizer flags: a value out of range is one line naming the flag and
   auto parse_error = [](std::vector<std::string> args) -> std::string {
     CLI::App app("test");
     train::OptimizerFlags flags;
-    int stage = 0;
-    double bucket_mb = 0;
+    train::ParallelFlags parallel;
     train::add_optimizer_flags(app, flags);
-    train::add_shard_flag(app, stage, bucket_mb);
+    train::add_shard_flag(app, parallel);
     std::reverse(args.begin(), args.end());
     try {
       app.parse(args);
@@ -127,9 +126,36 @@ TEST_CASE("optimizer flags: a value out of range is one line naming the flag and
   CHECK(parse_error({"--adam-beta1", "1"}) == "--adam-beta1: 1 is out of range: must be in [0, 1)");
   CHECK(parse_error({"--adam-beta2", "0.9999999"}).empty());
   CHECK(parse_error({"--shard-optimizer", "3"}) == "--shard-optimizer: 3 is out of range: must be in [0, 2]");
-  CHECK_THROWS_WITH(train::check_parallel_flags(1, 0, "adamw", false), Catch::Contains("start the run with torchrun"));
-  CHECK_THROWS_WITH(train::check_parallel_flags(2, 0, "lamb", true), Catch::Contains("--optimizer lamb cannot be sharded"));
-  CHECK_NOTHROW(train::check_parallel_flags(2, 25, "adamw", true));
+  auto flags = [](int stage, double bucket_mb, bool overlap_given = false) {
+    train::ParallelFlags f;
+    f.shard_optimizer = stage, f.bucket_mb = bucket_mb, f.overlap_given = overlap_given;
+    return f;
+  };
+  CHECK_THROWS_WITH(train::check_parallel_flags(flags(1, 0), "adamw", false), Catch::Contains("start the run with torchrun"));
+  CHECK_THROWS_WITH(train::check_parallel_flags(flags(2, 0), "lamb", true), Catch::Contains("--optimizer lamb cannot be sharded"));
+  CHECK_NOTHROW(train::check_parallel_flags(flags(2, 25), "adamw", true));
+  // The overlap belongs to a sharded optimizer: alone it would do nothing.
+  CHECK_NOTHROW(train::check_parallel_flags(flags(1, 0, true), "adamw", true));
+  CHECK_THROWS_WITH(train::check_parallel_flags(flags(0, 0, true), "adamw", true),
+                    "--overlap-param-gather applies to a sharded optimizer's all-gather: give it with --shard-optimizer 1 or 2");
+}
+
+TEST_CASE("--overlap-param-gather: on by default, --no-overlap-param-gather turns it off, either spelling counts as given",
+          "[train][optimizer]") {
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app("test");
+    train::ParallelFlags parallel;
+    train::add_shard_flag(app, parallel);
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
+    return parallel;
+  };
+  CHECK(parse({}).overlap_param_gather);
+  CHECK_FALSE(parse({}).overlap_given);
+  CHECK_FALSE(parse({"--no-overlap-param-gather"}).overlap_param_gather);
+  CHECK(parse({"--no-overlap-param-gather"}).overlap_given);
+  CHECK(parse({"--overlap-param-gather"}).overlap_param_gather);
+  CHECK(parse({"--overlap-param-gather"}).overlap_given);
 }
 
 TEST_CASE("Muon: the layers' weight matrices go to Muon, embeddings, biases and norms to AdamW", "[train][optimizer]") {

@@ -232,9 +232,11 @@ Work Group::reduce_scatter_sum_async(at::Tensor output, at::Tensor input) {
   });
 }
 
-void Group::all_gather(at::Tensor output, at::Tensor input) {
+void Group::all_gather(at::Tensor output, at::Tensor input) { all_gather_async(std::move(output), std::move(input)).wait(); }
+
+Work Group::all_gather_async(at::Tensor output, at::Tensor input) {
   check_input(output.numel() == input.numel() * size_, "all-gather: the output must hold size() chunks of the input");
-  async("all-gather", [&] { return impl_->backend->_allgather_base(output, input, c10d::AllgatherOptions()); }).wait();
+  return async("all-gather", [&] { return impl_->backend->_allgather_base(output, input, c10d::AllgatherOptions()); });
 }
 
 void Group::broadcast(std::vector<at::Tensor>& tensors, int64_t root) {

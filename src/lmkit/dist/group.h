@@ -87,6 +87,8 @@ class Group {
   /// Every rank's `input` side by side, in rank order, into `output` (size() × input.numel()); waits
   /// (c10d's all_gather_into_tensor).
   void all_gather(at::Tensor output, at::Tensor input);
+  /// all_gather, returning at once (the backend's threads or stream gather while the caller goes on).
+  Work all_gather_async(at::Tensor output, at::Tensor input);
   /// Root's values into every rank's tensors, in place; waits.
   void broadcast(std::vector<at::Tensor>& tensors, int64_t root = 0);
   /// Waits until every rank has arrived.

@@ -58,6 +58,11 @@ class GradientReducer {
   int64_t chunk(int64_t bucket) const { return buckets_[static_cast<size_t>(bucket)].shard.numel(); }
   /// This rank's chunk of bucket b's gradient, summed over ranks (after finish()).
   const at::Tensor& shard_gradient(int64_t bucket) const { return buckets_[static_cast<size_t>(bucket)].shard; }
+  /// Stage 1, from finish() to the next step's last backward: bucket b's whole buffer, idle then
+  /// (a sharded optimizer gathers the parameters into it); otherwise undefined.
+  at::Tensor idle_buffer(int64_t bucket) const {
+    return shard_ == 1 && !armed_ ? buckets_[static_cast<size_t>(bucket)].flat : at::Tensor();
+  }
   /// After finish(): whether parameter i of places() had a gradient on some rank this step.
   bool used(size_t i) const { return used_[i] != 0; }
   /// The most bytes of whole bucket buffers held at once during the last step (from

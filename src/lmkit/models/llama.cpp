@@ -11,6 +11,7 @@
 #include "lmkit/models/hf_names.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/linear.h"
 #include "lmkit/nn/position.h"
 #include "lmkit/nn/recompute.h"
@@ -206,6 +207,7 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   }
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
+    nn::before_layer(*layer);  // a sharded optimizer's parameter all-gather may still be arriving
     if (nn::recompute_layers() && caches == nullptr) {
       std::vector<at::Tensor> inputs = {x, rotary.cos, rotary.sin};  // the mask's tensors are inputs of the recomputed block
       for (const auto& part : mask.parts()) inputs.push_back(part);

@@ -11,6 +11,7 @@
 
 #include "lmkit/models/decoder_heads.h"
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::models {
@@ -64,7 +65,7 @@ TORCH_MODULE(LlamaMlp);
 /// num_key_value_heads key/value heads, each shared by num_attention_heads /
 /// num_key_value_heads query heads, q_proj/k_proj/v_proj as three matrices (`q`, `k`, `v`) and,
 /// with a sliding window, a cache of the last sliding_window − 1 positions (HF's).
-class LlamaLayerImpl : public torch::nn::Module {
+class LlamaLayerImpl : public torch::nn::Module, public nn::GatedLayer {
  public:
   explicit LlamaLayerImpl(const LlamaConfig& c);
   /// x (B, T, D) -> (B, T, D); cache: the rotated keys and values of earlier positions.

@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/family.h"
+#include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/recompute.h"
 
@@ -119,6 +120,7 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::Att
   const bool recompute = nn::recompute_layers() && caches == nullptr;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+    nn::before_layer(*layer);  // a sharded optimizer's parameter all-gather may still be arriving
     if (recompute) {
       std::vector<at::Tensor> in = {x, memory, cross_bias};
       for (const at::Tensor& part : self_mask.parts()) in.push_back(part);

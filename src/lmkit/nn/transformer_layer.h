@@ -13,6 +13,7 @@
 
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/feed_forward.h"
+#include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 
 namespace lmkit::nn {
@@ -63,7 +64,7 @@ struct LayerCache {
   KVCache cross_attn;
 };
 
-class TransformerLayerImpl : public torch::nn::Module {
+class TransformerLayerImpl : public torch::nn::Module, public GatedLayer {
  public:
   explicit TransformerLayerImpl(TransformerLayerOptions options);
 

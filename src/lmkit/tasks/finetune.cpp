@@ -90,8 +90,7 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.schedule.warmup = static_cast<int64_t>(a.warmup_ratio * static_cast<double>(o.steps));
   o.optimizer = a.optimizer;
   o.optimizer.weight_decay = a.weight_decay;
-  o.shard_optimizer = a.shard_optimizer;
-  o.bucket_mb = a.bucket_mb;
+  o.parallel = a.parallel;
   o.clip = a.clip;
   o.bf16 = a.dtype == "bf16";
   o.eval_every = per_epoch;
@@ -237,7 +236,7 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   std::vector<std::string> predictions;
   for (const auto& t : tasks()) predictions.push_back(t.predictions);
   const train::Run run = train::open_run(a.runtime, a.dist, a.output, a.resume, a.overwrite, predictions);
-  train::check_parallel_flags(a.shard_optimizer, a.bucket_mb, a.optimizer.name, run.group() != nullptr);  // before the data
+  train::check_parallel_flags(a.parallel, a.optimizer.name, run.group() != nullptr);  // before the data
   if (run.leader) a.tensorboard.check();
   Json config;
   const models::Family& family = family_of_run(a, spec.head, &config);

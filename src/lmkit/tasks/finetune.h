@@ -30,8 +30,7 @@ struct FinetuneOptions {
   std::string keep = "all";
   double lr = 5e-5, weight_decay = 0.01, warmup_ratio = 0.1, clip = 1.0;
   train::OptimizerOptions optimizer;  ///< --optimizer and its flags (lr and weight_decay: the fields above)
-  int shard_optimizer = 0;            ///< --shard-optimizer (data parallelism)
-  double bucket_mb = 0;               ///< --bucket-mb (data parallelism); 0: 25
+  train::ParallelFlags parallel;      ///< --shard-optimizer, --bucket-mb, --overlap-param-gather (data parallelism)
   bool resume = false, overwrite = false;
 };
 

@@ -250,24 +250,33 @@ void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags) {
   }
 }
 
-void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb) {
-  app.add_option("--shard-optimizer", stage,
+void add_shard_flag(CLI::App& app, ParallelFlags& flags) {
+  app.add_option("--shard-optimizer", flags.shard_optimizer,
                  "with several processes: 1 shards the optimizer state across the ranks (ZeRO-1), 2 the gradients "
                  "too (ZeRO-2); 0 keeps both whole on every rank")
       ->check(in_range(0, 2));
-  app.add_option("--bucket-mb", bucket_mb,
+  app.add_option("--bucket-mb", flags.bucket_mb,
                  "with several processes: gradients are reduced in buckets of about this many MiB, each launched as "
                  "soon as backward fills it (DDP's bucket_cap_mb; default 25); stage 2 holds two at a time")
       ->check(in_range(1.0 / 1024, 65536.0));
+  app.add_flag("--overlap-param-gather,!--no-overlap-param-gather", flags.overlap_param_gather,
+               "--shard-optimizer: each layer of the next forward waits only for its own parameters' all-gather "
+               "(default: on; Megatron-LM's --overlap-param-gather)")
+      ->each([&flags](const std::string&) { flags.overlap_given = true; });
 }
 
-void check_parallel_flags(int shard_optimizer, double bucket_mb, const std::string& optimizer_name, bool data_parallel) {
+void check_parallel_flags(const ParallelFlags& flags, const std::string& optimizer_name, bool data_parallel) {
+  const int shard_optimizer = flags.shard_optimizer;
+  const double bucket_mb = flags.bucket_mb;
   check_input(shard_optimizer >= 0 && shard_optimizer <= 2, "--shard-optimizer must be 0, 1 or 2");
   check_input(shard_optimizer == 0 || data_parallel, "--shard-optimizer " + std::to_string(shard_optimizer) +
                                                          " shards across data-parallel ranks: start the run with torchrun, "
                                                          "srun or mpirun (docs/distributed.md)");
   check_input(bucket_mb == 0 || data_parallel, "--bucket-mb sizes the gradient buckets of data parallelism: start the run "
                                                "with torchrun, srun or mpirun (docs/distributed.md)");
+  check_input(!flags.overlap_given || shard_optimizer > 0,
+              std::string(flags.overlap_param_gather ? "--overlap-param-gather" : "--no-overlap-param-gather") +
+                  " applies to a sharded optimizer's all-gather: give it with --shard-optimizer 1 or 2");
   check_input(shard_optimizer == 0 || optimizer(optimizer_name).shardable,
               "--shard-optimizer: --optimizer " + optimizer_name + " cannot be sharded: its update of an element reads "
               "more than that element's own state and gradient (docs/distributed.md, \"Sharded optimizer state\")");

@@ -169,13 +169,22 @@ struct OptimizerFlags {
 
 /// Adds the flags (after plugins are loaded, so theirs are among them).
 void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags);
-/// --shard-optimizer 0|1|2 (ZeRO's stages under data parallelism: train/sharded.h) and --bucket-mb (the reducer's bucket size).
-void add_shard_flag(CLI::App& app, int& stage, double& bucket_mb);
+/// The data-parallel flags of lmkit-pretrain and lmkit-finetune.
+struct ParallelFlags {
+  int shard_optimizer = 0;           ///< --shard-optimizer 0|1|2: ZeRO's stages (train/sharded.h)
+  double bucket_mb = 0;              ///< --bucket-mb: the gradient reducer's bucket size in MiB; 0: 25
+  bool overlap_param_gather = true;  ///< --[no-]overlap-param-gather: a sharded step's all-gather during the next forward
+  bool overlap_given = false;        ///< either spelling was given
+};
 
-/// --shard-optimizer and --bucket-mb against the run, checked by the apps before any data is read
-/// (and by Trainer): both need data parallelism (`data_parallel`), and a sharded optimizer must
-/// update each element from its own state alone (OptimizerSpec::shardable).
-void check_parallel_flags(int shard_optimizer, double bucket_mb, const std::string& optimizer, bool data_parallel);
+/// --shard-optimizer, --bucket-mb and --overlap-param-gather / --no-overlap-param-gather.
+void add_shard_flag(CLI::App& app, ParallelFlags& flags);
+
+/// The data-parallel flags against the run, checked by the apps before any data is read (and by
+/// Trainer): they need data parallelism (`data_parallel`), --[no-]overlap-param-gather a sharded
+/// optimizer, and a sharded optimizer must update each element from its own state alone
+/// (OptimizerSpec::shardable).
+void check_parallel_flags(const ParallelFlags& flags, const std::string& optimizer, bool data_parallel);
 
 /// The chosen optimizer's options: its own flags converted to their types (InputError naming a
 /// flag whose text is not one), a flag of another optimizer refused by name

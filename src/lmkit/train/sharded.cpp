@@ -1,6 +1,7 @@
 #include "lmkit/train/sharded.h"
 
 #include <ATen/ATen.h>
+#include <torch/nn/module.h>
 
 #include <map>
 #include <set>
@@ -51,13 +52,20 @@ void set_state_tensor(torch::optim::OptimizerParamState& state, const std::strin
   }
 }
 
+// Elements [from, from + n) of a parameter, gathered from the ranks that updated them.
+void copy_into(const dist::GradientReducer::Place& place, int64_t from, const at::Tensor& values) {
+  place.param.detach().view({-1}).narrow(0, from, values.numel()).copy_(values);
+}
+
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(dist::GradientReducer& reducer, const ModelParameters& params,
                                    const OptimizerOptions& options)
     : torch::optim::Optimizer(std::vector<torch::optim::OptimizerParamGroup>{}, std::make_unique<GroupOptions>()),
       reducer_(reducer), params_(params), options_(options), places_(reducer.places()) {
-  check_parallel_flags(1, 0, options.name, true);
+  ParallelFlags flags;
+  flags.shard_optimizer = 1;
+  check_parallel_flags(flags, options.name, true);
   std::map<const void*, std::string> names;
   for (const auto& [name, p] : params.named) names[p.unsafeGetTensorImpl()] = name;
   const int64_t rank = reducer.group()->rank();
@@ -103,8 +111,40 @@ at::Tensor ShardedOptimizer::step(LossClosure closure) {
     scale_ = 1.0;
   }
   inner_->step();
-  all_gather_parameters();
+  if (overlap_) {
+    stale_ = true;  // gathered while the next forward runs (begin_forward), or by settle()
+  } else {
+    all_gather_parameters();
+  }
   return {};
+}
+
+at::Tensor ShardedOptimizer::chunk_values(int64_t bucket, int64_t a, int64_t m,
+                                          const std::function<at::Tensor(const Piece&)>& source) const {
+  at::Tensor mine = at::zeros({m}, reducer_.shard_gradient(bucket).options());
+  for (const auto& piece : pieces_) {
+    if (places_[piece.place].bucket != bucket) continue;
+    const int64_t lo = std::max(piece.chunk_offset, a), hi = std::min(piece.chunk_offset + piece.len, a + m);
+    if (lo >= hi) continue;
+    const at::Tensor values = source(piece);
+    if (values.defined()) mine.narrow(0, lo - a, hi - lo).copy_(values.reshape({-1}).narrow(0, lo - piece.chunk_offset, hi - lo));
+  }
+  return mine;
+}
+
+void ShardedOptimizer::spread(int64_t bucket, int64_t a, int64_t m, const at::Tensor& all,
+                              const std::function<void(size_t place, int64_t from, const at::Tensor& values)>& use) const {
+  // Rank r's elements [a, a + m) of its chunk lie at r × chunk + a of the bucket.
+  const int64_t chunk = reducer_.chunk(bucket), ranks = reducer_.group()->size();
+  for (size_t i = 0; i < places_.size(); ++i) {
+    const auto& place = places_[i];
+    if (place.bucket != bucket) continue;
+    for (int64_t r = 0; r < ranks; ++r) {
+      const int64_t start = r * chunk + a;
+      const int64_t lo = std::max(place.offset, start), hi = std::min(place.offset + place.param.numel(), start + m);
+      if (lo < hi) use(i, lo - place.offset, all.narrow(0, r * m + lo - start, hi - lo));
+    }
+  }
 }
 
 void ShardedOptimizer::gather_chunks(int64_t bucket, const std::function<at::Tensor(const Piece&)>& source,
@@ -114,28 +154,12 @@ void ShardedOptimizer::gather_chunks(int64_t bucket, const std::function<at::Ten
   constexpr int64_t kGatherElements = int64_t{1} << 20;
   auto& group = *reducer_.group();
   const int64_t chunk = reducer_.chunk(bucket), ranks = group.size();
-  const at::TensorOptions options = reducer_.shard_gradient(bucket).options();
   for (int64_t a = 0; a < chunk; a += kGatherElements) {
     const int64_t m = std::min(kGatherElements, chunk - a);
-    at::Tensor mine = at::zeros({m}, options), all = at::empty({ranks * m}, options);
-    for (const auto& piece : pieces_) {
-      if (places_[piece.place].bucket != bucket) continue;
-      const int64_t lo = std::max(piece.chunk_offset, a), hi = std::min(piece.chunk_offset + piece.len, a + m);
-      if (lo >= hi) continue;
-      const at::Tensor values = source(piece);
-      if (values.defined()) mine.narrow(0, lo - a, hi - lo).copy_(values.reshape({-1}).narrow(0, lo - piece.chunk_offset, hi - lo));
-    }
+    const at::Tensor mine = chunk_values(bucket, a, m, source);
+    at::Tensor all = at::empty({ranks * m}, mine.options());
     group.all_gather(all, mine);
-    // Rank r's elements [a, a + m) of its chunk lie at r × chunk + a of the bucket.
-    for (size_t i = 0; i < places_.size(); ++i) {
-      const auto& place = places_[i];
-      if (place.bucket != bucket) continue;
-      for (int64_t r = 0; r < ranks; ++r) {
-        const int64_t start = r * chunk + a;
-        const int64_t lo = std::max(place.offset, start), hi = std::min(place.offset + place.param.numel(), start + m);
-        if (lo < hi) use(i, lo - place.offset, all.narrow(0, r * m + lo - start, hi - lo));
-      }
-    }
+    spread(bucket, a, m, all, use);
   }
 }
 
@@ -143,10 +167,95 @@ void ShardedOptimizer::all_gather_parameters() {
   at::NoGradGuard no_grad;
   for (int64_t b = 0; b < reducer_.buckets(); ++b) {
     gather_chunks(b, [](const Piece& piece) { return piece.view; },
-                  [&](size_t place, int64_t from, const at::Tensor& values) {
-                    places_[place].param.detach().view({-1}).narrow(0, from, values.numel()).copy_(values);
-                  });
+                  [&](size_t place, int64_t from, const at::Tensor& values) { copy_into(places_[place], from, values); });
   }
+}
+
+void ShardedOptimizer::overlap_gather(const std::vector<const torch::nn::Module*>& layers) {
+  std::map<const void*, int64_t> bucket_of;
+  for (const auto& place : places_) bucket_of[place.param.unsafeGetTensorImpl()] = place.bucket;
+  std::set<const void*> inside;
+  for (const auto* layer : layers) {
+    std::set<int64_t> buckets;
+    for (const auto& p : layer->parameters()) {
+      auto it = bucket_of.find(p.unsafeGetTensorImpl());
+      if (it == bucket_of.end()) continue;  // frozen
+      buckets.insert(it->second);
+      inside.insert(it->first);
+    }
+    layer_buckets_[layer] = std::vector<int64_t>(buckets.begin(), buckets.end());
+  }
+  // Every rank computes the same order from the same model: the collectives stay in step.
+  std::vector<uint8_t> outside(static_cast<size_t>(reducer_.buckets()), 0);
+  for (const auto& [param, bucket] : bucket_of) {
+    if (!inside.count(param)) outside[static_cast<size_t>(bucket)] = 1;
+  }
+  launch_order_.clear();
+  for (int pass = 0; pass < 2; ++pass) {
+    // Backward fills buckets from the last parameters: the forward needs them in reverse.
+    for (int64_t b = reducer_.buckets() - 1; b >= 0; --b) {
+      if (outside[static_cast<size_t>(b)] == (pass == 0 ? 1 : 0)) launch_order_.push_back(b);
+    }
+    if (pass == 0) early_ = launch_order_.size();
+  }
+  gathers_.assign(static_cast<size_t>(reducer_.buckets()), Gather{});
+  overlap_ = true;
+}
+
+void ShardedOptimizer::launch_gather() {
+  at::NoGradGuard no_grad;
+  auto& group = *reducer_.group();
+  for (int64_t b : launch_order_) {
+    Gather& g = gathers_[static_cast<size_t>(b)];
+    g.mine = chunk_values(b, 0, reducer_.chunk(b), [](const Piece& piece) { return piece.view; });
+    g.all = reducer_.idle_buffer(b);  // stage 1's gradient buffer is idle until the next backward
+    if (!g.all.defined()) g.all = at::empty({g.mine.numel() * group.size()}, g.mine.options());
+    g.work = group.all_gather_async(g.all, g.mine);
+  }
+  stale_ = false;
+}
+
+void ShardedOptimizer::finish_gather(int64_t bucket) {
+  Gather& g = gathers_[static_cast<size_t>(bucket)];
+  if (!g.work) return;
+  g.work->wait();
+  g.work.reset();
+  at::NoGradGuard no_grad;
+  spread(bucket, 0, reducer_.chunk(bucket), g.all,
+         [&](size_t place, int64_t from, const at::Tensor& values) { copy_into(places_[place], from, values); });
+  g = Gather{};
+}
+
+void ShardedOptimizer::begin_forward() {
+  if (!overlap_) return;
+  if (stale_) {
+    launch_gather();
+    awaited_by_layers_ = 0;
+    gathered_ = static_cast<int64_t>(launch_order_.size());
+  }
+  for (size_t i = 0; i < early_; ++i) finish_gather(launch_order_[i]);
+  gate_.emplace(static_cast<nn::LayerGate*>(this));
+}
+
+void ShardedOptimizer::before_layer(const torch::nn::Module& layer) {
+  // A layer overlap_gather() was not given has its parameters in the early buckets, waited for already.
+  auto it = layer_buckets_.find(&layer);
+  if (it == layer_buckets_.end()) return;
+  for (int64_t b : it->second) {
+    if (gathers_[static_cast<size_t>(b)].work) ++awaited_by_layers_;
+    finish_gather(b);
+  }
+}
+
+void ShardedOptimizer::end_forward() {
+  gate_.reset();
+  settle();
+}
+
+void ShardedOptimizer::settle() {
+  if (!overlap_) return;
+  if (stale_) launch_gather();
+  for (int64_t b : launch_order_) finish_gather(b);
 }
 
 std::vector<at::Tensor> ShardedOptimizer::gather_state(const std::string& name) {
@@ -171,6 +280,7 @@ std::vector<at::Tensor> ShardedOptimizer::gather_state(const std::string& name) 
 }
 
 void ShardedOptimizer::gather() {
+  settle();  // the parameters a checkpoint saves beside this state
   // Each parameter's step count: every rank holding a piece of it has the same one.
   std::vector<double> counts(2 * places_.size(), 0.0);
   std::set<std::string> names;

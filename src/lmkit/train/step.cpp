@@ -66,6 +66,7 @@ using Targets = std::vector<std::pair<std::string, int64_t>>;
 struct StepContext {
   models::Model& model;
   dist::GradientReducer* reducer;
+  ShardedOptimizer* sharded;  ///< with its parameter all-gather overlapped with the first forward, if it says so
   bool bf16, time_parts;
   StepResult& r;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -101,6 +102,9 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
   std::vector<Targets> targets;
   const std::vector<double> totals = alone ? std::vector<double>() : count_targets(c, batches, targets);
   at::Tensor loss_sum;
+  // A sharded optimizer's parameter all-gather starts now, after the step's other collectives,
+  // on every rank (one without data too), and each layer of the first forward waits for its own.
+  if (c.sharded) c.sharded->begin_forward();
   for (size_t i = 0; i < batches.size(); ++i) {
     const Batch& b = batches[i];
     if (c.reducer) c.reducer->before_backward(i + 1 == batches.size());
@@ -112,6 +116,7 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
       AutocastGuard autocast(b.input_ids.defined() ? b.input_ids.device() : b.field(kPixelValues).device(), c.bf16);
       loss = weighted_loss(c.model.forward(b), alone ? nullptr : &targets[i], totals);
     }
+    if (c.sharded) c.sharded->end_forward();  // backward reads every parameter
     if (!loss.defined()) continue;
     c.part_done(loss);
     c.r.forward_ms += c.lap();
@@ -131,6 +136,7 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
     c.part_done(loss);
     c.r.backward_ms += c.lap();
   }
+  if (c.sharded) c.sharded->end_forward();  // no forward ran on this rank
   return loss_sum;
 }
 
@@ -209,7 +215,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   r.stop = stop;
   check_input(!(reducer && precision == Precision::kBf16Weights),
               "--dtype bf16-weights trains in one process only (data parallelism reduces float32 gradients)");
-  StepContext c{model, reducer, precision != Precision::kFp32, time_parts, r};
+  StepContext c{model, reducer, dynamic_cast<ShardedOptimizer*>(&optimizer), precision != Precision::kFp32, time_parts, r};
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
   bool finite = true;
   at::Tensor loss_sum;

@@ -27,6 +27,7 @@
 #include "lmkit/core/stop.h"
 #include "lmkit/core/tensorboard.h"
 #include "lmkit/eval/loss.h"
+#include "lmkit/nn/layer_gate.h"
 #include "lmkit/train/sharded.h"
 #include "lmkit/io/checkpoint.h"
 #include "lmkit/models/registry.h"
@@ -113,7 +114,7 @@ void check_trainer_options(const TrainerOptions& o) {
                                             "reduces float32 gradients): use --dtype bf16 with several processes");
   check_input(!(o.recompute && o.group), "--recompute trains in one process only (its gradients are not yet checked "
                                          "against the data-parallel reducer)");
-  check_parallel_flags(o.shard_optimizer, o.bucket_mb, o.optimizer.name, o.group != nullptr);
+  check_parallel_flags(o.parallel, o.optimizer.name, o.group != nullptr);
 }
 
 void check_resumed_flags(const std::string& output, const Json& now, int64_t steps, bool allow_changes) {
@@ -216,12 +217,14 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
     std::vector<at::Tensor> state = model_->parameters();
     for (const auto& b : model_->buffers()) state.push_back(b);
     dist::broadcast_module(*o_.group, state);
-    const double mib = o_.bucket_mb > 0 ? o_.bucket_mb : 25.0;
+    const double mib = o_.parallel.bucket_mb > 0 ? o_.parallel.bucket_mb : 25.0;
     reducer_ = std::make_unique<dist::GradientReducer>(o_.group, model_->parameters(),
-                                                       static_cast<int64_t>(mib * (1 << 20)), o_.shard_optimizer);
+                                                       static_cast<int64_t>(mib * (1 << 20)), o_.parallel.shard_optimizer);
   }
-  if (o_.shard_optimizer > 0) {
-    optimizer_ = std::make_unique<ShardedOptimizer>(*reducer_, model_parameters(*model_), optimizer);
+  if (o_.parallel.shard_optimizer > 0) {
+    auto sharded = std::make_unique<ShardedOptimizer>(*reducer_, model_parameters(*model_), optimizer);
+    if (o_.parallel.overlap_param_gather) sharded->overlap_gather(nn::gated_layers(*model_));
+    optimizer_ = std::move(sharded);
   } else {
     optimizer_ = make_optimizer(*model_, std::move(optimizer));
   }
@@ -230,6 +233,7 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
                               const GeneratorStates& generators, bool optimizer) {
+  parameters_ready();
   Json state = {{"step", step},
                 {"epoch", position.epoch},
                 {"batch", position.batch},
@@ -323,7 +327,12 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
   }
 }
 
+void Trainer::parameters_ready() const {
+  if (auto* sharded = dynamic_cast<ShardedOptimizer*>(optimizer_.get())) sharded->settle();
+}
+
 Json Trainer::validate(int64_t step) {
+  parameters_ready();
   // A custom evaluator runs whole on every rank (the same figures everywhere, so every
   // rank takes the same early-stopping decision); the loss is evaluated in shares.
   const int64_t max_batches = o_.group ? (o_.eval_batches + o_.group->size() - 1) / o_.group->size() : o_.eval_batches;
@@ -426,6 +435,7 @@ Json Trainer::run() {
     loop.window_start += std::chrono::steady_clock::now() - pause;
     early_stopped_ = stop_early;
   }
+  parameters_ready();
   loop.bar.finish();
   if (o_.group) report_memory();
   if ((loop.step < o_.steps || validation_pending_) && !early_stopped_) return stop_interrupted(loop);
@@ -443,9 +453,16 @@ void Trainer::report_memory() const {
                static_cast<long long>(o_.group->rank()), static_cast<long long>(o_.group->size()),
                static_cast<long long>(held), static_cast<long long>(total),
                static_cast<long long>(optimizer_state_bytes(*optimizer_)),
-               o_.shard_optimizer ? ("stage " + std::to_string(o_.shard_optimizer)).c_str() : "unsharded", peak_rss_mib(),
+               o_.parallel.shard_optimizer ? ("stage " + std::to_string(o_.parallel.shard_optimizer)).c_str() : "unsharded", peak_rss_mib(),
                static_cast<long long>(reducer_ ? reducer_->peak_bucket_bytes() : 0),
                static_cast<long long>(reducer_ ? reducer_->bucket_bytes() : 0));
+  if (sharded && sharded->overlapping() && sharded->buckets_gathered() > 0) {
+    // The rest were waited for before the forward: they hold a parameter outside the layers (embeddings, heads).
+    std::fprintf(stderr, "rank %lld: parameter all-gather overlapped with the forward: %lld of %lld buckets waited for "
+                 "by their layers in the last step\n", static_cast<long long>(o_.group->rank()),
+                 static_cast<long long>(sharded->buckets_awaited_by_layers()),
+                 static_cast<long long>(sharded->buckets_gathered()));
+  }
 }
 
 bool Trainer::validate_or_defer(Loop& loop) {

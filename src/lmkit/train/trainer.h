@@ -32,10 +32,9 @@ struct TrainerOptions {
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
   bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
-  /// ZeRO stage under data parallelism (0: none; 1: optimizer state sharded; 2: gradients too): train/sharded.h.
-  int shard_optimizer = 0;
-  /// The gradient reducer's bucket size in MiB (--bucket-mb; data parallelism); 0: 25.
-  double bucket_mb = 0;
+  /// Under data parallelism: the ZeRO stage (0: none; 1: optimizer state sharded; 2: gradients
+  /// too: train/sharded.h), the gradient reducer's bucket size, the all-gather's overlap.
+  ParallelFlags parallel;
   /// Each layer's activations recomputed in backward instead of kept (nn::recompute; one process).
   bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
@@ -149,6 +148,9 @@ class Trainer {
   Json validate(int64_t step);
   Json validate_sources(int64_t max_batches);  ///< each of valid_sources_ and their pooled loss
   bool writer() const { return !o_.group || o_.group->leader(); }
+  /// A sharded optimizer's all-gather that overlaps the next forward (--overlap-param-gather)
+  /// finished: before anything else reads the parameters (validation, checkpoints, the end).
+  void parameters_ready() const;
 
   std::shared_ptr<models::Model> model_;
   TrainerOptions o_;
