@@ -28,13 +28,14 @@ common=(--model "$model" --train data/wikitext-2-sample/train.txt --seq-len "$se
 # The tokenizer and the encoded corpus once, outside the timings.
 build/bin/lmkit-pretrain "${common[@]}" --steps 1 --batch-size 8 --output "$out/prep" > /dev/null 2>&1
 tok=(--tokenizer "$out/prep/tokenizer.model" --steps "$steps")
-stats() {  # median tokens/s and mean reduce wait of the steps after the 5th
+stats() {  # median tokens/s, mean reduce wait and mean all-gather wait of the steps after the 5th
   .venv/bin/python - "$1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l][5:]
 rate = statistics.median(r["tokens_per_sec"] for r in rows)
 wait = statistics.mean(r.get("reduce_wait_ms", 0.0) for r in rows)
-print(f"{rate:.0f} {wait:.1f}")
+gather = statistics.mean(r.get("gather_wait_ms", 0.0) for r in rows)
+print(f"{rate:.0f} {wait:.1f} {gather:.1f}")
 PY
 }
 run_one() {  # name threads batch
@@ -49,7 +50,8 @@ run_ranks() {  # name threads-per-rank batch-per-rank
 per_rank=$((batch / procs)) threads_per_rank=$(( cores / procs > 0 ? cores / procs : 1 ))
 if [ "${MODE:-scaling}" = zero ]; then
   echo "model $model, $procs processes x batch $per_rank x $seq, $steps steps, $threads_per_rank thread(s) each"
-  printf '%-12s %-6s %16s %14s %16s %20s %14s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" "bucket bytes peak" "ms/step"
+  printf '%-12s %-6s %16s %14s %16s %20s %14s %22s\n' "stage" "rank" "elements held" "state bytes" "peak RSS (MiB)" \
+    "bucket bytes peak" "ms/step" "gather wait ms/step"
   # "1 end", "2 end": --no-overlap-param-gather (the all-gather at the end of the step, not during the next forward).
   for stage in 0 1 "1 end" 2 "2 end"; do
     name="zero-${stage/ /-}" flags=(--shard-optimizer "${stage%% *}")
@@ -57,22 +59,23 @@ if [ "${MODE:-scaling}" = zero ]; then
     .venv/bin/torchrun --no-python --nproc-per-node "$procs" --master-port "${PORT:-29561}" build/bin/lmkit-pretrain \
       "${common[@]}" "${tok[@]}" "${buckets[@]}" --threads "$threads_per_rank" --batch-size "$per_rank" "${flags[@]}" \
       --output "$out/$name" > "$out/$name.log" 2>&1
-    read -r rate _ < <(stats "$out/$name/metrics.jsonl")
+    read -r rate _ gather < <(stats "$out/$name/metrics.jsonl")
     ms=$(.venv/bin/python -c "print(f'{$batch * $seq / $rate * 1000:.0f}')")
-    .venv/bin/python - "$out/$name.log" "$stage" "$ms" <<'PY'
+    .venv/bin/python - "$out/$name.log" "$stage" "$ms" "$gather" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 rows = re.findall(r"rank (\d+) of \d+: optimizer state of (\d+) of \d+ parameter elements, (\d+) bytes "
                   r"\([^)]*\); peak resident memory ([0-9.]+) MiB; gradient buckets: at most (\d+) of \d+ bytes", text)
 for rank, held, nbytes, peak, buckets in sorted(rows):
-    print(f"{sys.argv[2]:<12} {rank:<6} {held:>16} {nbytes:>14} {peak:>16} {buckets:>20} {sys.argv[3]:>14}")
+    # The step time and the all-gather wait are rank 0's (its metrics.jsonl); stage 0 has no gather.
+    print(f"{sys.argv[2]:<12} {rank:<6} {held:>16} {nbytes:>14} {peak:>16} {buckets:>20} {sys.argv[3]:>14} {sys.argv[4]:>22}")
 PY
   done
   exit 0
 fi
 read -r single_all _ < <(run_one single-all-cores "$cores" "$batch")
 read -r single_one _ < <(run_one single-one-rank-share "$threads_per_rank" "$per_rank")
-read -r ranks wait < <(run_ranks ranks "$threads_per_rank" "$per_rank")
+read -r ranks wait _ < <(run_ranks ranks "$threads_per_rank" "$per_rank")
 echo "model $model, global batch $batch x $seq, $steps steps, $cores cores, $procs processes"
 printf '%-52s %12s\n' "configuration" "tokens/s"
 printf '%-52s %12s\n' "1 process, $cores threads, batch $batch" "$single_all"

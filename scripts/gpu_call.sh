@@ -6,8 +6,9 @@
 #
 #   A, verify: 1. lmkit_tests "[fused]" alone, CUDA_LAUNCH_BLOCKING=1 (an illegal access names
 #      its kernel and poisons nothing after it), then under compute-sanitizer's memcheck where the
-#      machine has it; 2. at once, the rest of "[cuda]" (exact resume among it) and
-#      scripts/gpu_verify.sh for every family in parallel groups. A failing check's whole log
+#      machine has it; 2. at once, the rest of "[cuda]" (exact resume among it), NCCL under
+#      torchrun (tests/distributed/ddp_test.py nccl: plain, and --shard-optimizer with its
+#      all-gather overlapped and not) and scripts/gpu_verify.sh for every family in parallel groups. A failing check's whole log
 #      (the full Catch report for the test binary) comes back in OUT/failures/.
 #   B, measure: bench/compare_hf.sh, bf16, one round, lmkit with its fused kernels
 #      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact
@@ -111,6 +112,8 @@ verify() {
   local pids=() i
   if [ "$DEVICE" = cuda ]; then
     (run_limited cuda-tests "${VERIFY_S:-170}" "$BIN/lmkit_tests" "[cuda]~[fused]" -d yes) & pids+=($!)
+    # NCCL under torchrun, plain and with --shard-optimizer (its all-gather overlapped and not).
+    (run_limited nccl "${VERIFY_S:-170}" "$PY" tests/distributed/ddp_test.py nccl --bin "$BIN" --work "$WORK/nccl") & pids+=($!)
   fi
   for i in "${!groups[@]}"; do
     (run_limited "verify-$i" "${VERIFY_S:-170}" env FAMILIES="${groups[$i]}" CUDA_TESTS=0 BIN="$BIN" DEVICE="$DEVICE" \

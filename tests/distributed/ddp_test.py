@@ -76,8 +76,10 @@ def run(cmd, **kw):
 
 
 def torchrun(args, nproc=2):
-    return [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--no-python", "--nproc-per-node", str(nproc),
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port())] + args
+    beside = os.path.join(os.path.dirname(sys.executable), "torchrun")  # a venv's; else the module (a system Python)
+    start = [beside] if os.path.exists(beside) else [sys.executable, "-m", "torch.distributed.run"]
+    return start + ["--no-python", "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1",
+                    "--master-port", str(free_port())] + args
 
 
 LAUNCHER = {"bert": "slurm", "t5": "slurm", "gpt": "openmpi", "finetune": "openmpi"}
@@ -219,6 +221,16 @@ def nccl(work):
     r = run(torchrun(pretrain_args("gpt", work, ranked, 16, tok + ["--device", "cuda"]), nproc=1))
     check("backend nccl" in r.stderr, "nccl: the group is NCCL's")
     compare_runs(plain, ranked, "nccl 1 GPU under torchrun vs plain")
+    # The sharded optimizer on NCCL (one GPU, so one rank: its reduce-scatter and all-gathers are still
+    # NCCL's, on NCCL's stream), the all-gather overlapped with the forward and at the step's end.
+    outs = []
+    for flag in ("--overlap-param-gather", "--no-overlap-param-gather"):
+        outs.append(os.path.join(work, "zero" + ("-end" if "no-" in flag else "")))
+        run(torchrun(pretrain_args("gpt", work, outs[-1], 16, tok + ["--device", "cuda", "--shard-optimizer", "1",
+                                                                   "--bucket-mb", "0.02", flag]), nproc=1))
+    compare_runs(plain, outs[0], "nccl: --shard-optimizer 1, overlapped all-gather, vs plain")
+    check([x["loss"] for x in losses(outs[0])] == [x["loss"] for x in losses(outs[1])] and
+          max_weight_diff(*outs) == 0.0, "nccl: the overlapped all-gather = the step-end one, bit for bit")
 
 
 def failure(work):

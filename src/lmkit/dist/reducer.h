@@ -47,6 +47,8 @@ class GradientReducer {
   std::vector<double> sum(const std::vector<double>& values);
 
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  /// 0 all-reduces; 1 or 2: ZeRO's stage (the constructor's `shard`).
+  int stage() const { return shard_; }
 
   /// With `shard`: a parameter's place in its bucket, and the rank's chunk of each bucket.
   struct Place {

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -51,6 +53,19 @@ void set_state_tensor(torch::optim::OptimizerParamState& state, const std::strin
     static_cast<TensorState&>(state).tensors[name] = value;
   }
 }
+
+// Adds its lifetime in milliseconds to `total`.
+class WaitTimer {
+ public:
+  explicit WaitTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~WaitTimer() { total_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count(); }
+  WaitTimer(const WaitTimer&) = delete;
+  WaitTimer& operator=(const WaitTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // Elements [from, from + n) of a parameter, gathered from the ranks that updated them.
 void copy_into(const dist::GradientReducer::Place& place, int64_t from, const at::Tensor& values) {
@@ -163,7 +178,14 @@ void ShardedOptimizer::gather_chunks(int64_t bucket, const std::function<at::Ten
   }
 }
 
+double ShardedOptimizer::take_gather_wait_ms() {
+  const double ms = gather_wait_ms_;
+  gather_wait_ms_ = 0;
+  return ms;
+}
+
 void ShardedOptimizer::all_gather_parameters() {
+  const WaitTimer timer(gather_wait_ms_);
   at::NoGradGuard no_grad;
   for (int64_t b = 0; b < reducer_.buckets(); ++b) {
     gather_chunks(b, [](const Piece& piece) { return piece.view; },
@@ -198,32 +220,60 @@ void ShardedOptimizer::overlap_gather(const std::vector<const torch::nn::Module*
     }
     if (pass == 0) early_ = launch_order_.size();
   }
+  position_.assign(launch_order_.size(), 0);
+  for (size_t i = 0; i < launch_order_.size(); ++i) position_[static_cast<size_t>(launch_order_[i])] = i;
+  next_launch_ = launch_order_.size();  // nothing to gather before the first step
   gathers_.assign(static_cast<size_t>(reducer_.buckets()), Gather{});
+  // Stage 1 gathers into its idle gradient buffers; stage 2, which keeps no whole bucket between
+  // steps, holds at most two gathered buckets at a time, as its backward holds two gradient buckets.
+  window_ = reducer_.stage() == 2 ? 2 : 0;
   overlap_ = true;
 }
 
 void ShardedOptimizer::launch_gather() {
+  stale_ = false;
+  next_launch_ = 0;
+  in_flight_ = 0;
+  launch_more(launch_order_.size());
+}
+
+void ShardedOptimizer::launch_more(size_t upto) {
+  // In launch_order_ on every rank: the collectives stay in step whenever each rank launches them.
   at::NoGradGuard no_grad;
   auto& group = *reducer_.group();
-  for (int64_t b : launch_order_) {
+  while (next_launch_ < std::min(upto, launch_order_.size()) && (window_ == 0 || in_flight_ < window_)) {
+    const int64_t b = launch_order_[next_launch_++];
     Gather& g = gathers_[static_cast<size_t>(b)];
     g.mine = chunk_values(b, 0, reducer_.chunk(b), [](const Piece& piece) { return piece.view; });
     g.all = reducer_.idle_buffer(b);  // stage 1's gradient buffer is idle until the next backward
     if (!g.all.defined()) g.all = at::empty({g.mine.numel() * group.size()}, g.mine.options());
     g.work = group.all_gather_async(g.all, g.mine);
+    ++in_flight_;
   }
-  stale_ = false;
+}
+
+bool ShardedOptimizer::gathered(int64_t bucket) const {
+  return position_[static_cast<size_t>(bucket)] < next_launch_ && !gathers_[static_cast<size_t>(bucket)].work;
 }
 
 void ShardedOptimizer::finish_gather(int64_t bucket) {
+  const size_t position = position_[static_cast<size_t>(bucket)];
+  // Stage 2's window: the buckets before this one are finished first, so that it can launch.
+  for (size_t i = 0; next_launch_ <= position && i < position; ++i) finish_gather(launch_order_[i]);
+  launch_more(position + 1);
   Gather& g = gathers_[static_cast<size_t>(bucket)];
   if (!g.work) return;
-  g.work->wait();
+  {
+    const WaitTimer timer(gather_wait_ms_);
+    g.work->wait();
+  }
   g.work.reset();
+  --in_flight_;
   at::NoGradGuard no_grad;
   spread(bucket, 0, reducer_.chunk(bucket), g.all,
          [&](size_t place, int64_t from, const at::Tensor& values) { copy_into(places_[place], from, values); });
   g = Gather{};
+  launch_more(launch_order_.size());  // stage 2: the next bucket takes this one's place in the window
 }
 
 void ShardedOptimizer::begin_forward() {
@@ -242,7 +292,7 @@ void ShardedOptimizer::before_layer(const torch::nn::Module& layer) {
   auto it = layer_buckets_.find(&layer);
   if (it == layer_buckets_.end()) return;
   for (int64_t b : it->second) {
-    if (gathers_[static_cast<size_t>(b)].work) ++awaited_by_layers_;
+    if (!gathered(b)) ++awaited_by_layers_;
     finish_gather(b);
   }
 }

@@ -52,6 +52,10 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   /// Of the last forward's gathered buckets, how many a layer waited for (the rest: before the
   /// forward, or after it), and how many there were.
   int64_t buckets_awaited_by_layers() const { return awaited_by_layers_; }
+  /// Milliseconds this rank waited for the parameters' all-gather since the last call (at the
+  /// step's end, or before the forward and its layers when overlapped), then 0. On NCCL the host
+  /// does not wait for a collective, only the device's stream does: the figure is the CPU's (Gloo).
+  double take_gather_wait_ms();
   int64_t buckets_gathered() const { return gathered_; }
   /// Every parameter holds its gathered value (anything reading them outside begin_forward()
   /// and end_forward(): validation, checkpoints, the end of training). No collective of its own.
@@ -87,8 +91,10 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   /// `all` (every rank's elements [a, a + m) of its chunk, in rank order) to `use`, parameter by parameter.
   void spread(int64_t bucket, int64_t a, int64_t m, const at::Tensor& all,
               const std::function<void(size_t place, int64_t from, const at::Tensor& values)>& use) const;
-  void launch_gather();         // overlap: every bucket's all-gather, the ones outside the layers first
-  void finish_gather(int64_t bucket);  // overlap: waits for it and copies it into the parameters
+  void launch_gather();                // overlap: the step's all-gathers start (as many as the window holds)
+  void launch_more(size_t upto);       // launches launch_order_[next_launch_, upto) while the window has room
+  bool gathered(int64_t bucket) const;  // this step's gather of it is in the parameters
+  void finish_gather(int64_t bucket);  // waits for it (launching it first if need be) and copies it in
   void before_layer(const torch::nn::Module& layer) override;
   /// Bucket `bucket` gathered from every rank's chunk: `source(piece)` gives a piece's values
   /// (undefined: zeros), `use(place, from, values)` receives the elements [from, from + n) of
@@ -117,10 +123,14 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   bool stale_ = false;  ///< stepped; the gather is not launched yet
   std::vector<Gather> gathers_;  ///< a bucket's, while in flight
   std::vector<int64_t> launch_order_;  ///< the buckets outside the layers (descending), then the others (descending)
+  std::vector<size_t> position_;       ///< each bucket's place in launch_order_
   size_t early_ = 0;  ///< how many of launch_order_ hold a parameter outside the layers
+  size_t next_launch_ = 0, in_flight_ = 0;
+  size_t window_ = 0;  ///< the most gathers in flight (0: every bucket at once)
   std::map<const torch::nn::Module*, std::vector<int64_t>> layer_buckets_;  ///< the buckets of each layer's parameters
   std::optional<nn::LayerGateScope> gate_;
   int64_t awaited_by_layers_ = 0, gathered_ = 0;
+  double gather_wait_ms_ = 0;
 };
 
 }  // namespace lmkit::train

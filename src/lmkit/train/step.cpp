@@ -233,6 +233,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
     r.images = static_cast<int64_t>(summed[4]);
     r.reduce_ms = c.lap();
   }
+  if (c.sharded) r.gather_ms = c.sharded->take_gather_wait_ms();  // in the forward, when overlapped
   if (!finite) {
     r.finite = false;
     return r;
@@ -256,6 +257,7 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
   optimizer.step();
   c.part_done(grads.empty() ? at::Tensor() : grads.front());
   r.update_ms = c.lap();
+  if (sharded) r.gather_ms += sharded->take_gather_wait_ms();  // at the step's end, unless overlapped
   return r;
 }
 

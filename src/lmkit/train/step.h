@@ -29,6 +29,8 @@ struct StepResult {
   /// kernels were queued unless train_step's time_parts makes each part wait for them.
   double forward_ms = 0, backward_ms = 0, update_ms = 0;
   double reduce_ms = 0;  ///< waiting for the gradient all-reduce after the last backward (data-parallel)
+  /// A sharded optimizer's wait for the parameters' all-gather (ShardedOptimizer::take_gather_wait_ms).
+  double gather_ms = 0;
   bool stop = false;     ///< some rank asked to stop after this step (train_step's `stop`), so every rank stops
 };
 

@@ -233,7 +233,7 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
                               const GeneratorStates& generators, bool optimizer) {
-  parameters_ready();
+  // The parameters are whole: generators(), which every rank calls first, settled the all-gather.
   Json state = {{"step", step},
                 {"epoch", position.epoch},
                 {"batch", position.batch},
@@ -577,6 +577,8 @@ void Trainer::log(Loop& loop, const StepResult& result, double lr) {
                {"elapsed_s", std::chrono::duration<double>(now - loop.start).count()}};
   // Data-parallel: the step's wait for the gradient all-reduce after backward (what overlap did not hide).
   if (o_.group) line["reduce_wait_ms"] = result.reduce_ms;
+  // Sharded: the step's wait for the parameters' all-gather (at its end, or in the forward when overlapped).
+  if (o_.parallel.shard_optimizer > 0) line["gather_wait_ms"] = result.gather_ms;
   if (images) line.erase("tokens_per_sec"), line["images_per_sec"] = images_per_sec;
   loop.log(line);
   loop.window_start = now;

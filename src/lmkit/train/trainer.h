@@ -149,7 +149,8 @@ class Trainer {
   Json validate_sources(int64_t max_batches);  ///< each of valid_sources_ and their pooled loss
   bool writer() const { return !o_.group || o_.group->leader(); }
   /// A sharded optimizer's all-gather that overlaps the next forward (--overlap-param-gather)
-  /// finished: before anything else reads the parameters (validation, checkpoints, the end).
+  /// finished: before anything else reads the parameters (validation, the end; checkpoints
+  /// through generators()). Every rank: it may launch the gather.
   void parameters_ready() const;
 
   std::shared_ptr<models::Model> model_;
