@@ -22,6 +22,18 @@ inline Batch right_padded_batch(int64_t vocab, int64_t t, int64_t real, int64_t 
   return b;
 }
 
+/// A small model's training batch (seed 1): two rows of 12 ids in [5, 97), the second padded after
+/// 9 in the attention mask; labels the inputs, or 7 ids for an encoder-decoder's decoder.
+inline Batch tiny_training_batch(bool encoder_decoder) {
+  at::manual_seed(1);
+  Batch b;
+  b.input_ids = at::randint(5, 97, {2, 12}, at::kLong);
+  b.attention_mask = at::ones({2, 12}, at::kLong);
+  b.attention_mask[1].slice(0, 9).fill_(0);
+  b.labels = encoder_decoder ? at::randint(5, 97, {2, 7}, at::kLong) : b.input_ids.clone();
+  return b;
+}
+
 /// Largest absolute difference between two tensors (as float64).
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();

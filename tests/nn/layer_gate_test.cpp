@@ -14,6 +14,7 @@
 #include "lmkit/core/batch.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/layer_gate.h"
+#include "test_util.h"
 
 using namespace lmkit;
 
@@ -31,16 +32,10 @@ struct CopyingGate : nn::LayerGate {
 };
 
 Batch batch_for(bool encoder_decoder, bool images) {
+  if (!images) return test::tiny_training_batch(encoder_decoder);
   at::manual_seed(1);
   Batch b;
-  if (images) {
-    b.extra[kPixelValues] = at::randn({2, 1, 28, 28});
-    return b;
-  }
-  b.input_ids = at::randint(5, 97, {2, 12}, at::kLong);
-  b.attention_mask = at::ones({2, 12}, at::kLong);
-  b.attention_mask[1].slice(0, 9).fill_(0);  // a padded row
-  b.labels = encoder_decoder ? at::randint(5, 97, {2, 7}, at::kLong) : b.input_ids.clone();
+  b.extra[kPixelValues] = at::randn({2, 1, 28, 28});
   return b;
 }
 

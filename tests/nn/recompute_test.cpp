@@ -8,6 +8,7 @@
 #include "lmkit/core/autocast.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/recompute.h"
+#include "test_util.h"
 
 #include <torch/csrc/autograd/function.h>
 
@@ -65,19 +66,9 @@ StepGrads recompute_step(const Json& config, const std::string& architecture, co
   return s;
 }
 
-Batch recompute_batch(bool encoder_decoder) {
-  at::manual_seed(1);
-  Batch b;
-  b.input_ids = at::randint(5, 97, {2, 12}, at::kLong);
-  b.attention_mask = at::ones({2, 12}, at::kLong);
-  b.attention_mask[1].slice(0, 9).fill_(0);  // a padded row
-  b.labels = encoder_decoder ? at::randint(5, 97, {2, 7}, at::kLong) : b.input_ids.clone();
-  return b;
-}
-
 void check_same(const Json& config, const std::string& architecture, bool encoder_decoder, double tolerance,
                 Dtype dtype = Dtype::kFp32) {
-  const Batch batch = recompute_batch(encoder_decoder);
+  const Batch batch = test::tiny_training_batch(encoder_decoder);
   const StepGrads stored = recompute_step(config, architecture, batch, false, dtype);
   const StepGrads recomputed = recompute_step(config, architecture, batch, true, dtype);
   INFO(architecture << ", dtype " << static_cast<int>(dtype));
