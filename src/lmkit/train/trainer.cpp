@@ -130,7 +130,9 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
                                                    "keep-last", "log-every", "prefetch", "threads", "device", "deterministic",
                                                    "backend", "dist-timeout", "allow-changes", "output", "overwrite",
-                                                   "tensorboard", "no-tensorboard", "plugin"};
+                                                   "tensorboard", "no-tensorboard", "plugin",
+                                                   // the same weights bit for bit either way (distributed: zero)
+                                                   "overlap-param-gather", "no-overlap-param-gather"};
   std::string changed;
   for (auto it = now.begin(); it != now.end(); ++it) {
     if (may_change.count(it.key()) || !before.contains(it.key()) || before[it.key()] == it.value()) continue;
