@@ -39,7 +39,7 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   at::Tensor step(LossClosure closure = nullptr) override;
 
   /// From now on the parameters' all-gather overlaps the next forward. `layers`: the modules
-  /// whose forward the model's stacks precede with nn::before_layer (models::gated_layers); the
+  /// whose forward the model's stacks precede with nn::before_layer (nn::gated_layers); the
   /// buckets holding any other parameter are gathered first and waited for before the forward.
   void overlap_gather(const std::vector<const torch::nn::Module*>& layers);
   bool overlapping() const { return overlap_; }
@@ -52,13 +52,14 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   /// Of the last forward's gathered buckets, how many a layer waited for (the rest: before the
   /// forward, or after it), and how many there were.
   int64_t buckets_awaited_by_layers() const { return awaited_by_layers_; }
+  int64_t buckets_gathered() const { return gathered_; }
   /// Milliseconds this rank waited for the parameters' all-gather since the last call (at the
   /// step's end, or before the forward and its layers when overlapped), then 0. On NCCL the host
   /// does not wait for a collective, only the device's stream does: the figure is the CPU's (Gloo).
   double take_gather_wait_ms();
-  int64_t buckets_gathered() const { return gathered_; }
   /// Every parameter holds its gathered value (anything reading them outside begin_forward()
-  /// and end_forward(): validation, checkpoints, the end of training). No collective of its own.
+  /// and end_forward(): validation, checkpoints, the end of training). Every rank, at the same
+  /// point: after a step it launches the gather begin_forward() would have.
   void settle();
   /// Writes the whole state that gather() collected (rank 0, after every rank called gather()).
   void save(torch::serialize::OutputArchive& archive) const override;
