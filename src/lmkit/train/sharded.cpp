@@ -234,14 +234,14 @@ void ShardedOptimizer::launch_gather() {
   stale_ = false;
   next_launch_ = 0;
   in_flight_ = 0;
-  launch_more(launch_order_.size());
+  launch_more();
 }
 
-void ShardedOptimizer::launch_more(size_t upto) {
+void ShardedOptimizer::launch_more() {
   // In launch_order_ on every rank: the collectives stay in step whenever each rank launches them.
   at::NoGradGuard no_grad;
   auto& group = *reducer_.group();
-  while (next_launch_ < std::min(upto, launch_order_.size()) && (window_ == 0 || in_flight_ < window_)) {
+  while (next_launch_ < launch_order_.size() && (window_ == 0 || in_flight_ < window_)) {
     const int64_t b = launch_order_[next_launch_++];
     Gather& g = gathers_[static_cast<size_t>(b)];
     g.mine = chunk_values(b, 0, reducer_.chunk(b), [](const Piece& piece) { return piece.view; });
@@ -258,9 +258,8 @@ bool ShardedOptimizer::gathered(int64_t bucket) const {
 
 void ShardedOptimizer::finish_gather(int64_t bucket) {
   const size_t position = position_[static_cast<size_t>(bucket)];
-  // Stage 2's window: the buckets before this one are finished first, so that it can launch.
+  // Stage 2's window: the buckets before this one are finished (each launching the next) until it is launched.
   for (size_t i = 0; next_launch_ <= position && i < position; ++i) finish_gather(launch_order_[i]);
-  launch_more(position + 1);
   Gather& g = gathers_[static_cast<size_t>(bucket)];
   if (!g.work) return;
   {
@@ -273,7 +272,7 @@ void ShardedOptimizer::finish_gather(int64_t bucket) {
   spread(bucket, 0, reducer_.chunk(bucket), g.all,
          [&](size_t place, int64_t from, const at::Tensor& values) { copy_into(places_[place], from, values); });
   g = Gather{};
-  launch_more(launch_order_.size());  // stage 2: the next bucket takes this one's place in the window
+  launch_more();  // stage 2: the next bucket takes this one's place in the window
 }
 
 void ShardedOptimizer::begin_forward() {
@@ -281,7 +280,7 @@ void ShardedOptimizer::begin_forward() {
   if (stale_) {
     launch_gather();
     awaited_by_layers_ = 0;
-    gathered_ = static_cast<int64_t>(launch_order_.size());
+    buckets_this_step_ = static_cast<int64_t>(launch_order_.size());
   }
   for (size_t i = 0; i < early_; ++i) finish_gather(launch_order_[i]);
   gate_.emplace(static_cast<nn::LayerGate*>(this));

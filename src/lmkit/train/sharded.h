@@ -52,7 +52,7 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   /// Of the last forward's gathered buckets, how many a layer waited for (the rest: before the
   /// forward, or after it), and how many there were.
   int64_t buckets_awaited_by_layers() const { return awaited_by_layers_; }
-  int64_t buckets_gathered() const { return gathered_; }
+  int64_t buckets_gathered() const { return buckets_this_step_; }
   /// Milliseconds this rank waited for the parameters' all-gather since the last call (at the
   /// step's end, or before the forward and its layers when overlapped), then 0. On NCCL the host
   /// does not wait for a collective, only the device's stream does: the figure is the CPU's (Gloo).
@@ -93,7 +93,7 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   void spread(int64_t bucket, int64_t a, int64_t m, const at::Tensor& all,
               const std::function<void(size_t place, int64_t from, const at::Tensor& values)>& use) const;
   void launch_gather();                // overlap: the step's all-gathers start (as many as the window holds)
-  void launch_more(size_t upto);       // launches launch_order_[next_launch_, upto) while the window has room
+  void launch_more();                  // launches the next buckets of launch_order_ while the window has room
   bool gathered(int64_t bucket) const;  // this step's gather of it is in the parameters
   void finish_gather(int64_t bucket);  // waits for it (launching it first if need be) and copies it in
   void before_layer(const torch::nn::Module& layer) override;
@@ -130,7 +130,7 @@ class ShardedOptimizer : public torch::optim::Optimizer, private nn::LayerGate {
   size_t window_ = 0;  ///< the most gathers in flight (0: every bucket at once)
   std::map<const torch::nn::Module*, std::vector<int64_t>> layer_buckets_;  ///< the buckets of each layer's parameters
   std::optional<nn::LayerGateScope> gate_;
-  int64_t awaited_by_layers_ = 0, gathered_ = 0;
+  int64_t awaited_by_layers_ = 0, buckets_this_step_ = 0;
   double gather_wait_ms_ = 0;
 };
 
