@@ -7,6 +7,7 @@
 #include "lmkit/core/app.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/plugin.h"
+#include "lmkit/dist/start.h"
 #include "lmkit/models/family.h"
 #include "lmkit/tasks/finetune.h"
 
@@ -74,6 +75,7 @@ void add_training_flags(CLI::App& app, tasks::FinetuneOptions& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dist::quiet_follower_input_errors();  // a launched job's input errors said once, by rank 0
   // Before the flags are built: a plugin's families and tasks appear in them.
   if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-finetune: finetune a checkpoint, or a model from random initialisation, on " + tasks::task_names());

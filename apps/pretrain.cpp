@@ -450,6 +450,7 @@ void add_masking_flags(CLI::App& app, Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dist::quiet_follower_input_errors();  // a launched job's input errors said once, by rank 0
   // Before the flags are built: a plugin's families and objectives appear in them.
   if (const int rc = load_plugins(argc, argv)) return rc;
   CLI::App app("lmkit-pretrain: pretrain a model with one of its family's objectives (" + objectives_by_family() +

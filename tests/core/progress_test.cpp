@@ -134,6 +134,26 @@ TEST_CASE("app: failures become one error line and the right exit code", "[core]
   CHECK_THAT(err, Catch::Contains("--no-such-flag"));
 }
 
+TEST_CASE("app: a follower rank on one node leaves its input errors to rank 0, not the others", "[core][app]") {
+  std::string err;
+  lmkit::set_follower_quiet(true);
+  const int input = run([] { throw lmkit::InputError("data.txt: empty corpus"); }, {}, err);
+  const std::string input_err = err;
+  const int parse = run([] {}, {"--threads", "abc"}, err);
+  const std::string parse_err = err;
+  const int runtime = run([] { throw lmkit::RuntimeError("cuda:1: no such device"); }, {}, err);  // its own
+  const std::string runtime_err = err;
+  lmkit::set_follower_quiet(false);
+  CHECK((input == 2 && input_err.empty()));
+  CHECK((parse == 2 && parse_err.empty()));
+  CHECK((runtime == 1 && runtime_err == "error: cuda:1: no such device\n"));
+  // Stopped by rank 0's failure (dist::leader_only): its code, no line, quiet or not.
+  CHECK(run([] { throw lmkit::FollowerStop(lmkit::ExitCode::kInput); }, {}, err) == 2);
+  CHECK(err.empty());
+  CHECK(run([] { throw lmkit::InputError("data.txt: empty corpus"); }, {}, err) == 2);
+  CHECK(err == "error: data.txt: empty corpus\n");
+}
+
 TEST_CASE("app: an unknown option is named with the one meant, stray words in the order given", "[core][app]") {
   auto parse = [](std::vector<std::string> args) {
     CLI::App app("test");

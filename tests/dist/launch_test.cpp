@@ -44,6 +44,16 @@ TEST_CASE("launch: torchrun, SLURM and Open MPI variables", "[dist]") {
                              {"TORCHELASTIC_RESTART_COUNT", "2"}});
   CHECK((agent.agent_store && agent.restart_count == 2));
   CHECK_FALSE(t.agent_store);
+
+  // One node: every rank reads rank 0's files (its input errors are rank 0's; docs/distributed.md).
+  CHECK_FALSE(t.one_node);  // torchrun on node7, no LOCAL_WORLD_SIZE
+  CHECK(s.one_node);        // SLURM_NNODES=1
+  CHECK_FALSE(m.one_node);  // 2 of 4 ranks on this node
+  CHECK(launch({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"}}).one_node);
+  CHECK_FALSE(launch({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"}}).one_node);
+  CHECK(launch({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}}).one_node);  // set by hand, loopback
+  CHECK(launch({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "node7"}}).one_node);
+  CHECK(launch({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}).one_node);
 }
 
 TEST_CASE("launch: malformed or inconsistent variables are input errors naming them", "[dist]") {

@@ -61,10 +61,13 @@ MODELS = {
 failures = []
 
 
-def check(ok, what):
+def check(ok, what, detail=""):
+    """Prints the verdict; `detail` (a run's stderr) only under a failure."""
     print(("ok    " if ok else "FAIL  ") + what, flush=True)
     if not ok:
         failures.append(what)
+        if detail:
+            print(detail.strip()[-1000:], flush=True)
 
 
 def run(cmd, **kw):
@@ -430,11 +433,22 @@ def zero(work):
         warned = r.stderr.count("warning: the checkpoint was written by 2 rank(s)")
         check(warned == 1 and os.path.exists(os.path.join(out, "final", "model.safetensors")),
               f"zero: the stage-2 checkpoint of step 4 resumes on {label} ({warned} warning)")
-    # Refused, each with one error line.
+    refusals(work, tok, runs[(2, 0)])
+
+
+def one_error_line(r, said):
+    """A refused launched job: exit 2, and the error said once (by rank 0) with nothing after it from
+    the other ranks (no 'barrier failed: Connection closed by peer')."""
+    lines = [l for l in r.stderr.splitlines() if l.startswith("error:")]
+    return r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {said}")
+
+
+def refusals(work, tok, used):
+    """Refused data-parallel runs (2 ranks on this node): each says why in one line, before the data."""
     bad = pretrain_args("gpt", work, os.path.join(work, "bad"), 4, tok + ["--shard-optimizer", "1", "--optimizer", "lamb"])
     r = subprocess.run(launch(bad), capture_output=True, text=True)
-    check(r.returncode != 0 and "error: --shard-optimizer: --optimizer lamb cannot be sharded" in r.stderr,
-          "zero: --optimizer lamb is refused by name")
+    check(one_error_line(r, "--shard-optimizer: --optimizer lamb cannot be sharded"),
+          f"zero: --optimizer lamb is refused by name, once (exit {r.returncode})", r.stderr)
     # Before any data is read: nothing in the run folder but the lock (rank 0 removes the folder it
     # made unless the launcher's SIGTERM, sent when rank 1 exits first, ends it before it can).
     check(unread(os.path.join(work, "bad")), "zero: the refusal comes before the data (no corpus, no tokenizer)")
@@ -442,8 +456,16 @@ def zero(work):
                         (["--recompute"], "--recompute trains in one process only")):
         out = os.path.join(work, "one-process-only")
         r = subprocess.run(launch(pretrain_args("gpt", work, out, 4, tok + flags)), capture_output=True, text=True)
-        check(r.returncode == 2 and f"error: {said}" in r.stderr and unread(out),
-              f"data parallelism refuses {' '.join(flags)} before reading data (exit {r.returncode})")
+        check(one_error_line(r, said) and unread(out),
+              f"data parallelism refuses {' '.join(flags)} before reading data, once (exit {r.returncode})")
+    # Refused by rank 0 alone (the run folder, the training text), while the other rank waits for it.
+    for args, said in ((pretrain_args("gpt", work, used, 4, tok), f"--output {used}: holds an earlier run"),
+                       (pretrain_args("gpt", work, os.path.join(work, "no-text"), 4, [],
+                                      train=os.path.join(work, "missing.txt")), f"{work}/missing.txt: no such")):
+        r = subprocess.run(launch(args), capture_output=True, text=True)
+        check(one_error_line(r, said), f"data parallelism: rank 0's refusal said once (exit {r.returncode})", r.stderr)
+    r = subprocess.run(launch(pretrain_args("gpt", work, os.path.join(work, "flag"), 0, tok)), capture_output=True, text=True)
+    check(one_error_line(r, "--batch-size: 0 is out of range"), f"data parallelism: a bad flag said once (exit {r.returncode})")
     r = subprocess.run(pretrain_args("gpt", work, os.path.join(work, "alone"), 4, tok + ["--shard-optimizer", "1"]),
                        capture_output=True, text=True)
     check(r.returncode == 2 and "error: --shard-optimizer 1 shards across data-parallel ranks" in r.stderr

@@ -137,7 +137,8 @@ TEST_CASE("optimizer flags: a value out of range is one line naming the flag and
   // The overlap belongs to a sharded optimizer: alone it would do nothing.
   CHECK_NOTHROW(train::check_parallel_flags(flags(1, 0, true), "adamw", true));
   CHECK_THROWS_WITH(train::check_parallel_flags(flags(0, 0, true), "adamw", true),
-                    "--overlap-param-gather applies to a sharded optimizer's all-gather: give it with --shard-optimizer 1 or 2");
+                    "--[no-]overlap-param-gather applies to a sharded optimizer's all-gather: give it with "
+                    "--shard-optimizer 1 or 2");
 }
 
 TEST_CASE("--overlap-param-gather: on by default, --no-overlap-param-gather turns it off, either spelling counts as given",

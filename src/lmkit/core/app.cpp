@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <csignal>
 #include <cerrno>
@@ -228,7 +229,10 @@ void check_repeats(const CLI::App& app) {
   }
 }
 
+std::atomic<bool> follower_quiet{false};
+
 int fail(const std::string& message, ExitCode code) {
+  if (code == ExitCode::kInput && follower_quiet) return static_cast<int>(code);  // rank 0 says it
   // One line: the first line of the message is what the user needs. Written whole in one
   // insertion (unbuffered cerr makes one write of it), so the lines of several ranks sharing a
   // terminal or log do not interleave ("error: error: ...").
@@ -276,6 +280,8 @@ std::string extras_message(CLI::App& app) {
 
 }  // namespace
 
+void set_follower_quiet(bool quiet) { follower_quiet = quiet; }
+
 int guard(const std::function<void()>& body, CLI::App* app) {
   try {
     body();
@@ -287,6 +293,8 @@ int guard(const std::function<void()>& body, CLI::App* app) {
       if (!what.empty()) return fail(what + " (see --help)", ExitCode::kInput);
     }
     return fail(std::string(e.what()) + " (see --help)", ExitCode::kInput);
+  } catch (const FollowerStop& e) {
+    return static_cast<int>(e.code());  // rank 0's line says why
   } catch (const Error& e) {
     if (e.code() == ExitCode::kInterrupted) {  // a graceful stop, not a failure: say how to go on
       std::cerr << e.what() << std::endl;

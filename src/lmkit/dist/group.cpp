@@ -31,6 +31,13 @@ std::string string_variable(const std::function<const char*(const char*)>& geten
   return v ? std::string(v) : std::string();
 }
 
+// torchrun's LOCAL_WORLD_SIZE equal to the world size; variables set by hand, MASTER_ADDR on the loopback.
+bool torchrun_one_node(const std::function<const char*(const char*)>& getenv, const Launch& l) {
+  const int64_t local = integer_variable(getenv, "LOCAL_WORLD_SIZE");
+  if (local >= 0) return local == l.world_size;
+  return l.master_addr == "127.0.0.1" || l.master_addr == "localhost" || l.master_addr == "::1";
+}
+
 }  // namespace
 
 Launch read_launch(const std::function<const char*(const char*)>& getenv_in) {
@@ -75,6 +82,7 @@ Launch read_launch(const std::function<const char*(const char*)>& getenv_in) {
     if (port < 1 || port > 65535) throw InputError("environment variable MASTER_PORT=" + std::to_string(port) + " is not a TCP port");
     l.master_port = static_cast<int>(port);
   }
+  l.one_node = one_node || l.world_size == 1 || (l.source == "torchrun" && torchrun_one_node(getenv, l));
   l.agent_store = string_variable(getenv, "TORCHELASTIC_USE_AGENT_STORE") == "True";
   l.restart_count = std::max<int64_t>(integer_variable(getenv, "TORCHELASTIC_RESTART_COUNT"), 0);
   if (l.master_addr.empty()) {
@@ -105,8 +113,9 @@ void Work::wait() {
   wait();
 }
 
-Group::Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout)
-    : impl_(std::move(impl)), rank_(rank), size_(size), backend_(std::move(backend)), timeout_(timeout) {}
+Group::Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout,
+             c10::Device device)
+    : impl_(std::move(impl)), rank_(rank), size_(size), backend_(std::move(backend)), timeout_(timeout), device_(device) {}
 
 Group::~Group() = default;
 
@@ -177,7 +186,7 @@ std::shared_ptr<Group> Group::create(const Launch& launch, c10::Device device, c
     throw RuntimeError("rank " + std::to_string(launch.rank) + ": cannot start the " + backend + " process group: " +
                        msg.substr(0, msg.find('\n')));
   }
-  return std::shared_ptr<Group>(new Group(std::move(impl), launch.rank, launch.world_size, backend, timeout_s));
+  return std::shared_ptr<Group>(new Group(std::move(impl), launch.rank, launch.world_size, backend, timeout_s, device));
 }
 
 void Group::fail(const std::string& what, const std::exception& e) const {
@@ -260,11 +269,29 @@ void Group::barrier() {
   }
 }
 
-void leader_first(Group* group, const std::function<void()>& fn) {
+void leader_only(Group* group, const std::function<void()>& fn) {
   if (!group) return fn();
-  if (group->leader()) fn();
-  group->barrier();
-  if (!group->leader()) fn();
+  double code = 0;
+  std::exception_ptr failure;
+  if (group->leader()) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      code = static_cast<double>(e.code());
+      failure = std::current_exception();
+    } catch (...) {
+      code = static_cast<double>(ExitCode::kRuntime);
+      failure = std::current_exception();
+    }
+  }
+  code = group->sum({code}, group->device())[0];  // rank 0's alone: the others add 0
+  if (failure) std::rethrow_exception(failure);
+  if (code != 0) throw FollowerStop(static_cast<ExitCode>(static_cast<int>(code)));
+}
+
+void leader_first(Group* group, const std::function<void()>& fn) {
+  leader_only(group, fn);
+  if (group && !group->leader()) fn();
 }
 
 void broadcast_module(Group& group, const std::vector<at::Tensor>& tensors) {

@@ -31,6 +31,9 @@ struct Launch {
   /// every rank joins it as a client, under the prefix of this restart attempt.
   bool agent_store = false;
   int64_t restart_count = 0;  ///< TORCHELASTIC_RESTART_COUNT
+  /// Every rank on this node: torchrun's LOCAL_WORLD_SIZE, SLURM_NNODES or Open MPI's local size
+  /// equal to the world size, or (variables set by hand) MASTER_ADDR on the loopback.
+  bool one_node = false;
 };
 
 /// Reads the launch variables, most specific first: RANK / WORLD_SIZE / LOCAL_RANK /
@@ -74,6 +77,8 @@ class Group {
   bool leader() const { return rank_ == 0; }
   const std::string& backend() const { return backend_; }
   std::chrono::seconds timeout() const { return timeout_; }
+  /// This rank's device: where its collectives' small tensors go (NCCL reduces GPU tensors only).
+  c10::Device device() const { return device_; }
 
   /// Sum over ranks, in place; waits.
   void all_reduce_sum(at::Tensor& tensor);
@@ -96,7 +101,8 @@ class Group {
 
  private:
   struct Impl;
-  Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout);
+  Group(std::unique_ptr<Impl> impl, int64_t rank, int64_t size, std::string backend, std::chrono::seconds timeout,
+        c10::Device device);
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
   /// `start` launches a collective; the Work waits for it, each failure said as fail() says it.
   Work async(const std::string& what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start);
@@ -104,11 +110,17 @@ class Group {
   int64_t rank_, size_;
   std::string backend_;
   std::chrono::seconds timeout_;
+  c10::Device device_;
 };
 
-/// Runs `fn` on rank 0 first and on the other ranks after it has finished (files
-/// rank 0 writes, e.g. a trained tokenizer or an encoded corpus, are then there to
-/// read); without a group, just runs it.
+/// Runs `fn` on rank 0 alone, then tells every rank how it went (one all-reduce of rank 0's exit
+/// code, in place of a barrier): rank 0 rethrows its failure, the others throw FollowerStop with
+/// its exit code (rank 0's `error:` line says why; theirs would be a collective's "connection
+/// closed by peer"). Without a group, just runs it.
+void leader_only(Group* group, const std::function<void()>& fn);
+
+/// Runs `fn` on rank 0 first (leader_only) and on the other ranks after it has finished (files
+/// rank 0 writes, e.g. a trained tokenizer or an encoded corpus, are then there to read).
 void leader_first(Group* group, const std::function<void()>& fn);
 
 /// Makes every rank's parameters and buffers rank 0's.

@@ -14,6 +14,14 @@ void add_distributed_flags(CLI::App& app, GroupOptions& options) {
       ->check(in_range(1, 86400));
 }
 
+void quiet_follower_input_errors() {
+  try {
+    const Launch launch = read_launch();
+    if (launch.active && launch.rank > 0 && launch.one_node) set_follower_quiet(true);
+  } catch (const Error&) {
+  }
+}
+
 Started start(RuntimeOptions runtime, const GroupOptions& options) {
   const Launch launch = read_launch();
   runtime.device = device_for_rank(runtime.device, launch);

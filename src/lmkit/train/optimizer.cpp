@@ -275,8 +275,8 @@ void check_parallel_flags(const ParallelFlags& flags, const std::string& optimiz
   check_input(bucket_mb == 0 || data_parallel, "--bucket-mb sizes the gradient buckets of data parallelism: start the run "
                                                "with torchrun, srun or mpirun (docs/distributed.md)");
   check_input(!flags.overlap_given || shard_optimizer > 0,
-              std::string(flags.overlap_param_gather ? "--overlap-param-gather" : "--no-overlap-param-gather") +
-                  " applies to a sharded optimizer's all-gather: give it with --shard-optimizer 1 or 2");
+              "--[no-]overlap-param-gather applies to a sharded optimizer's all-gather: give it with "
+              "--shard-optimizer 1 or 2");
   check_input(shard_optimizer == 0 || optimizer(optimizer_name).shardable,
               "--shard-optimizer: --optimizer " + optimizer_name + " cannot be sharded: its update of an element reads "
               "more than that element's own state and gradient (docs/distributed.md, \"Sharded optimizer state\")");

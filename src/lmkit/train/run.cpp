@@ -37,14 +37,17 @@ Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, cons
   Run r{dist::start(runtime, dist), true, nullptr, output, resume};
   r.leader = !r.started.group || r.started.group->leader();
   // One writer per run directory (rank 0 in a data-parallel job): the other ranks make nothing
-  // there (they read what rank 0 wrote, after it: the tokenizer, the corpus cache).
-  if (r.leader) r.lock = open_run_directory(output, resume, overwrite, also_ours);
+  // there (they read what rank 0 wrote, after it: the tokenizer, the corpus cache), and stop
+  // with rank 0 when it refuses the directory.
+  dist::leader_only(r.group(), [&] { r.lock = open_run_directory(output, resume, overwrite, also_ours); });
   return r;
 }
 
 void Run::record_config(const Json& run_config, int64_t steps, bool allow_changes) const {
-  if (resume) check_resumed_flags(output, run_config, steps, allow_changes);
-  if (leader) save_json_file(output + "/config.json", run_config);
+  dist::leader_only(group(), [&] {
+    if (resume) check_resumed_flags(output, run_config, steps, allow_changes);
+    save_json_file(output + "/config.json", run_config);
+  });
 }
 
 }  // namespace lmkit::train

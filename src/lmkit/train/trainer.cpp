@@ -418,6 +418,7 @@ Json Trainer::run() {
   const data::LoaderPosition position = resume();
   if (auto summary = finished_summary()) return *summary;
   if (writer()) truncate_metrics(o_.output + "/metrics.jsonl", start_step_);
+  set_follower_quiet(false);  // from here each rank's batches are its own: each says its errors
   Loop loop(*this, position);
   if (writer()) loop.metrics.emplace(o_.output + "/metrics.jsonl");
   if (writer() && !o_.tensorboard.empty()) loop.open_events(o_.tensorboard, o_.output);
