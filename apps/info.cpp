@@ -17,6 +17,7 @@
 #include "lmkit/nn/attention_kernel.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/models/family.h"
+#include "lmkit/models/model.h"
 #include "lmkit/models/summary.h"
 #include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
     lmkit::Json out;
     lmkit::check_input(!fields || !path.empty(), "--fields needs PATH (a preset JSON or a checkpoint directory)");
     if (!path.empty()) {
+      const lmkit::models::SkipWeightInit shapes_only;  // counts and sizes: no random draw
       auto model = lmkit::models::model_from_path(path, /*load_weights=*/false, architecture);
       out = lmkit::models::summarize(*model);
       if (fields) out["fields"] = model->config_fields();

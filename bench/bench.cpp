@@ -34,5 +34,6 @@ int main(int argc, char** argv) {
   lmkit::bench::add_train_command(app);
   lmkit::bench::add_data_command(app);
   lmkit::bench::add_generate_command(app);
+  lmkit::bench::add_load_command(app);
   return lmkit::run_app(app, argc, argv, [] {});
 }

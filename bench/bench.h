@@ -14,6 +14,8 @@ void add_train_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 /// `lmkit-bench generate`: generation with and without the KV cache.
 void add_generate_command(CLI::App& app);
+/// `lmkit-bench load`: loading a checkpoint without vs with the random initialisation first.
+void add_load_command(CLI::App& app);
 
 /// Median of `samples` (copied).
 double median(std::vector<double> samples);

@@ -136,7 +136,7 @@ ElectraImpl::ElectraImpl(ElectraConfig config_, ElectraImpl* embedder) : config(
       break;
     case ElectraHead::kNone: break;
   }
-  reset_parameters();
+  if (lmkit::models::initialise_weights()) reset_parameters();  // not when a checkpoint's weights follow
 }
 
 void ElectraImpl::reset_parameters() {

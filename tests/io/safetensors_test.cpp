@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "lmkit/core/error.h"
@@ -117,4 +118,51 @@ TEST_CASE("safetensors: a truncated file on disk is refused naming the file", "[
   CHECK_THROWS_WITH(lmkit::io::read_safetensors(dir / "cut.safetensors"),
                     Catch::Contains("cut.safetensors") && Catch::Contains("truncated"));
   CHECK_THROWS_WITH(lmkit::io::read_safetensors(dir / "none.safetensors"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("safetensors: a file read maps its tensors copy-on-write: a write changes the tensor, never the file",
+          "[io][safetensors]") {
+  lmkit::test::TempDir dir;
+  const at::Tensor w = at::randn({64, 64});
+  lmkit::io::write_safetensors(dir / "w.safetensors", {{"w", w}, {"b", at::arange(5, at::kByte)}});
+  const std::string before = lmkit::read_file(dir / "w.safetensors");
+  at::Tensor loaded;
+  {
+    auto file = lmkit::io::read_safetensors(dir / "w.safetensors");
+    loaded = file.get("w");  // outlives the TensorFile: it keeps the mapping
+  }
+  CHECK(at::equal(loaded, w));
+  loaded.mul_(2).add_(1);
+  CHECK(at::allclose(loaded, w * 2 + 1));
+  CHECK(lmkit::read_file(dir / "w.safetensors") == before);
+  CHECK(at::equal(lmkit::io::read_safetensors(dir / "w.safetensors").get("w"), w));
+  // Bytes not aligned for their type (an F32 tensor after 3 bytes of U8, as another writer
+  // may order them) are copied, with the same values.
+  const at::Tensor f = at::arange(6, at::kFloat);
+  std::string data(3, '\x07');
+  data.append(reinterpret_cast<const char*>(f.data_ptr<float>()), 24);
+  const std::string header = R"({"u":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"f":{"dtype":"F32","shape":[2,3],"data_offsets":[3,27]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  lmkit::write_file_atomic(dir / "odd.safetensors", bytes + header + data);
+  const auto odd = lmkit::io::read_safetensors(dir / "odd.safetensors");
+  CHECK(at::equal(odd.get("f"), f.view({2, 3})));
+  CHECK(at::equal(odd.get("u"), at::full({3}, 7, at::kByte)));
+}
+
+TEST_CASE("safetensors: all_finite sees NaN and Inf anywhere, in every float type", "[io][safetensors]") {
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    INFO(c10::toString(dtype));
+    at::Tensor t = at::randn({1000}).to(dtype);
+    CHECK(lmkit::io::all_finite(t));
+    for (const double bad : {std::nan(""), double{INFINITY}, -double{INFINITY}}) {
+      for (const int64_t at_index : {int64_t{0}, int64_t{517}, int64_t{999}}) {
+        at::Tensor u = t.clone();
+        u[at_index] = bad;
+        CHECK_FALSE(lmkit::io::all_finite(u));
+      }
+    }
+  }
+  CHECK(lmkit::io::all_finite(at::empty({0, 4})));
+  CHECK(lmkit::io::all_finite(at::arange(10)));  // integers always are
 }

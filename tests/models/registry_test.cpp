@@ -203,6 +203,53 @@ TEST_CASE("registry: export -> import is bitwise identical for every family and 
   }
 }
 
+TEST_CASE("registry: a checkpoint holding every weight loads without the random draw, to the same tensors",
+          "[models][registry]") {
+  test::TempDir dir;
+  auto configs = tiny_configs();
+  for (const char* mini : {"llama-mini", "mistral-mini", "bloom-mini", "roberta-mini", "longformer-mini", "bigbird-mini",
+                           "vit-mini", "vit-mae-mini"}) {
+    configs.emplace_back(mini, preset(mini));
+  }
+  at::manual_seed(3);
+  for (const auto& [name, config] : configs) {
+    INFO(name);
+    const std::string arch = config.contains("model_type") && name.find("-mini") == std::string::npos ? name : "";
+    auto model = models::create_model(config, name + ".json", arch);
+    models::save_pretrained(*model, dir / name);
+    auto loaded = models::load_pretrained(dir / name);
+    // Every parameter and buffer, not only those the file holds: nothing the skipped
+    // initialisation would have set is left as LibTorch's modules made it.
+    for (const bool buffers : {false, true}) {
+      const auto a = buffers ? model->named_buffers() : model->named_parameters();
+      const auto b = buffers ? loaded->named_buffers() : loaded->named_parameters();
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].key());
+        CHECK(a[i].key() == b[i].key());
+        CHECK(at::equal(a[i].value(), b[i].value()));
+      }
+    }
+  }
+  // The scope is what skips it: a layer's weights keep LibTorch's Kaiming-uniform (std 1/sqrt(3·16) = 0.14
+  // for 16 inputs) instead of GPT-2's N(0, 0.02); after the scope, the draw is back.
+  const Json gpt = tiny_configs()[2].second;
+  auto ffn_std = [](models::Model& m) {
+    for (const auto& p : m.named_parameters()) {
+      if (p.key().find("ffn.in.weight") != std::string::npos) return p.value().std().item<double>();
+    }
+    return -1.0;
+  };
+  {
+    const models::SkipWeightInit skip;
+    CHECK_FALSE(models::initialise_weights());
+    CHECK(ffn_std(*models::create_model(gpt, "tiny.json")) > 0.1);
+  }
+  CHECK(models::initialise_weights());
+  const double drawn = ffn_std(*models::create_model(gpt, "tiny.json"));
+  CHECK((drawn > 0.01 && drawn < 0.03));
+}
+
 TEST_CASE("registry: a pretrained encoder loads under a new classification head", "[models][registry]") {
   test::TempDir dir;
   auto pretrained = models::create_model(tiny_configs()[0].second, "tiny.json", "BertForPreTraining");
@@ -218,6 +265,9 @@ TEST_CASE("registry: a pretrained encoder loads under a new classification head"
   auto& b = dynamic_cast<models::BertImpl&>(*cls);
   CHECK(at::equal(a.word_embeddings->weight, b.word_embeddings->weight));
   CHECK(at::equal(a.pooler->weight, b.pooler->weight));
+  // The new head drew BERT's N(0, 0.02) (not LibTorch's Kaiming-uniform, std 0.14 for 16 inputs).
+  const double head_std = b.classifier->weight.std().item<double>();
+  CHECK((head_std > 0.005 && head_std < 0.05));
 }
 
 TEST_CASE("registry: missing or incomplete or damaged checkpoints are refused", "[models][registry]") {

@@ -36,6 +36,9 @@ done
 EPOCHS=0 check scripts/vit_fashion_results.sh "EPOCHS: '0' is not a positive whole number" "$work/out"
 FASHION="$work/none" check scripts/vit_fashion_results.sh "no such file (FASHION names Fashion-MNIST's folder" "$work/out"
 check scripts/gpu_verify.sh "takes no arguments" --bogus
+check bench/load_checkpoint.sh "takes no arguments" --bogus
+PRESETS="gpt2-small nope" check bench/load_checkpoint.sh "PRESETS: no models/nope.json"
+ROUNDS=0 check bench/load_checkpoint.sh "ROUNDS '0': expected a positive integer"
 check bench/fresh_clone.sh "expected 'test' or 'demo', got '--bogus'" --bogus
 check bench/fresh_clone.sh "expected 'test' or 'demo', got ''"
 check bench/fresh_clone.sh "one argument (test or demo), got 2" test demo

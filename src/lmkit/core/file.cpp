@@ -137,9 +137,17 @@ std::string read_file(const std::string& path) {
   check_readable_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  // Its size in one read (a stringstream grew by doubling and copied the whole again at the end:
+  // three copies of a checkpoint), then whatever follows (a file still growing, one without a size).
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  std::string bytes(ec ? 0 : static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  std::ostringstream rest;
+  rest << in.rdbuf();
+  bytes += rest.str();
+  return bytes;
 }
 
 TempDir::TempDir(const std::string& prefix) {

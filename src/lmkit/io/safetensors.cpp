@@ -2,9 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -114,9 +123,36 @@ Entry parse_entry(const std::string& key, const nlohmann::json& entry, uint64_t 
   return e;
 }
 
-}  // namespace
+// A file mapped copy-on-write, unmapped with the last tensor that aliases it.
+struct Mapping {
+  void* data = nullptr;
+  size_t size = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (data) ::munmap(data, size);
+  }
+};
 
-TensorFile parse_safetensors(const std::string& bytes, const std::string& name) {
+// `path` mapped, or nullptr where it cannot be (an empty file, a file system without mmap).
+std::shared_ptr<Mapping> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  auto map = std::make_shared<Mapping>();
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    map->size = static_cast<size_t>(st.st_size);
+    void* data = ::mmap(nullptr, map->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (data != MAP_FAILED) map->data = data;
+  }
+  ::close(fd);
+  return map->data ? map : nullptr;
+}
+
+// parse_safetensors's work on `bytes`; with `owner` (the mapping `bytes` lies in), each tensor
+// whose bytes are aligned for its type aliases them, the others are copies.
+TensorFile parse_bytes(std::string_view bytes, const std::string& name, const std::shared_ptr<Mapping>& owner) {
   auto bad = [&](const std::string& what) { return InputError(name + ": not a valid safetensors file: " + what); };
   if (bytes.size() < 8) throw bad("shorter than the 8-byte header length");
   uint64_t header_len = 0;
@@ -126,7 +162,7 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
   }
   nlohmann::json header;
   try {
-    header = parse_json(std::string_view(bytes).substr(8, header_len), "header", /*with_line=*/false);
+    header = parse_json(bytes.substr(8, header_len), "header", /*with_line=*/false);
   } catch (const Error& e) {
     throw bad(std::string("the header is not well-formed JSON (") + e.what() + ")");
   }
@@ -151,14 +187,36 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name) 
     if (entries[i].begin < entries[i - 1].end) throw bad("tensors '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
   }
   for (const Entry& e : entries) {
-    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.type));
-    if (e.end > e.begin) std::memcpy(t.data_ptr(), bytes.data() + data_start + e.begin, e.end - e.begin);
+    const at::TensorOptions options = at::TensorOptions().dtype(e.type);
+    char* src = const_cast<char*>(bytes.data()) + data_start + e.begin;
+    at::Tensor t;
+    if (owner && e.end > e.begin && reinterpret_cast<uintptr_t>(src) % c10::elementSize(e.type) == 0) {
+      t = at::from_blob(src, e.shape, [owner](void*) {}, options);
+    } else {
+      t = at::empty(e.shape, options);
+      if (e.end > e.begin) std::memcpy(t.data_ptr(), src, e.end - e.begin);
+    }
     file.tensors.emplace_back(e.name, t);
   }
   return file;
 }
 
-TensorFile read_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+}  // namespace
+
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name) { return parse_bytes(bytes, name, nullptr); }
+
+TensorFile read_safetensors(const std::string& path) {
+  check_readable_file(path);
+  if (auto map = map_file(path)) return parse_bytes(std::string_view(static_cast<const char*>(map->data), map->size), path, map);
+  return parse_safetensors(read_file(path), path);
+}
+
+bool all_finite(const at::Tensor& t) {
+  if (!t.is_floating_point() || t.numel() == 0) return true;
+  const auto [lo, hi] = at::aminmax(t);
+  return std::isfinite(lo.item<double>()) && std::isfinite(hi.item<double>());
+}
+
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {

@@ -29,7 +29,10 @@ struct TensorFile {
 /// file, the JSON is well-formed, dtypes are known, shape × itemsize equals each
 /// byte span, spans lie inside the data area and do not overlap. Every
 /// malformed case is an InputError naming the file and what is wrong.
-/// Supported dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL.
+/// Supported dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL. The file is mapped copy-on-write
+/// and its tensors alias the mapping where their bytes are aligned (no copy: a checkpoint's
+/// weights go from the page cache straight into the model's parameters; writing to one makes
+/// its pages private, never the file's). The mapping lives as long as a tensor of it.
 TensorFile read_safetensors(const std::string& path);
 /// The same validation applied to bytes in memory (`name` is used in messages).
 TensorFile parse_safetensors(const std::string& bytes, const std::string& name);
@@ -39,6 +42,10 @@ TensorFile parse_safetensors(const std::string& bytes, const std::string& name);
 /// with spaces to a multiple of 8.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+/// Whether every value of `t` is finite (not NaN, not ±Inf): one pass, its minimum and maximum
+/// (NaN propagates through both). Integer and bool tensors always are.
+bool all_finite(const at::Tensor& t);
 
 /// The safetensors spelling of a dtype ("F32", ...); InputError for unsupported ones.
 std::string dtype_name(at::ScalarType dtype);

@@ -184,7 +184,7 @@ BertImpl::BertImpl(BertConfig config_) : config(std::move(config_)) {
   embeddings_norm = register_module("embeddings_norm", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_eps)));
   layers = register_module("layers", bert_encoder_layers(c));
   build_heads();
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void BertImpl::build_heads() {

@@ -90,7 +90,7 @@ BloomImpl::BloomImpl(BloomConfig config_)  // ALiBi: no position limit
   ln_f = register_module("ln_f", nn::Norm(layer_norm));
   const double p = c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout;  // HF's fallback
   build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, p});
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void BloomImpl::reset_parameters() {

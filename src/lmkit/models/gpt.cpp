@@ -95,7 +95,7 @@ GptImpl::GptImpl(GptConfig config_)
   }
   ln_f = register_module("ln_f", nn::Norm(nn::NormOptions(d).eps(c.layer_norm_epsilon)));
   build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, c.classifier_dropout});
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void GptImpl::reset_parameters() {

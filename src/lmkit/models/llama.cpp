@@ -169,7 +169,7 @@ LlamaImpl::LlamaImpl(LlamaConfig config_)  // rotary: no position limit
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(LlamaLayer(c));
   norm = register_module("norm", nn::Norm(nn::NormOptions(d).type(nn::NormType::kRmsNorm).eps(c.rms_norm_eps)));
   build_head({d, c.vocab_size, c.num_labels, c.tie_word_embeddings, c.classifier_dropout, "score"});
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void LlamaImpl::reset_parameters() {

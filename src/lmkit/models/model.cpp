@@ -135,6 +135,18 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::Att
   return x;
 }
 
+namespace {
+thread_local bool skip_initialisation = false;
+}  // namespace
+
+bool initialise_weights() { return !skip_initialisation; }
+
+SkipWeightInit::SkipWeightInit(bool on) : previous_(skip_initialisation) {
+  skip_initialisation = previous_ || on;
+}
+
+SkipWeightInit::~SkipWeightInit() { skip_initialisation = previous_; }
+
 void init_normal(torch::nn::Module& module, double std) {
   at::NoGradGuard no_grad;
   for (auto& child : module.modules(/*include_self=*/false)) {  // callable from constructors

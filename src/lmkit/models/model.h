@@ -167,6 +167,26 @@ double encoder_decoder_flops_per_token(const torch::nn::Module& model, int64_t d
                                        int64_t encoder_layers, int64_t decoder_layers, int64_t vocab,
                                        int64_t seq_len, int64_t target_len);
 
+/// Whether a family's constructor draws its random initialisation (reset_parameters): yes,
+/// unless a SkipWeightInit lives on this thread. A plugin's family asks it too (docs/library.md).
+bool initialise_weights();
+
+/// While one lives (on this thread), the models built leave their weights as LibTorch's modules
+/// made them instead of drawing HF's initialisation: every weight is about to be read from a
+/// checkpoint (load_pretrained without a new head), or only the shapes matter (lmkit-info).
+/// HF's from_pretrained skips the draw too; here it was most of the time a checkpoint took to
+/// load (docs/benchmarks.md, "Loading a checkpoint").
+class SkipWeightInit {
+ public:
+  explicit SkipWeightInit(bool on = true);
+  ~SkipWeightInit();
+  SkipWeightInit(const SkipWeightInit&) = delete;
+  SkipWeightInit& operator=(const SkipWeightInit&) = delete;
+
+ private:
+  bool previous_;
+};
+
 /// Fills every Linear / Embedding weight from N(0, std) and zeroes biases (BERT, GPT-2 init).
 void init_normal(torch::nn::Module& module, double std);
 /// HF's initialisation of the norms: every nn::Norm below `module` gets weights one and biases zero.

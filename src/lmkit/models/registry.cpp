@@ -152,7 +152,7 @@ LoadReport load_hf_weights(Model& model, const io::TensorFile& file, const std::
       throw InputError(file_name + ": tensor '" + found->first + "' is " + std::string(c10::toString(src.scalar_type())) +
                        " but the model's parameter is " + c10::toString(t.param.scalar_type()));
     }
-    if (src.is_floating_point() && !at::isfinite(src).all().item<bool>()) {
+    if (!io::all_finite(src)) {
       throw InputError(file_name + ": tensor '" + found->first + "' holds NaN or Inf values (a diverged run's weights?)");
     }
     t.param.copy_(src.to(t.param.scalar_type()));
@@ -189,7 +189,7 @@ void write_model_files(Model& model, const std::string& dir,
 std::vector<std::pair<std::string, at::Tensor>> finite_state(Model& model, const std::string& dir) {
   auto state = hf_state_dict(model);
   for (const auto& [name, tensor] : state) {
-    if (tensor.is_floating_point() && !at::isfinite(tensor).all().item<bool>()) {
+    if (!io::all_finite(tensor)) {
       throw RuntimeError("not writing " + dir + ": weight '" + name + "' holds NaN or Inf values");
     }
   }
@@ -313,7 +313,19 @@ std::shared_ptr<Model> load_pretrained(const std::string& dir, const std::string
       if (it.key() == "num_labels") merged.erase("id2label"), merged.erase("label2id");
     }
   }
-  auto model = create_model(merged, config_path, architecture);
+  // Without a new head every weight comes from the checkpoint (one it lacks is an error below):
+  // no random draw first, unless a companion's folder is missing (it keeps its initialisation).
+  std::shared_ptr<Model> model;
+  {
+    const SkipWeightInit skip(!new_head);
+    model = create_model(merged, config_path, architecture);
+  }
+  const auto companions = model->companions();
+  if (!new_head && std::any_of(companions.begin(), companions.end(), [&](const auto& c) {
+        return !fs::exists(dir + "/" + c.first + "/model.safetensors");
+      })) {
+    model = create_model(merged, config_path, architecture);
+  }
   LoadReport r = load_hf_weights(*model, io::read_safetensors(weights_path), weights_path, /*strict=*/false);
   std::string own = config_architecture(written);
   if (own.empty()) own = written.value("model_type", model->model_type());

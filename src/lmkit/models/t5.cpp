@@ -184,7 +184,7 @@ T5Impl::T5Impl(T5Config config_) : config(std::move(config_)) {
   if (c.head == T5Head::kTokenClassification) {
     token_classifier = register_module("token_classifier", TokenClassifier(c.d_model, c.num_labels, c.classifier_dropout));
   }
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void T5Impl::reset_parameters() {

@@ -102,7 +102,7 @@ TransformerImpl::TransformerImpl(TransformerConfig config_) : config(std::move(c
     out_proj = register_module("out_proj",
                                torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.tgt_vocab_size).bias(false)));
   }
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void TransformerImpl::reset_parameters() {

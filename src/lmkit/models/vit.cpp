@@ -157,7 +157,7 @@ VitImpl::VitImpl(VitConfig config_) : config(std::move(config_)) {
     decoder_norm = register_module("decoder_norm", nn::Norm(nn::NormOptions(dd).eps(c.layer_norm_eps)));
     decoder_pred = register_module("decoder_pred", torch::nn::Linear(dd, c.patch_size * c.patch_size * c.num_channels));
   }
-  reset_parameters();
+  if (initialise_weights()) reset_parameters();  // not when a checkpoint follows
 }
 
 void VitImpl::reset_parameters() {
