@@ -120,7 +120,7 @@ TEST_CASE("safetensors: a truncated file on disk is refused naming the file", "[
   CHECK_THROWS_WITH(lmkit::io::read_safetensors(dir / "none.safetensors"), Catch::Contains("cannot open"));
 }
 
-TEST_CASE("safetensors: a file read maps its tensors copy-on-write: a write changes the tensor, never the file",
+TEST_CASE("safetensors: a tensor read from a file is its own: a write changes the tensor, never the file",
           "[io][safetensors]") {
   lmkit::test::TempDir dir;
   const at::Tensor w = at::randn({64, 64});
@@ -129,7 +129,7 @@ TEST_CASE("safetensors: a file read maps its tensors copy-on-write: a write chan
   at::Tensor loaded;
   {
     auto file = lmkit::io::read_safetensors(dir / "w.safetensors");
-    loaded = file.get("w");  // outlives the TensorFile: it keeps the mapping
+    loaded = file.get("w");  // outlives the TensorFile
   }
   CHECK(at::equal(loaded, w));
   loaded.mul_(2).add_(1);
@@ -137,7 +137,7 @@ TEST_CASE("safetensors: a file read maps its tensors copy-on-write: a write chan
   CHECK(lmkit::read_file(dir / "w.safetensors") == before);
   CHECK(at::equal(lmkit::io::read_safetensors(dir / "w.safetensors").get("w"), w));
   // Bytes not aligned for their type (an F32 tensor after 3 bytes of U8, as another writer
-  // may order them) are copied, with the same values.
+  // may order them) read as the same values.
   const at::Tensor f = at::arange(6, at::kFloat);
   std::string data(3, '\x07');
   data.append(reinterpret_cast<const char*>(f.data_ptr<float>()), 24);

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -123,92 +121,116 @@ Entry parse_entry(const std::string& key, const nlohmann::json& entry, uint64_t 
   return e;
 }
 
-// A file mapped copy-on-write, unmapped with the last tensor that aliases it.
-struct Mapping {
-  void* data = nullptr;
-  size_t size = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (data) ::munmap(data, size);
-  }
+// A file's tensors, before their bytes are read: the header validated against the file's size.
+struct Layout {
+  TensorFile file;  ///< the metadata; tensors come with their bytes
+  std::vector<Entry> entries;
+  uint64_t data_start = 0;
 };
 
-// `path` mapped, or nullptr where it cannot be (an empty file, a file system without mmap).
-std::shared_ptr<Mapping> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return nullptr;
-  struct stat st {};
-  auto map = std::make_shared<Mapping>();
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    map->size = static_cast<size_t>(st.st_size);
-    void* data = ::mmap(nullptr, map->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (data != MAP_FAILED) map->data = data;
-  }
-  ::close(fd);
-  return map->data ? map : nullptr;
-}
-
-// parse_safetensors's work on `bytes`; with `owner` (the mapping `bytes` lies in), each tensor
-// whose bytes are aligned for its type aliases them, the others are copies.
-TensorFile parse_bytes(std::string_view bytes, const std::string& name, const std::shared_ptr<Mapping>& owner) {
+// The layout of a file of `file_size` bytes whose first bytes are `head` (8 and the header,
+// where the file holds them): every check of parse_safetensors but the bytes' own.
+Layout parse_layout(std::string_view head, uint64_t file_size, const std::string& name) {
   auto bad = [&](const std::string& what) { return InputError(name + ": not a valid safetensors file: " + what); };
-  if (bytes.size() < 8) throw bad("shorter than the 8-byte header length");
+  if (file_size < 8 || head.size() < 8) throw bad("shorter than the 8-byte header length");
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[i]);
-  if (header_len > bytes.size() - 8 || header_len > kMaxHeader) {
-    throw bad("header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(bytes.size()));
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(head[i]);
+  if (header_len > file_size - 8 || header_len > kMaxHeader) {
+    throw bad("header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(file_size));
   }
+  if (head.size() < 8 + header_len) throw bad("it ends inside its header (truncated while being read?)");
   nlohmann::json header;
   try {
-    header = parse_json(bytes.substr(8, header_len), "header", /*with_line=*/false);
+    header = parse_json(head.substr(8, header_len), "header", /*with_line=*/false);
   } catch (const Error& e) {
     throw bad(std::string("the header is not well-formed JSON (") + e.what() + ")");
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
-  const uint64_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
-  TensorFile file;
-  std::vector<Entry> entries;
+  Layout layout;
+  layout.data_start = 8 + header_len;
+  const uint64_t data_size = file_size - layout.data_start;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() != "__metadata__") {
-      entries.push_back(parse_entry(it.key(), it.value(), data_size, bad));
+      layout.entries.push_back(parse_entry(it.key(), it.value(), data_size, bad));
       continue;
     }
     if (!it.value().is_object()) throw bad("__metadata__ is not an object");
     for (auto m = it.value().begin(); m != it.value().end(); ++m) {
       if (!m.value().is_string()) throw bad("__metadata__ value '" + m.key() + "' is not a string");
-      file.metadata[m.key()] = m.value().get<std::string>();
+      layout.file.metadata[m.key()] = m.value().get<std::string>();
     }
   }
   // In file order; no two tensors may share bytes.
+  auto& entries = layout.entries;
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < entries.size(); ++i) {
     if (entries[i].begin < entries[i - 1].end) throw bad("tensors '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
   }
-  for (const Entry& e : entries) {
-    const at::TensorOptions options = at::TensorOptions().dtype(e.type);
-    char* src = const_cast<char*>(bytes.data()) + data_start + e.begin;
-    at::Tensor t;
-    if (owner && e.end > e.begin && reinterpret_cast<uintptr_t>(src) % c10::elementSize(e.type) == 0) {
-      t = at::from_blob(src, e.shape, [owner](void*) {}, options);
-    } else {
-      t = at::empty(e.shape, options);
-      if (e.end > e.begin) std::memcpy(t.data_ptr(), src, e.end - e.begin);
-    }
-    file.tensors.emplace_back(e.name, t);
+  return layout;
+}
+
+// An open file descriptor, closed on every way out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
-  return file;
+};
+
+// `n` bytes at `offset` of `fd` into `out`: how many there were before the file ended.
+size_t read_at(const Fd& f, char* out, size_t n, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(f.fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw RuntimeError(path + ": read failed (" + std::strerror(errno) + ")");
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
 }
 
 }  // namespace
 
-TensorFile parse_safetensors(const std::string& bytes, const std::string& name) { return parse_bytes(bytes, name, nullptr); }
+TensorFile parse_safetensors(const std::string& bytes, const std::string& name) {
+  Layout layout = parse_layout(bytes, bytes.size(), name);
+  for (const Entry& e : layout.entries) {
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.type));
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), bytes.data() + layout.data_start + e.begin, e.end - e.begin);
+    layout.file.tensors.emplace_back(e.name, t);
+  }
+  return std::move(layout.file);
+}
 
 TensorFile read_safetensors(const std::string& path) {
   check_readable_file(path);
-  if (auto map = map_file(path)) return parse_bytes(std::string_view(static_cast<const char*>(map->data), map->size), path, map);
-  return parse_safetensors(read_file(path), path);
+  const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw InputError(path + ": cannot stat file (" + std::strerror(errno) + ")");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  // The length, then the header it gives where the file can hold it (parse_layout says what is wrong otherwise).
+  std::string head(8, '\0');
+  head.resize(read_at(f, head.data(), 8, 0, path));
+  if (head.size() == 8) {
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(head[i]);
+    if (header_len <= std::min<uint64_t>(size - 8, kMaxHeader)) {
+      head.resize(8 + header_len);
+      head.resize(8 + read_at(f, head.data() + 8, header_len, 8, path));
+    }
+  }
+  Layout layout = parse_layout(head, size, path);
+  for (const Entry& e : layout.entries) {
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.type));
+    const size_t n = e.end - e.begin;
+    if (n > 0 && read_at(f, static_cast<char*>(t.data_ptr()), n, layout.data_start + e.begin, path) < n) {
+      throw InputError(path + ": not a valid safetensors file: it ends inside tensor '" + e.name +
+                       "' (truncated while being read?)");
+    }
+    layout.file.tensors.emplace_back(e.name, t);
+  }
+  return std::move(layout.file);
 }
 
 bool all_finite(const at::Tensor& t) {

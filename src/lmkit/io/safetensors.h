@@ -29,10 +29,9 @@ struct TensorFile {
 /// file, the JSON is well-formed, dtypes are known, shape × itemsize equals each
 /// byte span, spans lie inside the data area and do not overlap. Every
 /// malformed case is an InputError naming the file and what is wrong.
-/// Supported dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL. The file is mapped copy-on-write
-/// and its tensors alias the mapping where their bytes are aligned (no copy: a checkpoint's
-/// weights go from the page cache straight into the model's parameters; writing to one makes
-/// its pages private, never the file's). The mapping lives as long as a tensor of it.
+/// Supported dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL. The header is read first, then each
+/// tensor's bytes straight into its memory (one copy; no mapping, so a file cut short by another
+/// process while it is read is an InputError naming the tensor, never a SIGBUS).
 TensorFile read_safetensors(const std::string& path);
 /// The same validation applied to bytes in memory (`name` is used in messages).
 TensorFile parse_safetensors(const std::string& bytes, const std::string& name);
