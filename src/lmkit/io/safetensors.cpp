@@ -128,13 +128,19 @@ struct Layout {
   uint64_t data_start = 0;
 };
 
+// The header's length, the little-endian u64 of a file's first 8 bytes (`head` holds them).
+uint64_t header_length(std::string_view head) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(head[i]);
+  return n;
+}
+
 // The layout of a file of `file_size` bytes whose first bytes are `head` (8 and the header,
 // where the file holds them): every check of parse_safetensors but the bytes' own.
 Layout parse_layout(std::string_view head, uint64_t file_size, const std::string& name) {
   auto bad = [&](const std::string& what) { return InputError(name + ": not a valid safetensors file: " + what); };
   if (file_size < 8 || head.size() < 8) throw bad("shorter than the 8-byte header length");
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(head[i]);
+  const uint64_t header_len = header_length(head);
   if (header_len > file_size - 8 || header_len > kMaxHeader) {
     throw bad("header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(file_size));
   }
@@ -213,8 +219,7 @@ TensorFile read_safetensors(const std::string& path) {
   std::string head(8, '\0');
   head.resize(read_at(f, head.data(), 8, 0, path));
   if (head.size() == 8) {
-    uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(head[i]);
+    const uint64_t header_len = header_length(head);
     if (header_len <= std::min<uint64_t>(size - 8, kMaxHeader)) {
       head.resize(8 + header_len);
       head.resize(8 + read_at(f, head.data() + 8, header_len, 8, path));
