@@ -1,7 +1,8 @@
 // lmkit-bench load: the time to load a checkpoint directory as the apps do (load_pretrained:
 // the model built without its random initialisation, every weight read from the file)
-// against building it with the initialisation drawn first and then reading the same file
-// (what load_pretrained did before 2026-11-29), and the speed-up. The same tensors either way.
+// against building it with the initialisation drawn first (the draw load_pretrained made before
+// 2026-11-29) and then reading the same file through the same reader, and the speed-up. The
+// same tensors either way.
 #include <ATen/ATen.h>
 
 #include <chrono>
