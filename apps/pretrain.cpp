@@ -58,6 +58,7 @@ std::string objectives_by_family() {
   for (const auto& f : models::families()) {
     std::vector<std::string> names;
     for (const auto& o : f.objectives) names.push_back(o.name);
+    if (names.empty()) continue;  // a family that is only finetuned (vit)
     text += (text.empty() ? "" : "; ") + f.model_type + ": " + join_names(names);
   }
   return text;
@@ -459,8 +460,11 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("--model", a.model, "model preset JSON (one of models/)");
   app.add_option("--init", a.init, "continue pretraining from a checkpoint directory");
-  app.add_option("--train", a.train, "training text file or token corpus directory")->required();
-  app.add_option("--valid", a.valid, "validation text file or token corpus directory");
+  app.add_option("--train", a.train,
+                 "training text file or token corpus directory, or a weighted mixture of them: "
+                 "NAME=WEIGHT:PATH,... (docs/data.md); mae: an IDX image file")
+      ->required();
+  app.add_option("--valid", a.valid, "validation text file or token corpus directory, or a mixture as --train's");
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--objective", a.objective, "the pretraining objective: " + objectives_by_family() +
                                                  "; default: the model type's first");

@@ -167,11 +167,11 @@ struct EncodeCommand {
   CLI::App* add(CLI::App& app) {
     auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
     e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-    e->add_option("--input", inputs, "text files (plain, .gz or .zst), directories of them or quoted glob patterns "
-                                     "('shards/*.jsonl.zst'), read in name order")->required()->expected(1, -1);
+    e->add_option("--input", inputs, "text files (plain, .gz or .zst) or Parquet files with a text column, directories of "
+                                     "them or quoted glob patterns ('shards/*.jsonl.zst'), read in name order")->required()->expected(1, -1);
     e->add_option("--output", output, "corpus directory to write")->required();
     e->add_option("--format", format, "auto, blank-line, lines or jsonl");
-    e->add_option("--text-field", text_field, "JSONL field holding the text");
+    e->add_option("--text-field", text_field, "JSONL field or Parquet column holding the text");
     e->add_flag("--overwrite", overwrite, "replace a token corpus already at --output");
     e->add_option("--threads", threads, "encoding threads (0: OMP_NUM_THREADS where set, else every core); the output does not depend on it")->check(non_negative());
     return e;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/dropout.h"
 #include "lmkit/nn/position.h"
 #include "test_util.h"
 
@@ -73,6 +74,45 @@ TEST_CASE("attention: the math and fused kernels give the same numbers", "[nn][a
     at::Tensor math = lmkit::nn::scaled_dot_product(q, k, v, bias, scale, 0, false, lmkit::nn::AttentionBackend::kMath);
     at::Tensor fused = lmkit::nn::scaled_dot_product(q, k, v, bias, scale, 0, false, lmkit::nn::AttentionBackend::kFused);
     CHECK(max_abs_diff(math, fused) < 1e-5);
+  }
+}
+
+TEST_CASE("attention: training dropout on the CPU drops the weights with lmkit's dropout, mask replayed backward",
+          "[nn][attention]") {
+  // LibTorch's attention kernel draws its dropout with the serial bernoulli_; on the CPU the
+  // weights are dropped by nn::dropout instead: the same numbers as the composite written out
+  // with it, the same for the same seed, and a gradient that uses the forward's mask.
+  using lmkit::nn::AttentionBackend;
+  at::manual_seed(3);
+  const at::Tensor q0 = at::randn({2, 3, 9, 8}), k0 = at::randn({2, 3, 9, 8}), v0 = at::randn({2, 3, 9, 8});
+  const double scale = 1.0 / std::sqrt(8.0), p = 0.4;
+  for (const bool causal : {true, false}) {
+    INFO("causal " << causal);
+    auto run = [&](bool composite) {
+      at::Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+      at::manual_seed(11);
+      at::Tensor y;
+      if (composite) {
+        at::Tensor scores = at::matmul(q * scale, k.transpose(-2, -1));
+        if (causal) scores = scores + attention_bias({}, true, 9, 9, at::kFloat, at::kCPU);
+        y = at::matmul(lmkit::nn::dropout(at::softmax(scores, -1), p, true), v);
+      } else {
+        y = lmkit::nn::scaled_dot_product(q, k, v, {}, scale, p, true, AttentionBackend::kAuto, nullptr, causal);
+      }
+      const at::Tensor w = at::linspace(-1, 1, y.numel()).view(y.sizes());
+      (y * w).sum().backward();
+      return std::vector<at::Tensor>{y.detach(), q.grad(), k.grad(), v.grad()};
+    };
+    const auto kernel = run(false), composite = run(true), again = run(false);
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      INFO("output " << i << " (y, dq, dk, dv)");
+      CHECK(max_abs_diff(kernel[i], composite[i]) < 1e-6);
+      CHECK(at::equal(kernel[i], again[i]));
+    }
+    at::NoGradGuard ng;  // and dropout did happen: not the undropped attention
+    const at::Tensor eval = lmkit::nn::scaled_dot_product(q0, k0, v0, {}, scale, p, false, AttentionBackend::kAuto,
+                                                          nullptr, causal);
+    CHECK(max_abs_diff(kernel[0], eval) > 0.1);
   }
 }
 

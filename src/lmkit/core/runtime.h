@@ -43,7 +43,8 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 
 /// Whether a hand-made speed-up is switched off for this process, by name, in the
 /// comma-separated LMKIT_DISABLE environment variable: "allocator" (the caching CPU
-/// allocator), "dropout" (lmkit's CPU dropout: at::dropout instead), "flash" (causal
+/// allocator), "dropout" (lmkit's CPU dropout, the attention weights' included:
+/// at::dropout and LibTorch's attention kernel instead), "flash" (causal
 /// attention masked in the kernel: an explicit causal bias instead), "chunked_ce"
 /// (models::linear_cross_entropy: full logits, then cross-entropy) or "fused" (lmkit's
 /// fused CUDA kernels, nn/fused.h: ATen's composites instead). Each falls back

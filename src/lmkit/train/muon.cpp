@@ -119,7 +119,7 @@ OptimizerSpec muon_optimizer() {
   spec.flags = {
       {"muon-momentum", 0.95, "the momentum of the matrices' update", {}},
       {"muon-nesterov", true, "Nesterov momentum", {}},
-      {"muon-ns-steps", 5.0, "Newton-Schulz iterations", {}},
+      {"muon-ns-steps", 5, "Newton-Schulz iterations", {}},
       {"muon-adjust-lr", std::string("match_rms_adamw"),
        "the matrices' rate: match_rms_adamw (0.2 sqrt(max(rows, cols)) --lr: AdamW's rate and decay carry over; "
        "Liu et al. 2025) or original (sqrt(max(1, rows/cols)) --lr)",

@@ -245,7 +245,11 @@ void add_optimizer_flags(CLI::App& app, OptimizerFlags& flags) {
   for (const auto& o : optimizers()) {
     for (const auto& f : o.flags) {
       flags.own[f.name] = flag_text(f.fallback);
-      app.add_option("--" + f.name, flags.own[f.name], f.help + " (--optimizer " + o.name + ")");
+      const std::string type = f.fallback.is_boolean()           ? "BOOL"
+                               : f.fallback.is_number_integer() ? "INT"
+                               : f.fallback.is_number()         ? "FLOAT"
+                                                                : "TEXT";
+      app.add_option("--" + f.name, flags.own[f.name], f.help + " (--optimizer " + o.name + ")")->type_name(type);
     }
   }
 }
