@@ -2,11 +2,16 @@
 // reference it is compared against, and the ratio; none is a pass/fail test.
 #include "bench.h"
 
+#include <torch/csrc/autograd/profiler_kineto.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <set>
 
 #include "lmkit/core/app.h"
+#include "lmkit/core/error.h"
 #include "lmkit/core/plugin.h"
 
 namespace lmkit::bench {
@@ -15,6 +20,19 @@ double median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t n = samples.size();
   return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+void profile_to(const std::string& path, bool cuda, const std::function<void()>& work) {
+  namespace prof = torch::profiler::impl;
+  const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+  std::set<prof::ActivityType> activities{prof::ActivityType::CPU};
+  if (cuda) activities.insert(prof::ActivityType::CUDA);
+  torch::autograd::profiler::prepareProfiler(config, activities);
+  torch::autograd::profiler::enableProfiler(config, activities);
+  work();
+  torch::autograd::profiler::disableProfiler()->save(path);
+  // The profiler reports a failed write only in its log.
+  if (!std::filesystem::is_regular_file(path)) throw RuntimeError(path + ": the trace could not be written");
 }
 
 }  // namespace lmkit::bench

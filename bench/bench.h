@@ -3,6 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 namespace lmkit::bench {
 
 /// `lmkit-bench layer`: forward + backward of one encoder layer.
@@ -19,5 +23,10 @@ void add_load_command(CLI::App& app);
 
 /// Median of `samples` (copied).
 double median(std::vector<double> samples);
+
+/// Runs `work` under LibTorch's profiler — CPU ops, and CUDA kernels with their GPU times when
+/// `cuda` — and writes the Chrome trace to `path` (bench/trace_summary.py sums it). `work`
+/// synchronises the device itself before it returns.
+void profile_to(const std::string& path, bool cuda, const std::function<void()>& work);
 
 }  // namespace lmkit::bench

@@ -9,13 +9,10 @@
 // tokens through the decoder (cross-attention against the S encoder positions).
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
-#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <set>
 
 #include "bench.h"
 #include "lmkit/nn/recompute.h"
@@ -92,20 +89,13 @@ void run_train(const TrainArgs& a) {
     if (!split) loss = r.loss;
   }
   if (!a.profile.empty()) {
-    namespace prof = torch::profiler::impl;
-    const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
-    std::set<prof::ActivityType> activities{prof::ActivityType::CPU};
-    if (device.is_cuda()) activities.insert(prof::ActivityType::CUDA);
-    torch::autograd::profiler::prepareProfiler(config, activities);
-    torch::autograd::profiler::enableProfiler(config, activities);
-    for (int i = 0; i < 2; ++i) {
-      Batch b = random_batch();
-      train::train_step(*model, *optimizer, {b}, 1.0, precision);
-    }
-    if (device.is_cuda()) model->parameters()[0].cpu();
-    torch::autograd::profiler::disableProfiler()->save(a.profile);
-    // The profiler reports a failed write only in its log.
-    if (!std::filesystem::is_regular_file(a.profile)) throw RuntimeError(a.profile + ": the trace could not be written");
+    profile_to(a.profile, device.is_cuda(), [&] {
+      for (int i = 0; i < 2; ++i) {
+        Batch b = random_batch();
+        train::train_step(*model, *optimizer, {b}, 1.0, precision);
+      }
+      if (device.is_cuda()) model->parameters()[0].cpu();
+    });
   }
   const double rss_end = current_rss_mib(), heap_end = heap_in_use_mib();
   const double step_ms = median(ms);

@@ -279,6 +279,59 @@ TEST_CASE("attention: a window bias masks keys window or more positions back, ca
   CHECK(cache.key.view({4})[0].item<float>() == 2);
 }
 
+TEST_CASE("attention: the KV cache appends into one growing buffer when nothing records gradients, as concatenation",
+          "[nn][attention]") {
+  at::manual_seed(12);
+  c10::InferenceMode generating;  // as eval::generate runs
+  KVCache cache;
+  at::Tensor all_k, all_v;  // the same keys and values concatenated
+  auto step = [&](int64_t t) {
+    const at::Tensor k = at::randn({2, 3, t, 4}), v = at::randn({2, 3, t, 4});
+    const at::Tensor earlier = cache.key, kept = earlier.defined() ? earlier.clone() : at::Tensor();
+    cache.append(k, v);
+    all_k = all_k.defined() ? at::cat({all_k, k}, 2) : k, all_v = all_v.defined() ? at::cat({all_v, v}, 2) : v;
+    CHECK(at::equal(cache.key, all_k));
+    CHECK(at::equal(cache.value, all_v));
+    if (earlier.defined()) CHECK(at::equal(earlier, kept));  // a view handed out before is never written into
+    return earlier;
+  };
+  step(5);  // a prompt
+  int64_t shared = 0;
+  for (int i = 0; i < 100; ++i) {
+    const at::Tensor earlier = step(1);
+    shared += cache.key.is_alias_of(earlier);
+  }
+  CHECK(shared >= 95);  // 100 appends, a handful of new buffers (64 positions, then doubled)
+  // Beam search replaces the cache with reordered rows: appends go on from those.
+  const at::Tensor order = at::tensor({1, 0}, at::kLong);
+  cache.key = cache.key.index_select(0, order), cache.value = cache.value.index_select(0, order);
+  all_k = all_k.index_select(0, order), all_v = all_v.index_select(0, order);
+  for (int i = 0; i < 3; ++i) step(2);
+  // A sliding window's rolling cache: the last 7 kept, then more appended after them.
+  cache.keep_last(7);
+  all_k = all_k.slice(2, -7), all_v = all_v.slice(2, -7);
+  for (int i = 0; i < 40; ++i) {
+    step(1);
+    cache.keep_last(7);
+    all_k = all_k.slice(2, -7), all_v = all_v.slice(2, -7);
+  }
+  CHECK(cache.position() == 5 + 100 + 6 + 40);
+}
+
+TEST_CASE("attention: the KV cache under autograd appends new tensors, so backward sees what the forward saw",
+          "[nn][attention]") {
+  at::manual_seed(13);
+  KVCache cache;
+  const at::Tensor k1 = at::randn({1, 2, 3, 4}).requires_grad_(), k2 = at::randn({1, 2, 1, 4}).requires_grad_();
+  cache.append(k1, k1 * 2);
+  const at::Tensor first = cache.key;
+  cache.append(k2, k2 * 2);
+  CHECK_FALSE(cache.key.is_alias_of(first));
+  (first.sum() + cache.key.pow(2).sum() + cache.value.sum()).backward();
+  CHECK(at::allclose(k1.grad(), 1 + 2 * k1 + 2));
+  CHECK(at::allclose(k2.grad(), 2 * k2 + 2));
+}
+
 TEST_CASE("attention: Llama's attention is the one module: rotary, grouped-query heads fused or separate, a window",
           "[nn][attention]") {
   at::manual_seed(11);

@@ -26,7 +26,7 @@ check() {  # check SCRIPT EXPECTED ARGS...
     failures=$((failures + 1))
   fi
 }
-for script in bench/bf16_loss_curve.sh bench/compare_hf.sh bench/distributed.sh bench/document_mask_results.sh \
+for script in bench/bf16_loss_curve.sh bench/compare_generate.sh bench/compare_hf.sh bench/distributed.sh bench/document_mask_results.sh \
               bench/encode_throughput.sh bench/levers.sh bench/optimizer_results.sh bench/run_benchmarks.sh \
               scripts/vit_fashion_results.sh; do
   check "$script" "unknown option '--bogus'" --bogus
@@ -36,6 +36,7 @@ done
 EPOCHS=0 check scripts/vit_fashion_results.sh "EPOCHS: '0' is not a positive whole number" "$work/out"
 FASHION="$work/none" check scripts/vit_fashion_results.sh "no such file (FASHION names Fashion-MNIST's folder" "$work/out"
 check scripts/gpu_verify.sh "takes no arguments" --bogus
+SHAPES="gpt-mini-8000 nope" check bench/compare_generate.sh "unknown shape 'nope'" "$work/out"
 check bench/load_checkpoint.sh "takes no arguments" --bogus
 PRESETS="gpt2-small nope" check bench/load_checkpoint.sh "PRESETS: no models/nope.json"
 ROUNDS=0 check bench/load_checkpoint.sh "ROUNDS '0': expected a positive integer"

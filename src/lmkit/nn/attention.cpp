@@ -77,9 +77,57 @@ at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Ten
 void KVCache::keep_last(int64_t n) {
   const int64_t drop = length() - n;
   if (drop <= 0) return;
-  // Views: the next step's cat copies them anyway, so a copy here would be a second one per step.
+  // Views: the next append copies them anyway, so a copy here would be a second one per step.
   key = key.slice(2, drop), value = value.slice(2, drop);
   dropped += drop;
+}
+
+// Whether key and value are still the views append() made: of the buffers, ending at the last
+// position written (not replaced, reordered or cut short since).
+bool KVCache::views_buffers() const {
+  auto ends_at_filled = [&](const at::Tensor& view, const at::Tensor& buffer) {
+    if (!view.defined() || !buffer.defined() || !view.is_alias_of(buffer) || view.dim() != 4 ||
+        view.strides() != buffer.strides() || view.sizes().slice(0, 2) != buffer.sizes().slice(0, 2) ||
+        view.size(3) != buffer.size(3)) {
+      return false;
+    }
+    const int64_t start = (view.storage_offset() - buffer.storage_offset()) / buffer.stride(2);
+    return start + view.size(2) == filled_;
+  };
+  return ends_at_filled(key, key_buffer_) && ends_at_filled(value, value_buffer_);
+}
+
+void KVCache::append(const at::Tensor& k, const at::Tensor& v) {
+  const int64_t held = length(), t = k.size(2);
+  const bool same_kind = held == 0 || (k.sizes().slice(0, 2) == key.sizes().slice(0, 2) && k.size(3) == key.size(3) &&
+                                       k.scalar_type() == key.scalar_type() && k.device() == key.device());
+  if (at::GradMode::is_enabled() || !same_kind) {
+    // In-place writes would invalidate what autograd saved for backward: a new tensor (and
+    // cat's own error for keys that do not fit the held ones).
+    key = held > 0 ? at::cat({key, k}, 2) : k;
+    value = held > 0 ? at::cat({value, v}, 2) : v;
+    key_buffer_ = value_buffer_ = at::Tensor();
+    filled_ = 0;
+    return;
+  }
+  if (!views_buffers()) key_buffer_ = value_buffer_ = at::Tensor();  // empty, or replaced from outside
+  if (!key_buffer_.defined() || filled_ + t > key_buffer_.size(2)) {
+    // A new buffer with room for as many positions again (at least 64): the held ones move to
+    // its front, so a sliding window's rolling cache never outgrows twice its window.
+    const int64_t capacity = std::max<int64_t>(64, 2 * (held + t));
+    auto grown = [&](const at::Tensor& held_part, const at::Tensor& like) {
+      at::Tensor buffer = at::empty({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
+      if (held > 0) buffer.narrow(2, 0, held).copy_(held_part);
+      return buffer;
+    };
+    key_buffer_ = grown(key, k), value_buffer_ = grown(value, v);
+    filled_ = held;
+  }
+  key_buffer_.narrow(2, filled_, t).copy_(k);
+  value_buffer_.narrow(2, filled_, t).copy_(v);
+  filled_ += t;
+  key = key_buffer_.narrow(2, filled_ - held - t, held + t);
+  value = value_buffer_.narrow(2, filled_ - held - t, held + t);
 }
 
 Band::Band(int64_t t, int64_t before, int64_t after)
@@ -306,11 +354,8 @@ at::Tensor MultiHeadAttentionImpl::forward(const at::Tensor& x, const AttentionM
     qh = qkvh[0], kh = qkvh[1], vh = qkvh[2];
     if (rotary.cos.defined()) qh = apply_rotary(qh, rotary.cos, rotary.sin), kh = apply_rotary(kh, rotary.cos, rotary.sin);
     if (cache) {
-      if (cache->length() > 0) {
-        kh = at::cat({cache->key, kh}, 2);  // (B, KV, T_cached + T, hd)
-        vh = at::cat({cache->value, vh}, 2);
-      }
-      cache->key = kh, cache->value = vh;  // rotated: a cached key keeps its own position
+      cache->append(kh, vh);  // rotated: a cached key keeps its own position
+      kh = cache->key, vh = cache->value;  // (B, KV, T_cached + T, hd)
       if (options.window() > 0) cache->keep_last(options.window() - 1);  // the next query sees these and itself
     }
     if (kv_heads_ != h) {  // each key/value head serves H / KV query heads (HF's repeat_kv)

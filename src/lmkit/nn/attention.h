@@ -96,6 +96,17 @@ struct KVCache {
   int64_t position() const { return dropped + length(); }
   /// Keeps the last `n` keys and values (a rolling cache of a sliding window).
   void keep_last(int64_t n);
+  /// Appends keys and values (B, H, T, hd) after the held ones. Without autograd recording
+  /// (generation runs under InferenceMode) they are written into a buffer with room to spare,
+  /// doubled when full, of which `key` and `value` are views: decoding N tokens copies each key
+  /// about twice, not the whole cache at every step (O(N²)). With autograd recording, or when
+  /// `key` and `value` were replaced from outside (beam search reorders them), a new tensor.
+  void append(const at::Tensor& k, const at::Tensor& v);
+
+ private:
+  at::Tensor key_buffer_, value_buffer_;  ///< (B, H, capacity, hd): key, value are views of them
+  int64_t filled_ = 0;                    ///< positions of the buffers written so far
+  bool views_buffers() const;
 };
 
 /// Rotary positions of one call (Su et al. 2021; cos and sin from nn::rotary_cos_sin): queries
