@@ -316,6 +316,13 @@ TEST_CASE("attention: the KV cache appends into one growing buffer when nothing 
     all_k = all_k.slice(2, -7), all_v = all_v.slice(2, -7);
   }
   CHECK(cache.position() == 5 + 100 + 6 + 40);
+  // Two copies of one cache (they share its buffer) each append their own continuation.
+  KVCache other = cache;
+  const at::Tensor a = at::randn({2, 3, 1, 4}), b = at::randn({2, 3, 1, 4});
+  cache.append(a, a);
+  other.append(b, b);
+  CHECK(at::equal(cache.key, at::cat({all_k, a}, 2)));
+  CHECK(at::equal(other.key, at::cat({all_k, b}, 2)));
 }
 
 TEST_CASE("attention: the KV cache under autograd appends new tensors, so backward sees what the forward saw",

@@ -92,9 +92,9 @@ bool KVCache::views_buffers() const {
       return false;
     }
     const int64_t start = (view.storage_offset() - buffer.storage_offset()) / buffer.stride(2);
-    return start + view.size(2) == filled_;
+    return start + view.size(2) == *filled_;
   };
-  return ends_at_filled(key, key_buffer_) && ends_at_filled(value, value_buffer_);
+  return filled_ && ends_at_filled(key, key_buffer_) && ends_at_filled(value, value_buffer_);
 }
 
 void KVCache::append(const at::Tensor& k, const at::Tensor& v) {
@@ -107,11 +107,11 @@ void KVCache::append(const at::Tensor& k, const at::Tensor& v) {
     key = held > 0 ? at::cat({key, k}, 2) : k;
     value = held > 0 ? at::cat({value, v}, 2) : v;
     key_buffer_ = value_buffer_ = at::Tensor();
-    filled_ = 0;
+    filled_.reset();
     return;
   }
-  if (!views_buffers()) key_buffer_ = value_buffer_ = at::Tensor();  // empty, or replaced from outside
-  if (!key_buffer_.defined() || filled_ + t > key_buffer_.size(2)) {
+  if (!views_buffers()) key_buffer_ = value_buffer_ = at::Tensor();  // empty, replaced from outside, or a stale copy
+  if (!key_buffer_.defined() || *filled_ + t > key_buffer_.size(2)) {
     // A new buffer with room for as many positions again (at least 64): the held ones move to
     // its front, so a sliding window's rolling cache never outgrows twice its window.
     const int64_t capacity = std::max<int64_t>(64, 2 * (held + t));
@@ -121,13 +121,14 @@ void KVCache::append(const at::Tensor& k, const at::Tensor& v) {
       return buffer;
     };
     key_buffer_ = grown(key, k), value_buffer_ = grown(value, v);
-    filled_ = held;
+    filled_ = std::make_shared<int64_t>(held);
   }
-  key_buffer_.narrow(2, filled_, t).copy_(k);
-  value_buffer_.narrow(2, filled_, t).copy_(v);
-  filled_ += t;
-  key = key_buffer_.narrow(2, filled_ - held - t, held + t);
-  value = value_buffer_.narrow(2, filled_ - held - t, held + t);
+  int64_t& filled = *filled_;
+  key_buffer_.narrow(2, filled, t).copy_(k);
+  value_buffer_.narrow(2, filled, t).copy_(v);
+  filled += t;
+  key = key_buffer_.narrow(2, filled - held - t, held + t);
+  value = value_buffer_.narrow(2, filled - held - t, held + t);
 }
 
 Band::Band(int64_t t, int64_t before, int64_t after)

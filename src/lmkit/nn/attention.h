@@ -105,7 +105,10 @@ struct KVCache {
 
  private:
   at::Tensor key_buffer_, value_buffer_;  ///< (B, H, capacity, hd): key, value are views of them
-  int64_t filled_ = 0;                    ///< positions of the buffers written so far
+  /// Positions of the buffers written so far, shared with every copy of this cache that shares
+  /// them: a copy that appends first moves it, so the other's next append takes a new buffer
+  /// instead of writing over the first one's keys.
+  std::shared_ptr<int64_t> filled_;
   bool views_buffers() const;
 };
 
