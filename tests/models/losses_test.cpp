@@ -84,3 +84,53 @@ TEST_CASE("losses: under bf16 autocast the chunked loss follows the autocast ref
     CHECK(max_abs_diff(a[i], b[i]) < 2e-2 * a[i].abs().max().item<double>() + 1e-4);
   }
 }
+
+TEST_CASE("losses: where nothing needs gradients (evaluation) the chunked loss is the training path's loss",
+          "[models][losses]") {
+  // Under NoGradGuard or InferenceMode linear_cross_entropy computes the loss alone, without the
+  // two gradient products; the value is the training path's, to the bit (a validation loss and
+  // a training loss of the same batch and weights are the same number).
+  for (bool with_bias : {false, true}) {
+    for (double smoothing : {0.0, 0.1}) {
+      for (int64_t chunk : {int64_t{1} << 26, int64_t{50 * 8}, int64_t{1}}) {
+        INFO("bias " << with_bias << " smoothing " << smoothing << " chunk " << chunk);
+        Case c = make_case(with_bias);
+        const double trained = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets, smoothing, chunk)
+                                   .item<double>();
+        at::Tensor evaluated, inferred;
+        {
+          at::NoGradGuard no_grad;
+          evaluated = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets, smoothing, chunk);
+        }
+        {
+          c10::InferenceMode inference;
+          inferred = lmkit::models::linear_cross_entropy(c.hidden, c.weight, c.bias, c.targets, smoothing, chunk);
+        }
+        CHECK(evaluated.item<double>() == trained);
+        CHECK(inferred.item<double>() == trained);
+        CHECK_FALSE(evaluated.requires_grad());
+        // Inputs that need no gradient under grad mode take the same path.
+        const at::Tensor detached = lmkit::models::linear_cross_entropy(
+            c.hidden.detach(), c.weight.detach(), c.bias.defined() ? c.bias.detach() : c.bias, c.targets, smoothing, chunk);
+        CHECK(detached.item<double>() == trained);
+      }
+    }
+  }
+  Case none = make_case(true);
+  none.targets.fill_(-100);
+  at::NoGradGuard no_grad;
+  CHECK(lmkit::models::linear_cross_entropy(none.hidden, none.weight, none.bias, none.targets).item<double>() == 0.0);
+  Case f = make_case(true, at::kFloat);  // bf16 autocast: the training path's loss too
+  lmkit::AutocastGuard autocast(at::kCPU, true);
+  const at::Tensor full = lmkit::models::cross_entropy(at::linear(f.hidden, f.weight, f.bias), f.targets);
+  const at::Tensor chunked = lmkit::models::linear_cross_entropy(f.hidden, f.weight, f.bias, f.targets, 0.0, 50 * 8);
+  at::Tensor trained;
+  {
+    at::AutoGradMode grad_mode(true);
+    trained = lmkit::models::linear_cross_entropy(f.hidden, f.weight, f.bias, f.targets, 0.0, 50 * 8);
+  }
+  CHECK(trained.requires_grad());
+  CHECK(chunked.scalar_type() == at::kFloat);
+  CHECK(chunked.item<double>() == trained.item<double>());
+  CHECK(chunked.item<double>() == Approx(full.item<double>()).epsilon(1e-2));
+}

@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <c10/util/Logging.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "lmkit/core/error.h"
@@ -152,6 +153,10 @@ std::shared_ptr<Group> Group::create(const Launch& launch, c10::Device device, c
   if (backend == "nccl" && !nccl_available()) {
     throw RuntimeError("this lmkit was built without NCCL (it needs a CUDA LibTorch and nccl.h at build time)");
   }
+  // A write to a peer's closed socket (a rank killed mid-collective) raises SIGPIPE, which would
+  // end this rank silently (exit -13, no error line): Python, which torch.distributed runs in,
+  // ignores it, so Gloo and the store report EPIPE as an error instead. So does lmkit, from here on.
+  std::signal(SIGPIPE, SIG_IGN);
   const std::string where = launch.master_addr + ":" + std::to_string(launch.master_port);
   auto impl = std::make_unique<Impl>();
   QuietC10Log quiet;

@@ -43,60 +43,82 @@ at::Tensor composite_chunk_gradient(const at::Tensor& chunk, const at::Tensor& b
   return gc;
 }
 
+// The head's weight in the compute dtype, its rows rounded up to a multiple of 64 with zero rows:
+// an odd vocabulary (GPT-2's 50,257) makes cuBLAS fall back to CUTLASS's sm75 kernels with
+// alignment 1, 3× slower on an H100 (measured). Callers mask or drop the padding rows' logits.
+at::Tensor padded_weight(const at::Tensor& weight, at::ScalarType compute) {
+  const int64_t v = weight.size(0), vp = (v + 63) / 64 * 64;
+  at::Tensor w = weight.to(compute);
+  if (vp == v) return w;
+  at::Tensor padded = at::zeros({vp, weight.size(1)}, w.options());
+  padded.narrow(0, 0, v).copy_(w);
+  return padded;
+}
+
+// Each input's gradient of the loss (grad_bias undefined without a bias).
+struct HeadGradients {
+  at::Tensor hidden, weight, bias;
+};
+
+// The mean cross-entropy of hidden·weightᵀ + bias over the rows, a chunk of rows at a time, and
+// with `grads` each chunk's gradients too (without: evaluation, validation: the loss alone, the
+// same value to the bit, without the two gradient products).
+at::Tensor chunked_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& targets,
+                        double smoothing, int64_t chunk_elements, at::ScalarType compute, HeadGradients* grads) {
+  // The casts are explicit here; autocast must not add its own.
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  const int64_t n = hidden.size(0), v = weight.size(0);
+  const int64_t rows = std::max<int64_t>(1, chunk_elements / std::max<int64_t>(v, 1));
+  const at::Tensor w = padded_weight(weight, compute);  // its padding rows' logits -inf: they change nothing
+  const int64_t vp = w.size(0);
+  const at::ScalarType acc = compute == at::kDouble ? at::kDouble : at::kFloat;  // softmax and sums
+  const at::Tensor valid = targets.ne(-100);
+  // Each target's share of the mean; none at all gives a loss of 0 (not 0/0).
+  const at::Tensor count = valid.sum().to(acc).clamp_min(1.0);
+  const at::Tensor share = valid.to(acc).div(count);  // (N)
+  const at::Tensor safe = targets.masked_fill(valid.logical_not(), 0);
+  if (grads) {
+    grads->hidden = at::empty_like(hidden, at::MemoryFormat::Contiguous);
+    grads->weight = at::zeros_like(weight, at::MemoryFormat::Contiguous);
+    grads->bias = bias.defined() ? at::zeros_like(bias, at::MemoryFormat::Contiguous) : at::Tensor();
+  }
+  at::Tensor loss = at::zeros({}, hidden.options().dtype(acc));
+  for (int64_t start = 0; start < n; start += rows) {
+    const int64_t end = std::min(n, start + rows);
+    const at::Tensor h = hidden.slice(0, start, end).to(compute);
+    const at::Tensor t = safe.slice(0, start, end).unsqueeze(1);  // (C, 1)
+    const at::Tensor s = share.slice(0, start, end);
+    at::Tensor gc = at::mm(h, w.t());  // (C, Vp) in the compute dtype
+    if (nn::softmax_cross_entropy_applies(gc)) {
+      // The CUDA kernel: the chunk's logits become share · dL/dlogits in place, no float32 copy.
+      if (bias.defined()) gc.narrow(1, 0, v).add_(bias);
+      loss.add_(nn::softmax_cross_entropy_(gc, t, s, v, smoothing).mul(s).sum());
+    } else {
+      gc = composite_chunk_gradient(gc, bias, t, s, v, smoothing, acc, compute, loss);
+    }
+    if (!grads) continue;
+    if (grads->bias.defined()) grads->bias.add_(gc.narrow(1, 0, v).sum(0, false, acc));
+    grads->hidden.slice(0, start, end).copy_(at::mm(gc, w));  // converts on the copy
+    if (vp == v && compute == grads->weight.scalar_type()) {
+      grads->weight.addmm_(gc.t(), h);
+    } else {
+      grads->weight.add_(at::mm(gc.t(), h).narrow(0, 0, v));  // accumulates in the weight's dtype
+    }
+  }
+  return loss;
+}
+
 // Forward computes the loss and, chunk by chunk, its gradients; backward scales them.
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
                             const std::optional<at::Tensor>& maybe_bias, const at::Tensor& targets, double smoothing,
                             int64_t chunk_elements, at::ScalarType compute) {
     const at::Tensor bias = maybe_bias.value_or(at::Tensor());  // an undefined tensor cannot be an input
-    // The casts are explicit here; autocast must not add its own.
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-    const int64_t n = hidden.size(0), v = weight.size(0);
-    const int64_t rows = std::max<int64_t>(1, chunk_elements / std::max<int64_t>(v, 1));
-    // The vocabulary rounded up to a multiple of 64: an odd one (GPT-2's 50,257) makes cuBLAS
-    // fall back to CUTLASS's sm75 kernels with alignment 1, 3× slower on an H100 (measured).
-    // The padding rows are zero, their logits -inf: they change nothing.
-    const int64_t vp = (v + 63) / 64 * 64;
-    at::Tensor w = weight.to(compute);
-    if (vp != v) {
-      at::Tensor padded = at::zeros({vp, weight.size(1)}, w.options());
-      padded.narrow(0, 0, v).copy_(w);
-      w = padded;
-    }
-    const at::ScalarType acc = compute == at::kDouble ? at::kDouble : at::kFloat;  // softmax and sums
-    const at::Tensor valid = targets.ne(-100);
-    // Each target's share of the mean; none at all gives a loss of 0 (not 0/0).
-    const at::Tensor count = valid.sum().to(acc).clamp_min(1.0);
-    const at::Tensor share = valid.to(acc).div(count);  // (N)
-    const at::Tensor safe = targets.masked_fill(valid.logical_not(), 0);
-    at::Tensor grad_hidden = at::empty_like(hidden, at::MemoryFormat::Contiguous);
-    at::Tensor grad_weight = at::zeros_like(weight, at::MemoryFormat::Contiguous);
-    at::Tensor grad_bias = bias.defined() ? at::zeros_like(bias, at::MemoryFormat::Contiguous) : at::Tensor();
-    at::Tensor loss = at::zeros({}, hidden.options().dtype(acc));
-    for (int64_t start = 0; start < n; start += rows) {
-      const int64_t end = std::min(n, start + rows);
-      const at::Tensor h = hidden.slice(0, start, end).to(compute);
-      const at::Tensor t = safe.slice(0, start, end).unsqueeze(1);  // (C, 1)
-      const at::Tensor s = share.slice(0, start, end);
-      at::Tensor gc = at::mm(h, w.t());  // (C, Vp) in the compute dtype
-      if (nn::softmax_cross_entropy_applies(gc)) {
-        // The CUDA kernel: the chunk's logits become share · dL/dlogits in place, no float32 copy.
-        if (bias.defined()) gc.narrow(1, 0, v).add_(bias);
-        loss.add_(nn::softmax_cross_entropy_(gc, t, s, v, smoothing).mul(s).sum());
-      } else {
-        gc = composite_chunk_gradient(gc, bias, t, s, v, smoothing, acc, compute, loss);
-      }
-      if (grad_bias.defined()) grad_bias.add_(gc.narrow(1, 0, v).sum(0, false, acc));
-      grad_hidden.slice(0, start, end).copy_(at::mm(gc, w));  // converts on the copy
-      if (vp == v && compute == grad_weight.scalar_type()) {
-        grad_weight.addmm_(gc.t(), h);
-      } else {
-        grad_weight.add_(at::mm(gc.t(), h).narrow(0, 0, v));  // accumulates in the weight's dtype
-      }
-    }
-    ctx->saved_data["grad_hidden"] = grad_hidden;
-    ctx->saved_data["grad_weight"] = grad_weight;
-    ctx->saved_data["grad_bias"] = grad_bias;
+    HeadGradients grads;
+    const at::Tensor loss = chunked_loss(hidden, weight, bias, targets, smoothing, chunk_elements, compute, &grads);
+    ctx->saved_data["grad_hidden"] = grads.hidden;
+    ctx->saved_data["grad_weight"] = grads.weight;
+    ctx->saved_data["grad_bias"] = grads.bias;
     return loss;
   }
 
@@ -118,6 +140,12 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
   const auto device = hidden.device().type();
   const at::ScalarType compute = at::autocast::is_autocast_enabled(device) ? at::autocast::get_autocast_dtype(device)
                                                                            : hidden.scalar_type();
+  const bool gradients = at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() ||
+                                                        (bias.defined() && bias.requires_grad()));
+  if (!gradients) {
+    return chunked_loss(hidden.reshape({-1, hidden.size(-1)}), weight, bias, targets.reshape({-1}), label_smoothing,
+                        chunk_elements, compute, nullptr);
+  }
   const std::optional<at::Tensor> maybe_bias = bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt;
   return LinearCrossEntropy::apply(hidden.reshape({-1, hidden.size(-1)}), weight, maybe_bias, targets.reshape({-1}),
                                    label_smoothing, chunk_elements, compute);
