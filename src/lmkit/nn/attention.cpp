@@ -101,16 +101,19 @@ void KVCache::append(const at::Tensor& k, const at::Tensor& v) {
   const int64_t held = length(), t = k.size(2);
   const bool same_kind = held == 0 || (k.sizes().slice(0, 2) == key.sizes().slice(0, 2) && k.size(3) == key.size(3) &&
                                        k.scalar_type() == key.scalar_type() && k.device() == key.device());
-  if (at::GradMode::is_enabled() || !same_kind) {
+  const bool buffered = !at::GradMode::is_enabled() && same_kind && views_buffers();
+  if (at::GradMode::is_enabled() || !same_kind || (!buffered && t > 1)) {
     // In-place writes would invalidate what autograd saved for backward: a new tensor (and
-    // cat's own error for keys that do not fit the held ones).
+    // cat's own error for keys that do not fit the held ones). A prompt, or a block appended
+    // to a cache not in a buffer (in-context scoring's choices after the shared context),
+    // starts none either: the buffer's room to spare is for decoding token by token.
     key = held > 0 ? at::cat({key, k}, 2) : k;
     value = held > 0 ? at::cat({value, v}, 2) : v;
     key_buffer_ = value_buffer_ = at::Tensor();
     filled_.reset();
     return;
   }
-  if (!views_buffers()) key_buffer_ = value_buffer_ = at::Tensor();  // empty, replaced from outside, or a stale copy
+  if (!buffered) key_buffer_ = value_buffer_ = at::Tensor();  // empty, replaced from outside, or a stale copy
   if (!key_buffer_.defined() || *filled_ + t > key_buffer_.size(2)) {
     // A new buffer with room for as many positions again (at least 64): the held ones move to
     // its front, so a sliding window's rolling cache never outgrows twice its window.

@@ -97,10 +97,11 @@ struct KVCache {
   /// Keeps the last `n` keys and values (a rolling cache of a sliding window).
   void keep_last(int64_t n);
   /// Appends keys and values (B, H, T, hd) after the held ones. Without autograd recording
-  /// (generation runs under InferenceMode) they are written into a buffer with room to spare,
-  /// doubled when full, of which `key` and `value` are views: decoding N tokens copies each key
-  /// about twice, not the whole cache at every step (O(N²)). With autograd recording, or when
-  /// `key` and `value` were replaced from outside (beam search reorders them), a new tensor.
+  /// (generation runs under InferenceMode) a token appended to a held cache goes into a buffer
+  /// with room to spare, doubled when full, of which `key` and `value` are views: decoding N
+  /// tokens copies each key about twice, not the whole cache at every step (O(N²)). With
+  /// autograd recording, for a prompt, and for a block of tokens appended to a cache not in a
+  /// buffer (replaced from outside: beam search reorders it), a new tensor as concatenation.
   void append(const at::Tensor& k, const at::Tensor& v);
 
  private:
