@@ -10,15 +10,20 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/cuda.h"
 #include "lmkit/models/losses.h"
+#include "lmkit/models/registry.h"
 #include "lmkit/nn/fused.h"
 #include "test_util.h"
 
@@ -211,6 +216,143 @@ void cross_entropy_parity(const c10::Device& dev) {
   }
 }
 
+
+// A norm whose output feeds a linear under bf16 autocast (a pre-norm sublayer's input): with
+// feeds_linear the fused path writes y in bf16 itself, which must be the bits the linear's own
+// cast of the float32 y gives, forward and backward, dropout included (the same draws).
+void feeds_linear_parity(const c10::Device& dev) {
+  at::manual_seed(16);
+  const auto opts = at::TensorOptions().device(dev);
+  for (nn::NormType type : {nn::NormType::kLayerNorm, nn::NormType::kRmsNorm}) {
+    INFO("norm " << static_cast<int>(type));
+    const int64_t d = 96;
+    nn::Norm norm(nn::NormOptions(d).type(type));
+    torch::nn::Linear layer(torch::nn::LinearOptions(d, 40));
+    norm->to(dev), layer->to(dev);
+    const at::Tensor x0 = at::randn({4, 25, d}, opts), h0 = at::randn({4, 25, d}, opts).to(at::kBFloat16);
+    const at::Tensor gs = at::randn({4, 25, d}, opts), gout = at::randn({4, 25, 40}, opts);
+    auto run = [&](bool feeds_linear, bool autocast_on) {
+      return with_fused(dev, true, [&] {
+        at::Tensor x = x0.clone().requires_grad_(true), h = h0.clone().requires_grad_(true);
+        for (auto* m : {static_cast<torch::nn::Module*>(norm.get()), static_cast<torch::nn::Module*>(layer.get())}) {
+          for (auto& q : m->parameters()) q.mutable_grad() = at::Tensor();
+        }
+        at::manual_seed(17);  // the dropout's draws
+        at::Tensor s, y, out;
+        {
+          AutocastGuard autocast(dev, autocast_on);
+          std::tie(s, y) = nn::residual_norm(x, h, 0.1, true, norm, feeds_linear);
+          out = layer(y);
+        }
+        ((out.to(at::kFloat) * gout).sum() + (s * gs).sum()).backward();
+        return std::vector<at::Tensor>{y.detach(), out.detach(), x.grad(), h.grad(), norm->weight.grad(),
+                                       norm->bias.defined() ? norm->bias.grad() : at::zeros({1}, opts),
+                                       layer->weight.grad(), layer->bias.grad()};
+      });
+    };
+    const auto fed = run(true, true), plain = run(false, true);
+    CHECK(fed[0].scalar_type() == at::kBFloat16);
+    CHECK(plain[0].scalar_type() == at::kFloat);
+    CHECK(at::equal(fed[0], plain[0].to(at::kBFloat16)));  // the cast the linear made
+    const char* names[] = {"y", "out", "dx", "dh", "dw", "db", "dW", "dbias"};
+    for (size_t i = 1; i < fed.size(); ++i) {
+      INFO(names[i]);
+      CHECK(fed[i].scalar_type() == plain[i].scalar_type());
+      CHECK(at::equal(fed[i], plain[i]));  // bit for bit
+    }
+    CHECK(run(true, false)[0].scalar_type() == at::kFloat);  // no autocast: float32, as Norm returns it
+  }
+}
+
+// The residual-norm steps in a loss's graph.
+int fused_steps(const at::Tensor& loss) {
+  std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
+  int steps = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    steps += todo[i]->name().find("ResidualNormFunction") != std::string::npos;
+    for (const auto& edge : todo[i]->next_edges()) {
+      if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
+    }
+  }
+  return steps;
+}
+
+struct ModelStep {
+  int fused_steps = 0;
+  double loss = 0;
+  std::vector<at::Tensor> grads;
+};
+
+// A training step of a small model (every dropout 0, so both paths draw nothing), with the
+// device's fused path on or off.
+ModelStep model_step(const Json& config, const std::string& architecture, bool encoder_decoder,
+                     const c10::Device& dev, bool fused, bool bf16) {
+  return with_fused(dev, fused, [&] {
+    at::manual_seed(5);
+    auto model = models::create_model(config, "tiny.json", architecture);
+    model->to(dev);
+    model->train();
+    const Batch batch = test::tiny_training_batch(encoder_decoder).to(dev);
+    at::Tensor loss;
+    {
+      AutocastGuard autocast(dev, bf16);
+      loss = model->forward(batch).loss;
+    }
+    ModelStep step;
+    step.fused_steps = fused_steps(loss);
+    loss.backward();
+    step.loss = loss.item<double>();
+    for (const auto& p : model->parameters()) {
+      step.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
+    }
+    return step;
+  });
+}
+
+// Pre-norm stacks on the fused path hand each layer's last residual sum to the next layer's
+// first norm (and the last to the final norm): GPT-2 and Llama make 2 fused steps a layer
+// (one inside, one joining it to the next norm), and every family's loss and gradients equal
+// the composite's.
+void pending_sum_parity(const c10::Device& dev) {
+  struct Family {
+    Json config;
+    std::string architecture;
+    bool encoder_decoder;
+    int fused_steps;  // on the fused path
+  };
+  const std::vector<Family> families = {
+      {{{"model_type", "gpt2"}, {"vocab_size", 97}, {"n_embd", 32}, {"n_layer", 3}, {"n_head", 4},
+        {"n_positions", 32}, {"resid_pdrop", 0.0}, {"embd_pdrop", 0.0}, {"attn_pdrop", 0.0}},
+       "GPT2LMHeadModel", false, 6},
+      {{{"model_type", "llama"}, {"vocab_size", 97}, {"hidden_size", 32}, {"num_hidden_layers", 3},
+        {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 64},
+        {"max_position_embeddings", 32}},
+       "LlamaForCausalLM", false, 6},
+      {{{"model_type", "bloom"}, {"vocab_size", 97}, {"hidden_size", 32}, {"n_layer", 2}, {"n_head", 4},
+        {"hidden_dropout", 0.0}, {"attention_dropout", 0.0}},
+       "BloomForCausalLM", false, 4},
+      // encoder 2 a layer, decoder 3 (its cross-attention's sum too)
+      {{{"model_type", "t5"}, {"vocab_size", 97}, {"d_model", 32}, {"d_kv", 8}, {"d_ff", 64}, {"num_layers", 2},
+        {"num_decoder_layers", 2}, {"num_heads", 4}, {"dropout_rate", 0.0}, {"decoder_start_token_id", 0}},
+       "T5ForConditionalGeneration", true, 10},
+  };
+  for (const Family& f : families) {
+    for (bool bf16 : {false, true}) {
+      INFO(f.architecture << (bf16 ? ", bf16 autocast" : ", float32"));
+      const ModelStep fused = model_step(f.config, f.architecture, f.encoder_decoder, dev, true, bf16);
+      const ModelStep composite = model_step(f.config, f.architecture, f.encoder_decoder, dev, false, bf16);
+      CHECK(fused.fused_steps == f.fused_steps);
+      CHECK(composite.fused_steps == 0);
+      CHECK(fused.loss == Approx(composite.loss).epsilon(bf16 ? 1e-2 : 1e-5));
+      REQUIRE(fused.grads.size() == composite.grads.size());
+      double worst = 0;
+      for (size_t i = 0; i < fused.grads.size(); ++i) worst = std::max(worst, rel(fused.grads[i], composite.grads[i]));
+      CHECK(worst < (bf16 ? 5e-2 : 1e-4));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cuda: fused residual + LayerNorm/RMSNorm equals the composite, forward and backward", "[cuda][fused]") {
@@ -251,6 +393,28 @@ TEST_CASE("cuda: the fused LM-head softmax cross-entropy equals the composite ch
 TEST_CASE("fused ops on the host: the LM-head softmax cross-entropy equals the composite chunked loss",
           "[fused][host]") {
   cross_entropy_parity(kHost);
+}
+
+TEST_CASE("cuda: a fused norm feeding a linear under autocast writes y in bf16, the linear's own cast, bit for bit",
+          "[cuda][fused]") {
+  if (no_cuda()) return;
+  feeds_linear_parity(kGpu);
+}
+
+TEST_CASE("fused ops on the host: a norm feeding a linear under autocast writes y in bf16, bit for bit",
+          "[fused][host]") {
+  feeds_linear_parity(kHost);
+}
+
+TEST_CASE("cuda: pre-norm stacks make each residual sum in the next norm's fused step, the composite's loss and gradients",
+          "[cuda][fused]") {
+  if (no_cuda()) return;
+  pending_sum_parity(kGpu);
+}
+
+TEST_CASE("fused ops on the host: pre-norm stacks make each residual sum in the next norm's fused step",
+          "[fused][host]") {
+  pending_sum_parity(kHost);
 }
 
 TEST_CASE("fused ops on the host: a target outside the vocabulary gives a NaN loss, zero rows give empty outputs",

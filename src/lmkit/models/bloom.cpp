@@ -112,8 +112,7 @@ at::Tensor BloomImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   const at::Tensor mask = packing.document_ids.defined()
                               ? nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
                               : nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device());
-  x = run_layers(layers, x, alibi + mask, {}, {}, caches, hidden_states);  // bias (B|1, H, T, past + T)
-  x = ln_f(x);
+  x = run_layers(layers, x, alibi + mask, {}, {}, caches, hidden_states, &ln_f);  // bias (B|1, H, T, past + T); then ln_f
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f
   return x;
 }

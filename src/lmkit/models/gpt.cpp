@@ -127,8 +127,7 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   at::Tensor bias = packing.document_ids.defined()
                         ? nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
                         : nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
-  x = run_layers(layers, x, bias, {}, {}, caches, hidden_states);
-  x = ln_f(x);  // (B, T, D)
+  x = run_layers(layers, x, bias, {}, {}, caches, hidden_states, &ln_f);  // then ln_f: (B, T, D)
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f
   return x;
 }

@@ -152,10 +152,28 @@ LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) {
   mlp = register_module("mlp", LlamaMlp(c));
 }
 
+namespace {
+
+// A norm's output in the residual stream's type, as HF's LlamaRMSNorm returns it (bf16 for a
+// bf16 model; a float32 stream's fused path may have written it in bf16 for the linears).
+at::Tensor in_stream_type(const at::Tensor& y, const at::Tensor& stream) {
+  return y.scalar_type() == at::kFloat && stream.scalar_type() != at::kFloat ? y.to(stream.scalar_type()) : y;
+}
+
+}  // namespace
+
 at::Tensor LlamaLayerImpl::forward(const at::Tensor& x, const nn::Rotary& rotary, const nn::AttentionMask& mask,
                                    nn::KVCache* cache) {
-  const at::Tensor h = x + self_attn(input_layernorm(x).to(x.scalar_type()), mask, at::Tensor(), cache, rotary);
-  return h + mlp(post_attention_layernorm(h).to(h.scalar_type()));
+  return forward_pending({x, {}, 0.0}, rotary, mask, cache).sum();
+}
+
+nn::PendingSum LlamaLayerImpl::forward_pending(const nn::PendingSum& x, const nn::Rotary& rotary,
+                                               const nn::AttentionMask& mask, nn::KVCache* cache) {
+  // h = x + attn(norm(x)); out = h + mlp(norm(h)), no dropout: each sum and the norm after it one step.
+  auto [s, normed] = nn::residual_norm(x, input_layernorm, true);
+  const at::Tensor attended = self_attn(in_stream_type(normed, s), mask, at::Tensor(), cache, rotary);
+  auto [h, normed_h] = nn::residual_norm(s, attended, 0.0, false, post_attention_layernorm, true);
+  return {h, mlp(in_stream_type(normed_h, h)), 0.0};
 }
 
 LlamaImpl::LlamaImpl(LlamaConfig config_)  // rotary: no position limit
@@ -205,10 +223,21 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
                                 : attention_mask;
     mask.bias = nn::attention_bias(keys, true, t, held + t, x.scalar_type(), x.device(), true, window);
   }
+  const bool recompute = nn::recompute_layers() && caches == nullptr;
+  if (!recompute && hidden_states == nullptr && nn::defers_residual_sums(x)) {
+    // The fused path: each layer's last sum is made by the next layer's first norm (or the final one).
+    nn::PendingSum r{x, {}, 0.0};
+    for (size_t i = 0; i < layers->size(); ++i) {
+      auto layer = layers->ptr<LlamaLayerImpl>(i);
+      nn::before_layer(*layer);
+      r = layer->forward_pending(r, rotary, mask, caches ? &(*caches)[i].self_attn : nullptr);
+    }
+    return in_stream_type(nn::residual_norm(r, norm).second, x);
+  }
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<LlamaLayerImpl>(i);
     nn::before_layer(*layer);  // a sharded optimizer's parameter all-gather may still be arriving
-    if (nn::recompute_layers() && caches == nullptr) {
+    if (recompute) {
       std::vector<at::Tensor> inputs = {x, rotary.cos, rotary.sin};  // the mask's tensors are inputs of the recomputed block
       for (const auto& part : mask.parts()) inputs.push_back(part);
       x = nn::recompute(
@@ -221,7 +250,7 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
     }
     if (hidden_states) hidden_states->push_back(x);
   }
-  x = norm(x).to(x.scalar_type());
+  x = in_stream_type(norm(x), x);
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after the final norm
   return x;
 }

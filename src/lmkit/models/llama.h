@@ -11,6 +11,7 @@
 
 #include "lmkit/models/decoder_heads.h"
 #include "lmkit/nn/attention.h"
+#include "lmkit/nn/fused.h"
 #include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 
@@ -70,6 +71,10 @@ class LlamaLayerImpl : public torch::nn::Module, public nn::GatedLayer {
   explicit LlamaLayerImpl(const LlamaConfig& c);
   /// x (B, T, D) -> (B, T, D); cache: the rotated keys and values of earlier positions.
   at::Tensor forward(const at::Tensor& x, const nn::Rotary& rotary, const nn::AttentionMask& mask, nn::KVCache* cache);
+  /// forward() on a stream whose last residual sum is pending, returning its own MLP sum pending
+  /// (nn::PendingSum): each sum and the RMSNorm after it are one fused step.
+  nn::PendingSum forward_pending(const nn::PendingSum& x, const nn::Rotary& rotary, const nn::AttentionMask& mask,
+                                 nn::KVCache* cache);
   nn::Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   nn::MultiHeadAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};

@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "lmkit/models/family.h"
+#include "lmkit/nn/fused.h"
 #include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 #include "lmkit/nn/recompute.h"
@@ -115,9 +116,22 @@ at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id,
 
 at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::AttentionMask& self_mask, const at::Tensor& memory,
                       const at::Tensor& cross_bias, std::vector<nn::LayerCache>* caches,
-                      std::vector<at::Tensor>* hidden_states) {
+                      std::vector<at::Tensor>* hidden_states, nn::Norm* final_norm) {
   if (caches && caches->size() < layers->size()) caches->resize(layers->size());
   const bool recompute = nn::recompute_layers() && caches == nullptr;
+  // Pre-norm layers on the fused path hand their last residual sum on unmade: the next layer's
+  // first norm (or final_norm) makes it in the same kernel. Not where each layer's output is
+  // asked for, nor recomputed (a recomputed block returns one tensor).
+  if (!layers->is_empty() && layers->ptr<nn::TransformerLayerImpl>(0)->options.pre_norm() && !recompute &&
+      hidden_states == nullptr && nn::defers_residual_sums(x)) {
+    nn::PendingSum r{x, {}, 0.0};
+    for (size_t i = 0; i < layers->size(); ++i) {
+      auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
+      nn::before_layer(*layer);
+      r = layer->forward_pending(r, self_mask, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
+    }
+    return final_norm ? nn::residual_norm(r, *final_norm).second : r.sum();
+  }
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<nn::TransformerLayerImpl>(i);
     nn::before_layer(*layer);  // a sharded optimizer's parameter all-gather may still be arriving
@@ -132,7 +146,7 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::Att
     }
     if (hidden_states) hidden_states->push_back(x);
   }
-  return x;
+  return final_norm ? (*final_norm)(x) : x;
 }
 
 namespace {

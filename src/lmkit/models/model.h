@@ -150,10 +150,13 @@ std::unique_ptr<DecodingSession> encoder_decoder_session(M& model, const at::Ten
 /// [decoder_start, labels[:, :-1]] with -100 (ignored) replaced by pad.
 at::Tensor shift_right(const at::Tensor& labels, int64_t decoder_start_token_id, int64_t pad_token_id);
 
-/// Runs `layers` (TransformerLayer) in order; appends each output to `hidden_states` when given.
+/// Runs `layers` (TransformerLayer) in order; appends each output to `hidden_states` when given;
+/// returns the last output, through `final_norm` when given (a pre-norm stack's final norm,
+/// which then makes the last layer's residual sum in the same fused step).
 at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::AttentionMask& self_mask,
                       const at::Tensor& memory = {}, const at::Tensor& cross_bias = {},
-                      std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr);
+                      std::vector<nn::LayerCache>* caches = nullptr, std::vector<at::Tensor>* hidden_states = nullptr,
+                      nn::Norm* final_norm = nullptr);
 
 /// Forward FLOPs per token of a TransformerLayer stack attending over `keys` positions:
 /// 2 per matrix weight, and each self-attention kernel's own count (AttentionKernel::flops_per_token,

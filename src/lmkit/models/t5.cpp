@@ -162,8 +162,7 @@ at::Tensor T5StackImpl::forward(at::Tensor x, const at::Tensor& mask, const at::
   if (mask_bias.defined()) bias = bias + mask_bias;
   at::Tensor cross_bias;
   if (decoder) cross_bias = nn::attention_bias(memory_mask, false, t, memory.size(1), x.scalar_type(), x.device());
-  x = run_layers(layers, x, bias, memory, cross_bias, caches, hidden_states);
-  x = final_norm(x);
+  x = run_layers(layers, x, bias, memory, cross_bias, caches, hidden_states, &final_norm);
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after the final norm
   return p > 0 ? nn::dropout(x, p, true) : x;
 }

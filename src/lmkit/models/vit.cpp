@@ -229,8 +229,7 @@ at::Tensor VitImpl::encode(const at::Tensor& pixel_values, const at::Tensor& noi
     if (is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   }
   if (hidden_states) hidden_states->push_back(x);
-  x = run_layers(layers, x, nn::AttentionMask(), {}, {}, nullptr, hidden_states);
-  return layernorm(x);
+  return run_layers(layers, x, nn::AttentionMask(), {}, {}, nullptr, hidden_states, &layernorm);
 }
 
 at::Tensor VitImpl::patchify(const at::Tensor& pixel_values) const {
@@ -244,8 +243,9 @@ void VitImpl::pretrain(const Batch& batch, Output& out, const at::Tensor& mask, 
   const int64_t b = h.size(0), n = restore.size(1), dd = h.size(2);
   const at::Tensor tokens = at::cat({h.slice(1, 1), mask_token.expand({b, n + 1 - h.size(1), dd})}, 1);
   h = at::cat({h.slice(1, 0, 1), at::gather(tokens, 1, restore.unsqueeze(-1).expand({b, n, dd}))}, 1);
-  h = run_layers(decoder_layers, h + decoder_position_embeddings, nn::AttentionMask());
-  out.logits = decoder_pred(decoder_norm(h)).slice(1, 1);  // (B, N, p² · C)
+  h = run_layers(decoder_layers, h + decoder_position_embeddings, nn::AttentionMask(), {}, {}, nullptr, nullptr,
+                 &decoder_norm);
+  out.logits = decoder_pred(h).slice(1, 1);  // (B, N, p² · C)
   at::Tensor target = patchify(batch.field(kPixelValues));
   if (config.norm_pix_loss) {
     const at::Tensor mean = target.mean(-1, true), var = target.var(-1, /*unbiased=*/true, /*keepdim=*/true);

@@ -59,7 +59,9 @@ struct AttentionMask {
 
 /// What a kernel attends with.
 struct AttentionInputs {
-  const at::Tensor& x;  ///< the layer's input (B, Tq, D) (Longformer's global rows project it again)
+  /// The layer's input (B, Tq, D) (Longformer's global rows project it again); in a pre-norm
+  /// layer on the fused path under bf16 autocast it is bf16, the cast the projections make.
+  const at::Tensor& x;
   at::Tensor q;         ///< (B, H, Tq, hd)
   at::Tensor k, v;      ///< (B, H, Tk, hd): the cached keys first, then this call's
   const AttentionMask& mask;

@@ -123,26 +123,27 @@ kernels::Dropout load_dropout(AutogradContext* ctx) {
 
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& h_in,
-                               const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps) {
+                               const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps,
+                               at::ScalarType y_type) {
     const at::Tensor x = x_in.contiguous(), h = h_in.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
     const kernels::Dropout dropout = draw_dropout(p, x.device());
     at::Tensor s = at::empty(x.sizes(), x.options().dtype(at::result_type(x, h)));
-    at::Tensor y = at::empty(x.sizes(), x.options().dtype(at::kFloat));
-    at::Tensor mean = at::empty({rows}, y.options()), rstd = at::empty({rows}, y.options());
+    at::Tensor y = at::empty(x.sizes(), x.options().dtype(y_type));
+    at::Tensor mean = at::empty({rows}, x.options().dtype(at::kFloat)), rstd = at::empty({rows}, mean.options());
     const bool rms = !bias.has_value();
     const float* b = rms ? nullptr : bias->data_ptr<float>();
     launch(
         x,
         [&](const detail::CudaModule& cuda, void* stream) {
           cuda.residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(), dtype_of(s),
-                                         y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                         weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms, dropout,
-                                         stream);
+                                     y.data_ptr(), dtype_of(y), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                     weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms, dropout,
+                                     stream);
         },
         [&] {
           kernels::host::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(),
-                                               dtype_of(s), y.data_ptr<float>(), mean.data_ptr<float>(),
+                                               dtype_of(s), y.data_ptr(), dtype_of(y), mean.data_ptr<float>(),
                                                rstd.data_ptr<float>(), weight.data_ptr<float>(), b, rows, d,
                                                static_cast<float>(eps), rms, dropout);
         });
@@ -161,7 +162,10 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const bool rms = ctx->saved_data["rms"].toBool();
     const int64_t d = s.size(-1), rows = s.numel() / d;
     const at::Tensor gs = grads[0].defined() ? grads[0].to(s.scalar_type()).contiguous() : at::Tensor();
-    const at::Tensor gy = grads[1].defined() ? grads[1].to(at::kFloat).contiguous() : at::zeros(s.sizes(), mean.options());
+    // dL/dy in y's type (bf16 where y fed a linear under autocast: the kernel reads it as it came).
+    const at::Tensor gy = !grads[1].defined()     ? at::zeros(s.sizes(), mean.options())
+                          : kernel_dtype(grads[1]) ? grads[1].contiguous()
+                                                   : grads[1].to(at::kFloat).contiguous();
     const auto x_type = static_cast<at::ScalarType>(ctx->saved_data["x_type"].toInt());
     const auto h_type = static_cast<at::ScalarType>(ctx->saved_data["h_type"].toInt());
     at::Tensor gx = at::empty(s.sizes(), s.options().dtype(x_type)), gh = at::empty(s.sizes(), s.options().dtype(h_type));
@@ -173,18 +177,18 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
         s,
         [&](const detail::CudaModule& cuda, void* stream) {
           at::Tensor partials = at::empty({cuda.column_partials_size(rows, d)}, mean.options());
-          cuda.residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s), mean.data_ptr<float>(),
-                                          rstd.data_ptr<float>(), weight.data_ptr<float>(), gx.data_ptr(), dtype_of(gx),
-                                          gh.data_ptr(), dtype_of(gh), gw.data_ptr<float>(), gb_ptr,
-                                          partials.data_ptr<float>(), rows, d, rms, dropout, stream);
+          cuda.residual_norm_backward(gy.data_ptr(), dtype_of(gy), gs_ptr, s.data_ptr(), dtype_of(s),
+                                      mean.data_ptr<float>(), rstd.data_ptr<float>(), weight.data_ptr<float>(),
+                                      gx.data_ptr(), dtype_of(gx), gh.data_ptr(), dtype_of(gh), gw.data_ptr<float>(),
+                                      gb_ptr, partials.data_ptr<float>(), rows, d, rms, dropout, stream);
         },
         [&] {
-          kernels::host::residual_norm_backward(gy.data_ptr<float>(), gs_ptr, s.data_ptr(), dtype_of(s),
+          kernels::host::residual_norm_backward(gy.data_ptr(), dtype_of(gy), gs_ptr, s.data_ptr(), dtype_of(s),
                                                 mean.data_ptr<float>(), rstd.data_ptr<float>(), weight.data_ptr<float>(),
                                                 gx.data_ptr(), dtype_of(gx), gh.data_ptr(), dtype_of(gh),
                                                 gw.data_ptr<float>(), gb_ptr, rows, d, rms, dropout);
         });
-    return {gx, gh, gw, gb, at::Tensor(), at::Tensor()};
+    return {gx, gh, gw, gb, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -247,20 +251,36 @@ at::Tensor composite_residual(const at::Tensor& x, const at::Tensor& h, double p
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,
-                                                Norm& norm) {
+                                                Norm& norm, bool feeds_linear) {
   const at::Tensor& w = norm->weight;
   const bool rms = norm->options.type() == NormType::kRmsNorm;
   if (takes_kernels(x) && x.device() == h.device() && x.sizes() == h.sizes() && kernel_dtype(x) &&
       kernel_dtype(h) && w.scalar_type() == at::kFloat && (rms || norm->bias.scalar_type() == at::kFloat) &&
       !(training && p >= 1.0)) {
     const std::optional<at::Tensor> bias = rms ? std::nullopt : std::optional<at::Tensor>(norm->bias);
-    const auto out = ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps());
+    // y in the dtype the linear's autocast casts it to, written by the kernel: no cast kernel
+    // forward, none for its gradient backward, the same bits.
+    const c10::DeviceType type = x.device().type();
+    const at::ScalarType y_type = feeds_linear && at::autocast::is_autocast_enabled(type) &&
+                                          at::autocast::get_autocast_dtype(type) == at::kBFloat16
+                                      ? at::kBFloat16
+                                      : at::kFloat;
+    const auto out = ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps(), y_type);
     return {out[0], out[1]};
   }
   at::Tensor s = composite_residual(x, h, p, training);
   at::Tensor y = norm(s);
   return {s, y};
 }
+
+at::Tensor PendingSum::sum() const { return h.defined() ? composite_residual(x, h, p, p > 0) : x; }
+
+std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm, bool feeds_linear) {
+  if (!r.h.defined()) return {r.x, norm(r.x)};
+  return residual_norm(r.x, r.h, r.p, r.p > 0, norm, feeds_linear);
+}
+
+bool defers_residual_sums(const at::Tensor& x) { return takes_kernels(x) && kernel_dtype(x); }
 
 at::Tensor linear_gelu(torch::nn::Linear& layer, const at::Tensor& x, bool tanh_approx) {
   if (takes_kernels(x) && layer->bias.defined() && x.numel() > 0) {

@@ -35,9 +35,31 @@ bool host_kernels_enabled();
 bool set_host_kernels_enabled(bool on);
 
 /// A Transformer layer's residual step: s = x + dropout(h, p) (p applies while training),
-/// y = norm(s) (float32, as Norm returns it). Returns {s, y}.
+/// y = norm(s). Returns {s, y}. y is float32, as Norm returns it; with `feeds_linear` (y is
+/// only ever the input of linear layers, as a pre-norm sublayer's is) on the fused path under
+/// bf16 autocast, y is bf16: the cast the linear's autocast would make, written by the kernel
+/// itself (the same bits; no cast kernel forward, nor for y's gradient backward).
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,
-                                                Norm& norm);
+                                                Norm& norm, bool feeds_linear = false);
+
+/// A residual stream whose last sum is still to be made: x + dropout(h, p), p the rate of the
+/// layer that made h (0 outside training); h undefined: the stream is x. Pre-norm stacks hand
+/// it from layer to layer on the fused path (defers_residual_sums), so that a layer's last
+/// residual add and the next layer's first norm (or the stack's final norm) are one kernel,
+/// reading the residual stream once instead of twice.
+struct PendingSum {
+  at::Tensor x, h;
+  double p = 0;
+  /// The stream itself, x + dropout(h, p), by the composite.
+  at::Tensor sum() const;
+};
+
+/// residual_norm of a pending sum: {the sum, norm(sum)}; {x, norm(x)} where nothing is pending.
+std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm, bool feeds_linear = false);
+
+/// Whether pre-norm stacks hand pending sums between their layers for a stream x: where the
+/// fused kernels (or their host path) take it. On the composite path it would gain nothing.
+bool defers_residual_sums(const at::Tensor& x);
 
 /// gelu(linear(x)) (exact, or the tanh approximation), with GELU's backward and the
 /// bias gradient in one kernel on the fused path.

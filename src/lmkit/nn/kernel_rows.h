@@ -120,8 +120,8 @@ LMKIT_HD void for_row_columns(int64_t d, int lane, int lanes, Fn&& fn) {
 
 // residual_norm_forward's row (kernels.h): `sum` adds a value over the row's workers (a warp's
 // butterfly on the GPU, the identity for one host worker).
-LMKIT_HD_TEMPLATE <typename TX, typename TH, typename TS, typename Sum>
-LMKIT_HD void residual_norm_forward_row(const TX* x, const TH* h, TS* s, float* y, float* mean_out, float* rstd_out,
+LMKIT_HD_TEMPLATE <typename TX, typename TH, typename TS, typename TY, typename Sum>
+LMKIT_HD void residual_norm_forward_row(const TX* x, const TH* h, TS* s, TY* y, float* mean_out, float* rstd_out,
                                         const float* w, const float* b, int64_t row, int64_t d, float eps, bool rms,
                                         const Dropout& dropout, int lane, int lanes, Sum sum) {
   const int64_t base = row * d;
@@ -142,22 +142,22 @@ LMKIT_HD void residual_norm_forward_row(const TX* x, const TH* h, TS* s, float* 
   const float rstd = 1.0f / sqrtf(sum(var) / static_cast<float>(d) + eps);
   for_row_columns(d, lane, lanes, [&](int64_t c) {
     const float xhat = (Elem<TS>::load(s, base + c) - mean) * rstd;
-    y[base + c] = b ? xhat * w[c] + b[c] : xhat * w[c];
+    Elem<TY>::store(y, base + c, b ? xhat * w[c] + b[c] : xhat * w[c]);  // in y's type: the cast autocast makes
   });
   if (lane == 0) mean_out[row] = mean, rstd_out[row] = rstd;
 }
 
 // residual_norm_backward's row: d(norm)/ds plus the residual stream's own gradient, then
 // through the dropout mask drawn again.
-LMKIT_HD_TEMPLATE <typename TX, typename TH, typename TS, typename Sum>
-LMKIT_HD void residual_norm_backward_row(const float* gy, const TS* gs, const TS* s, const float* mean,
+LMKIT_HD_TEMPLATE <typename TX, typename TH, typename TS, typename TG, typename Sum>
+LMKIT_HD void residual_norm_backward_row(const TG* gy, const TS* gs, const TS* s, const float* mean,
                                          const float* rstd, const float* w, TX* gx, TH* gh, int64_t row, int64_t d,
                                          bool rms, const Dropout& dropout, int lane, int lanes, Sum sum) {
   const int64_t base = row * d;
   const float mu = mean[row], r = rstd[row];
   float m1 = 0.0f, m2 = 0.0f;  // Σ dxhat, Σ dxhat·xhat
   for_row_columns(d, lane, lanes, [&](int64_t c) {
-    const float dxhat = gy[base + c] * w[c];
+    const float dxhat = Elem<TG>::load(gy, base + c) * w[c];
     m1 += dxhat;
     m2 += dxhat * (Elem<TS>::load(s, base + c) - mu) * r;
   });
@@ -165,7 +165,7 @@ LMKIT_HD void residual_norm_backward_row(const float* gy, const TS* gs, const TS
   m2 = sum(m2) / static_cast<float>(d);
   for_row_elements(row, d, lane, lanes, dropout, [&](int64_t i, int64_t c, bool kept) {
     const float xhat = (Elem<TS>::load(s, i) - mu) * r;
-    float g = r * (gy[i] * w[c] - m1 - xhat * m2);
+    float g = r * (Elem<TG>::load(gy, i) * w[c] - m1 - xhat * m2);
     if (gs) g += Elem<TS>::load(gs, i);
     Elem<TX>::store(gx, i, g);
     Elem<TH>::store(gh, i, kept ? g * dropout.scale : 0.0f);

@@ -26,21 +26,23 @@ struct Dropout {
   float scale = 1.0f;
 };
 
-/// s = x + dropout(h) (stored in `s_type`), y = norm(s) in float32: LayerNorm
-/// ((s − mean)·rstd·w + b) or, with `rms`, RMSNorm (s·rstd·w); w and b float32 (b may be null).
-/// mean and rstd (float32, one per row) are kept for the backward pass. Rows of `d` elements.
-void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
-                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
-                           bool rms, Dropout dropout, void* stream);
+/// s = x + dropout(h) (stored in `s_type`), y = norm(s) computed in float32 and stored in
+/// `y_type` (bf16 where y only feeds linear layers under autocast: the cast they would make):
+/// LayerNorm ((s − mean)·rstd·w + b) or, with `rms`, RMSNorm (s·rstd·w); w and b float32 (b
+/// may be null). mean and rstd (float32, one per row) are kept for the backward pass. Rows of
+/// `d` elements.
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, void* y,
+                           Dtype y_type, float* mean, float* rstd, const float* w, const float* b, int64_t rows,
+                           int64_t d, float eps, bool rms, Dropout dropout, void* stream);
 
-/// The gradients of residual_norm_forward: from gy (float32, dL/dy) and gs (dL/ds from the
-/// residual stream, `s_type`, may be null) it writes gx (dL/dx, `x_type`), gh (dL/dh,
+/// The gradients of residual_norm_forward: from gy (dL/dy, `gy_type`: y's type) and gs (dL/ds
+/// from the residual stream, `s_type`, may be null) it writes gx (dL/dx, `x_type`), gh (dL/dh,
 /// `h_type`, the same dropout mask regenerated), gw and gb (float32; gb null for RMSNorm).
 /// `partials` is scratch of column_partials_size(rows, d) floats.
-void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
-                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
-                            float* gw, float* gb, float* partials, int64_t rows, int64_t d, bool rms, Dropout dropout,
-                            void* stream);
+void residual_norm_backward(const void* gy, Dtype gy_type, const void* gs, const void* s, Dtype s_type,
+                            const float* mean, const float* rstd, const float* w, void* gx, Dtype x_type, void* gh,
+                            Dtype h_type, float* gw, float* gb, float* partials, int64_t rows, int64_t d, bool rms,
+                            Dropout dropout, void* stream);
 
 /// Floats of scratch a column reduction over `rows` x `d` needs (two sums per column).
 int64_t column_partials_size(int64_t rows, int64_t d);
@@ -66,12 +68,12 @@ void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, con
 /// fused ops' host path is switched on (nn::set_host_kernels_enabled): the tests of the fused
 /// ops' wiring, which need no GPU. c10::BFloat16 for Dtype::kBFloat16.
 namespace host {
-void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
-                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
-                           bool rms, Dropout dropout);
-void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
-                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
-                            float* gw, float* gb, int64_t rows, int64_t d, bool rms, Dropout dropout);
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, void* y,
+                           Dtype y_type, float* mean, float* rstd, const float* w, const float* b, int64_t rows,
+                           int64_t d, float eps, bool rms, Dropout dropout);
+void residual_norm_backward(const void* gy, Dtype gy_type, const void* gs, const void* s, Dtype s_type,
+                            const float* mean, const float* rstd, const float* w, void* gx, Dtype x_type, void* gh,
+                            Dtype h_type, float* gw, float* gb, int64_t rows, int64_t d, bool rms, Dropout dropout);
 void gelu_bias_backward(const void* gy, const void* pre, void* gpre, Dtype type, float* gbias, int64_t rows, int64_t d,
                         bool tanh);
 void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, const float* share, float* loss,

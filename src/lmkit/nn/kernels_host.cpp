@@ -55,50 +55,57 @@ void each_row(int64_t rows, Fn&& fn) {
 
 }  // namespace
 
-void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, float* y,
-                           float* mean, float* rstd, const float* w, const float* b, int64_t rows, int64_t d, float eps,
-                           bool rms, Dropout dropout) {
+void residual_norm_forward(const void* x, Dtype x_type, const void* h, Dtype h_type, void* s, Dtype s_type, void* y,
+                           Dtype y_type, float* mean, float* rstd, const float* w, const float* b, int64_t rows,
+                           int64_t d, float eps, bool rms, Dropout dropout) {
   with_type(x_type, [&](auto* xt) {
     with_type(h_type, [&](auto* ht) {
       with_type(s_type, [&](auto* st) {
-        using TX = std::remove_pointer_t<decltype(xt)>;
-        using TH = std::remove_pointer_t<decltype(ht)>;
-        using TS = std::remove_pointer_t<decltype(st)>;
-        each_row(rows, [&](int64_t row) {
-          residual_norm_forward_row(static_cast<const TX*>(x), static_cast<const TH*>(h), static_cast<TS*>(s), y, mean,
-                                    rstd, w, b, row, d, eps, rms, dropout, 0, 1, Alone{});
+        with_type(y_type, [&](auto* yt) {
+          using TX = std::remove_pointer_t<decltype(xt)>;
+          using TH = std::remove_pointer_t<decltype(ht)>;
+          using TS = std::remove_pointer_t<decltype(st)>;
+          using TY = std::remove_pointer_t<decltype(yt)>;
+          each_row(rows, [&](int64_t row) {
+            residual_norm_forward_row(static_cast<const TX*>(x), static_cast<const TH*>(h), static_cast<TS*>(s),
+                                      static_cast<TY*>(y), mean, rstd, w, b, row, d, eps, rms, dropout, 0, 1, Alone{});
+          });
         });
       });
     });
   });
 }
 
-void residual_norm_backward(const float* gy, const void* gs, const void* s, Dtype s_type, const float* mean,
-                            const float* rstd, const float* w, void* gx, Dtype x_type, void* gh, Dtype h_type,
-                            float* gw, float* gb, int64_t rows, int64_t d, bool rms, Dropout dropout) {
+void residual_norm_backward(const void* gy_in, Dtype gy_type, const void* gs, const void* s, Dtype s_type,
+                            const float* mean, const float* rstd, const float* w, void* gx, Dtype x_type, void* gh,
+                            Dtype h_type, float* gw, float* gb, int64_t rows, int64_t d, bool rms, Dropout dropout) {
   with_type(x_type, [&](auto* xt) {
     with_type(h_type, [&](auto* ht) {
       with_type(s_type, [&](auto* sp) {
-        using TX = std::remove_pointer_t<decltype(xt)>;
-        using TH = std::remove_pointer_t<decltype(ht)>;
-        using TS = std::remove_pointer_t<decltype(sp)>;
-        each_row(rows, [&](int64_t row) {
-          residual_norm_backward_row(gy, static_cast<const TS*>(gs), static_cast<const TS*>(s), mean, rstd, w,
-                                     static_cast<TX*>(gx), static_cast<TH*>(gh), row, d, rms, dropout, 0, 1, Alone{});
-        });
-        // gw = Σ_rows gy·xhat, gb = Σ_rows gy (the GPU's column sums, in row order).
-        std::vector<float> sw(d, 0.0f), sb(d, 0.0f);
-        for (int64_t row = 0; row < rows; ++row) {
-          for (int64_t c = 0; c < d; ++c) {
-            const float g = gy[row * d + c];
-            sw[c] += g * (Elem<TS>::load(static_cast<const TS*>(s), row * d + c) - mean[row]) * rstd[row];
-            sb[c] += g;
+        with_type(gy_type, [&](auto* gt) {
+          using TX = std::remove_pointer_t<decltype(xt)>;
+          using TH = std::remove_pointer_t<decltype(ht)>;
+          using TS = std::remove_pointer_t<decltype(sp)>;
+          using TG = std::remove_pointer_t<decltype(gt)>;
+          const auto* gy = static_cast<const TG*>(gy_in);
+          each_row(rows, [&](int64_t row) {
+            residual_norm_backward_row(gy, static_cast<const TS*>(gs), static_cast<const TS*>(s), mean, rstd, w,
+                                       static_cast<TX*>(gx), static_cast<TH*>(gh), row, d, rms, dropout, 0, 1, Alone{});
+          });
+          // gw = Σ_rows gy·xhat, gb = Σ_rows gy (the GPU's column sums, in row order).
+          std::vector<float> sw(d, 0.0f), sb(d, 0.0f);
+          for (int64_t row = 0; row < rows; ++row) {
+            for (int64_t c = 0; c < d; ++c) {
+              const float g = Elem<TG>::load(gy, row * d + c);
+              sw[c] += g * (Elem<TS>::load(static_cast<const TS*>(s), row * d + c) - mean[row]) * rstd[row];
+              sb[c] += g;
+            }
           }
-        }
-        for (int64_t c = 0; c < d; ++c) {
-          gw[c] = sw[c];
-          if (gb) gb[c] = sb[c];
-        }
+          for (int64_t c = 0; c < d; ++c) {
+            gw[c] = sw[c];
+            if (gb) gb[c] = sb[c];
+          }
+        });
       });
     });
   });

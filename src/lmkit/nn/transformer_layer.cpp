@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include "lmkit/nn/dropout.h"
 #include "lmkit/nn/fused.h"
 
 namespace lmkit::nn {
@@ -41,27 +40,37 @@ TransformerLayerImpl::TransformerLayerImpl(TransformerLayerOptions options_) : o
 
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& x, const AttentionMask& self_mask, const at::Tensor& memory,
                                          const at::Tensor& cross_bias, LayerCache* cache) {
-  auto self_block = [&](const at::Tensor& in) {
-    return self_attn(in, self_mask, at::Tensor(), cache ? &cache->self_attn : nullptr);
-  };
-  auto cross_block = [&](const at::Tensor& in) {
-    return cross_attn(in, cross_bias, memory, cache ? &cache->cross_attn : nullptr);
-  };
+  if (options.pre_norm()) return forward_pending({x, {}, 0.0}, self_mask, memory, cross_bias, cache).sum();
+  // Post-LN (Vaswani, BERT): norm(x + dropout(sublayer(x))), one fused step each.
   const double p = options.dropout();
   const bool training = is_training();
-  if (!options.pre_norm()) {
-    // Post-LN (Vaswani et al., BERT): norm(x + dropout(sublayer(x))), one fused step each.
-    at::Tensor h = residual_norm(x, self_block(x), p, training, self_attn_norm).second;
-    if (options.cross_attention()) h = residual_norm(h, cross_block(h), p, training, cross_attn_norm).second;
-    return residual_norm(h, ffn(h), p, training, ffn_norm).second;  // (B, T, D)
+  at::Tensor h = residual_norm(x, self_attn(x, self_mask, at::Tensor(), cache ? &cache->self_attn : nullptr), p,
+                               training, self_attn_norm).second;
+  if (options.cross_attention()) {
+    h = residual_norm(h, cross_attn(h, cross_bias, memory, cache ? &cache->cross_attn : nullptr), p, training,
+                      cross_attn_norm).second;
   }
-  // Pre-LN (GPT-2, T5): x + dropout(sublayer(norm(x))); the sum and the next sublayer's norm
-  // are one fused step, the last sum a plain one (the next layer normalises it).
-  auto [h, normed] = residual_norm(x, self_block(self_attn_norm(x)), p, training,
-                                   options.cross_attention() ? cross_attn_norm : ffn_norm);
-  if (options.cross_attention()) std::tie(h, normed) = residual_norm(h, cross_block(normed), p, training, ffn_norm);
-  const at::Tensor f = ffn(normed);
-  return h + (training && p > 0 ? nn::dropout(f, p, true) : f);  // (B, T, D)
+  return residual_norm(h, ffn(h), p, training, ffn_norm).second;  // (B, T, D)
+}
+
+PendingSum TransformerLayerImpl::forward_pending(const PendingSum& x, const AttentionMask& self_mask,
+                                                 const at::Tensor& memory, const at::Tensor& cross_bias,
+                                                 LayerCache* cache) {
+  TORCH_CHECK(options.pre_norm(), "forward_pending: a post-norm layer normalises its own sums");
+  // Pre-LN (GPT-2, T5): x + dropout(sublayer(norm(x))). Each residual sum and the norm after it
+  // are one fused step: the pending sum and self_attn_norm, the attention's sum and the next
+  // norm; the FFN's sum is left pending for the next layer (or the stack's final norm). Each
+  // norm's output feeds only linear projections (feeds_linear: bf16 under autocast).
+  const double p = is_training() ? options.dropout() : 0.0;
+  auto [s, normed] = residual_norm(x, self_attn_norm, true);
+  at::Tensor h;
+  std::tie(h, normed) = residual_norm(s, self_attn(normed, self_mask, at::Tensor(), cache ? &cache->self_attn : nullptr),
+                                      p, p > 0, options.cross_attention() ? cross_attn_norm : ffn_norm, true);
+  if (options.cross_attention()) {
+    std::tie(h, normed) = residual_norm(h, cross_attn(normed, cross_bias, memory, cache ? &cache->cross_attn : nullptr),
+                                        p, p > 0, ffn_norm, true);
+  }
+  return {h, ffn(normed), p};  // (B, T, D) each
 }
 
 }  // namespace lmkit::nn

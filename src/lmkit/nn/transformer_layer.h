@@ -13,6 +13,7 @@
 
 #include "lmkit/nn/attention.h"
 #include "lmkit/nn/feed_forward.h"
+#include "lmkit/nn/fused.h"
 #include "lmkit/nn/layer_gate.h"
 #include "lmkit/nn/norm.h"
 
@@ -75,6 +76,12 @@ class TransformerLayerImpl : public torch::nn::Module, public GatedLayer {
   ///   cache: for incremental decoding; x then holds only the new positions.
   at::Tensor forward(const at::Tensor& x, const AttentionMask& self_mask = {}, const at::Tensor& memory = {},
                      const at::Tensor& cross_bias = {}, LayerCache* cache = nullptr);
+
+  /// Pre-norm layers: forward() on a stream whose last residual sum is still pending, returning
+  /// this layer's own last sum pending (x + dropout(ffn output)): the stack hands it to the next
+  /// layer, whose first norm makes it in the same fused step (models::run_layers).
+  PendingSum forward_pending(const PendingSum& x, const AttentionMask& self_mask = {}, const at::Tensor& memory = {},
+                             const at::Tensor& cross_bias = {}, LayerCache* cache = nullptr);
 
   TransformerLayerOptions options;
   MultiHeadAttention self_attn{nullptr};
