@@ -13,6 +13,7 @@
 #   B, measure: bench/compare_hf.sh, bf16, one round, lmkit with its fused kernels
 #      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact
 #      GPT-2 (eager and compiled) for gpt2-small B16x1024, then bert-base and t5-base B32x512;
+#      gpt2-small with the fused path's pre-norm hand-over on and off (bench/levers.sh, fused_prenorm);
 #      then a kernel-time profile of one gpt2-small step fused and unfused.
 #   AB: A then B in one call (when a machine may not come back for a second).
 #
@@ -20,9 +21,9 @@
 #   DEVICE=cpu bash scripts/gpu_call.sh A                    (its own check here: build/bin, small shapes)
 #   VERIFY_S=5 DEVICE=cpu bash scripts/gpu_call.sh A         (a cut-off, reported as one)
 #
-# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 230, PROFILE_S 30 each);
+# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 230, LEVERS_S 60, PROFILE_S 30 each);
 # a phase cut off by it is reported as "did not finish" and the call exits 1. OUT gets small
-# files only (call.log, verify.md, failures/, bench.txt, profile.txt); checkpoints and traces
+# files only (call.log, verify.md, failures/, bench.txt, levers.txt, profile.txt); checkpoints and traces
 # stay in WORK (/tmp/lmkit-call). Optional: SHAPES, PLUGIN, PYTHON.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -131,13 +132,15 @@ verify() {
 }
 
 measure() {
-  local phase=$SECONDS shapes profile_shape compile=0
+  local phase=$SECONDS shapes profile_shape compile=0 lever_shape lever_steps
   if [ "$DEVICE" = cuda ]; then
     shapes=${SHAPES:-"gpt2-small-b16x1024 bert-base-b32x512 t5-base-b32x512"} compile=1
     profile_shape=(--model models/gpt2-small.json --batch-size 16 --seq-len 1024)
+    lever_shape=gpt2-small lever_steps=10
   else
     shapes=${SHAPES:-"gpt-mini-8000"}
     profile_shape=(--model models/gpt-mini.json --vocab-size 8000 --batch-size 4 --seq-len 64)
+    lever_shape=gpt lever_steps=1
   fi
   # Only the peers the targets name: HF sdpa compiled, the compact GPT-2 eager and compiled.
   local rc=0
@@ -149,6 +152,17 @@ measure() {
     failed=$((failed + 1))
   fi
   say "B. bench: $((SECONDS - phase)) s ($OUT/bench.txt)"
+  phase=$SECONDS
+  # The fused path's pre-norm hand-over and bf16 norm outputs on and off (LMKIT_DISABLE=fused_prenorm).
+  rc=0
+  LMKIT_BENCH=$BIN/lmkit-bench DEVICE=$DEVICE DTYPE=$dtype STEPS=$lever_steps ROUNDS=1 THREADS=8 \
+    LEVERS=fused_prenorm SHAPES=$lever_shape timeout -k 5 "${LEVERS_S:-60}" bash bench/levers.sh "$WORK/levers" \
+    >"$OUT/levers.txt" 2>&1 || rc=$?
+  if [ $rc != 0 ]; then
+    echo "(levers.sh stopped: exit $rc, limit ${LEVERS_S:-60} s)" >>"$OUT/levers.txt"
+    failed=$((failed + 1))
+  fi
+  say "B. levers: $((SECONDS - phase)) s ($OUT/levers.txt)"
   phase=$SECONDS
   : >"$OUT/profile.txt"
   local mode
@@ -169,6 +183,6 @@ case $mode in
 esac
 say "gpu_call $mode: $((SECONDS - start)) s in all, $failed failed"
 if [ -f "$OUT/verify.md" ]; then echo; grep -v '| pass |' "$OUT/verify.md"; fi
-if [ -f "$OUT/bench.txt" ]; then echo; cat "$OUT/bench.txt"; echo; head -40 "$OUT/profile.txt"; fi
+if [ -f "$OUT/bench.txt" ]; then echo; cat "$OUT/bench.txt" "$OUT/levers.txt"; echo; head -40 "$OUT/profile.txt"; fi
 for f in "$OUT"/failures/*; do [ -f "$f" ] && { echo "---- $f (last 40 lines)"; tail -40 "$f"; }; done
 [ "$failed" -eq 0 ]

@@ -46,8 +46,10 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// allocator), "dropout" (lmkit's CPU dropout, the attention weights' included:
 /// at::dropout and LibTorch's attention kernel instead), "flash" (causal
 /// attention masked in the kernel: an explicit causal bias instead), "chunked_ce"
-/// (models::linear_cross_entropy: full logits, then cross-entropy) or "fused" (lmkit's
-/// fused CUDA kernels, nn/fused.h: ATen's composites instead). Each falls back
+/// (models::linear_cross_entropy: full logits, then cross-entropy), "fused" (lmkit's
+/// fused CUDA kernels, nn/fused.h: ATen's composites instead) or "fused_prenorm" (on
+/// the fused path, pre-norm stacks' residual sums handed to the next norm's kernel and
+/// norms feeding linears written in bf16: each sum made and each output cast on its own). Each falls back
 /// to what LibTorch does natively, with the same results up to rounding;
 /// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);

@@ -261,7 +261,8 @@ std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::T
     // y in the dtype the linear's autocast casts it to, written by the kernel: no cast kernel
     // forward, none for its gradient backward, the same bits.
     const c10::DeviceType type = x.device().type();
-    const at::ScalarType y_type = feeds_linear && at::autocast::is_autocast_enabled(type) &&
+    const at::ScalarType y_type = feeds_linear && !lever_disabled("fused_prenorm") &&
+                                          at::autocast::is_autocast_enabled(type) &&
                                           at::autocast::get_autocast_dtype(type) == at::kBFloat16
                                       ? at::kBFloat16
                                       : at::kFloat;
@@ -280,7 +281,9 @@ std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm,
   return residual_norm(r.x, r.h, r.p, r.p > 0, norm, feeds_linear);
 }
 
-bool defers_residual_sums(const at::Tensor& x) { return takes_kernels(x) && kernel_dtype(x); }
+bool defers_residual_sums(const at::Tensor& x) {
+  return takes_kernels(x) && kernel_dtype(x) && !lever_disabled("fused_prenorm");
+}
 
 at::Tensor linear_gelu(torch::nn::Linear& layer, const at::Tensor& x, bool tanh_approx) {
   if (takes_kernels(x) && layer->bias.defined() && x.numel() > 0) {

@@ -58,7 +58,8 @@ struct PendingSum {
 std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm, bool feeds_linear = false);
 
 /// Whether pre-norm stacks hand pending sums between their layers for a stream x: where the
-/// fused kernels (or their host path) take it. On the composite path it would gain nothing.
+/// fused kernels (or their host path) take it, unless LMKIT_DISABLE names "fused_prenorm"
+/// (which also keeps feeds_linear's y in float32). On the composite path it would gain nothing.
 bool defers_residual_sums(const at::Tensor& x);
 
 /// gelu(linear(x)) (exact, or the tanh approximation), with GELU's backward and the
