@@ -7,9 +7,13 @@
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/cuda.h>
 
+#include <cmath>
 #include <iostream>
+#include <set>
+#include <utility>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/cuda.h"
@@ -257,5 +261,67 @@ TEST_CASE("cuda: document-masked rows (block-diagonal bias, restarted positions)
     const Output gpu = model->forward(b.to(kCuda));
     CHECK((gpu.logits.cpu() - cpu.logits).abs().max().item<double>() < 1e-4);
     CHECK(std::abs(gpu.loss.item<double>() - cpu.loss.item<double>()) < 1e-5);
+  }
+}
+
+TEST_CASE("cuda: packed documents in bf16 take the varlen flash kernel, equal to the block-diagonal bias", "[cuda][packing]") {
+  LMKIT_REQUIRE_CUDA();
+  at::manual_seed(21);
+  const auto opts = at::TensorOptions().device(kCuda).dtype(at::kBFloat16);
+  const int64_t b = 2, h = 4, t = 64, hd = 32;
+  const at::Tensor ids = at::cat({at::zeros({b, 20}, at::kLong), at::ones({b, 30}, at::kLong), at::full({b, 14}, 2, at::kLong)}, 1);
+  at::Tensor real = at::ones({b, t}, at::kLong);
+  real[1].slice(0, 56).fill_(0);  // padding closes row 1
+  const at::Tensor q0 = at::randn({b, h, t, hd}, opts), k0 = at::randn({b, h, t, hd}, opts), v0 = at::randn({b, h, t, hd}, opts);
+  const at::Tensor g = at::randn({b, h, t, hd}, opts) * real.to(kCuda).view({b, 1, t, 1});  // real queries only
+  for (const auto& [causal, window] : std::vector<std::pair<bool, int64_t>>{{false, 0}, {true, 0}, {true, 8}}) {
+    INFO("causal " << causal << " window " << window);
+    at::Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true), v = v0.clone().requires_grad_(true);
+    nn::AttentionMask mask = nn::document_mask(ids, real, causal, at::kBFloat16, kCuda, window);
+    REQUIRE(mask.segment_offsets.defined());
+    REQUIRE(nn::varlen_applies(q, k, mask));
+    const at::Tensor out = nn::varlen_attention(q, k, v, mask, 1.0 / std::sqrt(double(hd)), 0.0, true, causal, window);
+    (out.to(at::kFloat) * g).sum().backward();
+    at::Tensor qr = q0.clone().requires_grad_(true), kr = k0.clone().requires_grad_(true), vr = v0.clone().requires_grad_(true);
+    const at::Tensor ref = nn::scaled_dot_product(qr, kr, vr, mask.bias, 1.0 / std::sqrt(double(hd)), 0.0, true);
+    (ref.to(at::kFloat) * g).sum().backward();
+    const at::Tensor rows = real.to(kCuda).view({b, 1, t, 1}).to(at::kBool);
+    auto close = [&](const at::Tensor& a, const at::Tensor& r) {
+      const at::Tensor d = (a.to(at::kFloat) - r.to(at::kFloat)).abs().max();
+      return d.item<double>() <= 2e-2 * std::max(1.0, r.to(at::kFloat).abs().max().item<double>());
+    };
+    CHECK(close(out.masked_fill(rows.logical_not(), 0), ref.masked_fill(rows.logical_not(), 0)));
+    CHECK(close(q.grad(), qr.grad()));
+    CHECK(close(k.grad(), kr.grad()));
+    CHECK(close(v.grad(), vr.grad()));
+  }
+  // A model's packed rows under bf16 autocast go through it (its backward node in the graph).
+  for (const std::string family : {"gpt2", "bert"}) {
+    INFO(family);
+    auto model = models::create_model(tiny(family), family + ".json");
+    model->to(kCuda);
+    model->train();
+    Batch batch;
+    batch.input_ids = at::randint(5, 120, {2, 24}, at::kLong);
+    batch.extra[kDocumentIds] = at::cat({at::zeros({2, 10}, at::kLong), at::ones({2, 14}, at::kLong)}, 1);
+    batch.extra[kPositionIds] = at::cat({at::arange(10), at::arange(14)}).to(at::kLong).repeat({2, 1});
+    batch.labels = batch.input_ids;
+    at::Tensor loss;
+    {
+      AutocastGuard autocast(kCuda, true);
+      loss = model->forward(batch.to(kCuda)).loss;
+    }
+    bool flash = false;
+    std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
+    std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
+    for (size_t i = 0; i < todo.size(); ++i) {
+      flash = flash || todo[i]->name() == "FlashAttentionBackward0";
+      for (const auto& edge : todo[i]->next_edges()) {
+        if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
+      }
+    }
+    CHECK(flash);
+    loss.backward();
+    CHECK(std::isfinite(loss.item<double>()));
   }
 }

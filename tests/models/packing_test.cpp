@@ -8,6 +8,7 @@
 #include "lmkit/core/batch.h"
 #include "lmkit/core/error.h"
 #include "lmkit/models/registry.h"
+#include "lmkit/nn/attention.h"
 
 using namespace lmkit;
 
@@ -85,6 +86,40 @@ TEST_CASE("document mask: a packed row's logits and loss equal each document's a
     const at::Tensor mixed = model->forward(open).logits;
     CHECK((mixed.narrow(1, 8, 6) - whole.logits.narrow(1, 8, 6)).abs().max().item<double>() > 1e-4);
   }
+}
+
+TEST_CASE("document mask: the segments the varlen flash kernel takes are the block-diagonal bias's", "[models][packing]") {
+  // Row 0: documents of 3, 2 and 3 tokens; row 1: 2 tokens, then 6 of a second document whose
+  // last 2 are padding (a segment of their own).
+  const at::Tensor docs = at::tensor(std::vector<int64_t>{0, 0, 0, 1, 1, 2, 2, 2, 0, 0, 1, 1, 1, 1, 1, 1}).view({2, 8});
+  at::Tensor real = at::ones({2, 8}, at::kLong);
+  real[1].slice(0, 6).fill_(0);
+  const auto [offsets, longest] = nn::document_segments(docs, real, at::kCPU);
+  CHECK(offsets.scalar_type() == at::kInt);
+  CHECK(at::equal(offsets, at::tensor(std::vector<int32_t>{0, 3, 5, 8, 10, 14, 16})));
+  CHECK(longest.item<int64_t>() == 4);
+  // On any rows, the bias lets a real query see exactly the keys of its own segment (up to itself
+  // with causal): the varlen kernel's mask.
+  at::manual_seed(3);
+  for (bool causal : {false, true}) {
+    const at::Tensor ids = at::randint(0, 3, {3, 20}, at::kLong).cumsum(1);  // runs of equal ids
+    at::Tensor mask = at::ones({3, 20}, at::kLong);
+    mask[2].slice(0, 15).fill_(0);
+    const auto [starts, most] = nn::document_segments(ids, mask, at::kCPU);
+    at::Tensor segment = at::zeros({60}, at::kLong);
+    segment.index_put_({starts.slice(0, 1, -1).to(at::kLong)}, 1);
+    segment = segment.cumsum(0).view({3, 20});  // each position's segment
+    at::Tensor allowed = segment.unsqueeze(2).eq(segment.unsqueeze(1));  // (B, Tq, Tk)
+    if (causal) allowed = allowed.logical_and(at::ones({20, 20}, at::kBool).tril());
+    const at::Tensor bias = nn::document_attention_bias(ids, mask, causal, at::kFloat, at::kCPU).squeeze(1);
+    const at::Tensor queries = mask.ne(0).unsqueeze(2).expand({3, 20, 20});
+    CHECK(at::equal(bias.eq(0).logical_and(queries), allowed.logical_and(queries)));
+    CHECK(most.item<int64_t>() <= 20);
+  }
+  // On the CPU the mask is the bias alone.
+  const nn::AttentionMask on_cpu = nn::document_mask(docs, real, true, at::kFloat, at::kCPU);
+  CHECK_FALSE(on_cpu.segment_offsets.defined());
+  CHECK(at::equal(on_cpu.bias, nn::document_attention_bias(docs, real, true, at::kFloat, at::kCPU)));
 }
 
 TEST_CASE("document mask: models that mix positions refuse document_ids, and position_ids are checked", "[models][packing]") {

@@ -49,7 +49,9 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// (models::linear_cross_entropy: full logits, then cross-entropy), "fused" (lmkit's
 /// fused CUDA kernels, nn/fused.h: ATen's composites instead) or "fused_prenorm" (on
 /// the fused path, pre-norm stacks' residual sums handed to the next norm's kernel and
-/// norms feeding linears written in bf16: each sum made and each output cast on its own). Each falls back
+/// norms feeding linears written in bf16: each sum made and each output cast on its own) or
+/// "varlen" (packed documents on a GPU through the varlen flash kernel: the T × T bias to
+/// the efficient kernel instead). Each falls back
 /// to what LibTorch does natively, with the same results up to rounding;
 /// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);

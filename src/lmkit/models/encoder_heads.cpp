@@ -159,10 +159,10 @@ at::Tensor run_bert_encoder(Model& model, const BertConfig& config, at::Tensor x
   if (model.is_training() && config.hidden_dropout_prob > 0) x = nn::dropout(x, config.hidden_dropout_prob, true);
   if (hidden_states) hidden_states->push_back(x);
   const int64_t t = x.size(1);
-  nn::AttentionMask mask;
-  mask.bias = extra.document_ids.defined()
-                  ? nn::document_attention_bias(extra.document_ids, attention_mask, false, x.scalar_type(), x.device())  // (B, 1, T, T)
-                  : nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device());  // (B, 1, 1, T)
+  nn::AttentionMask mask =
+      extra.document_ids.defined()
+          ? nn::document_mask(extra.document_ids, attention_mask, false, x.scalar_type(), x.device())  // (B, 1, T, T)
+          : nn::AttentionMask(nn::attention_bias(attention_mask, false, t, t, x.scalar_type(), x.device()));  // (B, 1, 1, T)
   if (attention_mask.defined()) mask.key_ok = attention_mask.to(x.device()).ne(0);
   if (extra.global_attention_mask.defined()) mask.global = extra.global_attention_mask.to(x.device()).ne(0);
   // One layer's random blocks a call: the recomputed replay and the first pass see the same ones.

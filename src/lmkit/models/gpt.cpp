@@ -124,10 +124,11 @@ at::Tensor GptImpl::decode(const at::Tensor& input_ids, const at::Tensor& attent
   if (hidden_states) hidden_states->push_back(x);
   // attention_mask, when given, covers past + new positions (B, past + T).
   // Without padding, the layers mask future keys in the kernel (flash attention on a GPU).
-  at::Tensor bias = packing.document_ids.defined()
-                        ? nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
-                        : nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true);
-  x = run_layers(layers, x, bias, {}, {}, caches, hidden_states, &ln_f);  // then ln_f: (B, T, D)
+  const nn::AttentionMask mask =
+      packing.document_ids.defined()
+          ? nn::document_mask(packing.document_ids, attention_mask, true, x.scalar_type(), x.device())
+          : nn::AttentionMask(nn::attention_bias(attention_mask, true, t, past + t, x.scalar_type(), x.device(), true));
+  x = run_layers(layers, x, mask, {}, {}, caches, hidden_states, &ln_f);  // then ln_f: (B, T, D)
   if (hidden_states) hidden_states->back() = x;  // HF: the last entry is after ln_f
   return x;
 }

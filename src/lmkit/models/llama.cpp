@@ -214,7 +214,7 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
   nn::AttentionMask mask;  // the window, if any, is the attention's (MultiHeadAttentionOptions::window)
   const int64_t window = config.sliding_window;
   if (packing.document_ids.defined()) {  // the window inside each document
-    mask.bias = nn::document_attention_bias(packing.document_ids, attention_mask, true, x.scalar_type(), x.device(), window);
+    mask = nn::document_mask(packing.document_ids, attention_mask, true, x.scalar_type(), x.device(), window);
   } else if (window > 0 && held == 0 && t > window) {
     if (attention_mask.defined()) mask.key_ok = attention_mask.to(x.device()).ne(0);  // O(T·window) in the attention
   } else {

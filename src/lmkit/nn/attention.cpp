@@ -1,6 +1,7 @@
 #include "lmkit/nn/attention.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -72,6 +73,56 @@ at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Ten
   const at::Tensor others = allowed_keys(key_padding_mask, causal, t, t, device, window);
   if (others.defined()) allowed = allowed.logical_and(others);
   return bias_of(allowed, dtype);
+}
+
+std::pair<at::Tensor, at::Tensor> document_segments(const at::Tensor& document_ids, const at::Tensor& key_padding_mask,
+                                                    at::Device device) {
+  const at::Tensor docs = document_ids.to(at::kCPU);  // (B, T)
+  const int64_t t = docs.size(1);
+  at::Tensor starts = at::ones(docs.sizes(), at::TensorOptions().dtype(at::kBool));
+  if (t > 1) {
+    at::Tensor change = docs.slice(1, 1).ne(docs.slice(1, 0, t - 1));
+    if (key_padding_mask.defined()) {
+      const at::Tensor real = key_padding_mask.to(at::kCPU).ne(0);
+      change = change.logical_or(real.slice(1, 1).ne(real.slice(1, 0, t - 1)));
+    }
+    starts.slice(1, 1).copy_(change);
+  }
+  const at::Tensor offsets =
+      at::cat({at::nonzero(starts.reshape({-1})).reshape({-1}), at::full({1}, docs.numel(), at::kLong)});
+  const at::Tensor longest = (offsets.slice(0, 1) - offsets.slice(0, 0, -1)).max();
+  return {offsets.to(at::kInt).to(device), longest};
+}
+
+AttentionMask document_mask(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
+                            at::ScalarType dtype, at::Device device, int64_t window) {
+  AttentionMask mask(document_attention_bias(document_ids, key_padding_mask, causal, dtype, device, window));
+  const c10::DeviceType type = device.type();
+  const at::ScalarType compute =
+      device.is_cuda() && at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : dtype;
+  if (device.is_cuda() && (compute == at::kBFloat16 || compute == at::kHalf) && !lever_disabled("varlen")) {
+    std::tie(mask.segment_offsets, mask.longest_segment) = document_segments(document_ids, key_padding_mask, device);
+  }
+  return mask;
+}
+
+bool varlen_applies(const at::Tensor& q, const at::Tensor& k, const AttentionMask& mask) {
+  const at::ScalarType type = q.scalar_type();
+  return mask.segment_offsets.defined() && q.is_cuda() && (type == at::kBFloat16 || type == at::kHalf) &&
+         k.scalar_type() == type && q.dim() == 4 && q.sizes() == k.sizes() && q.size(3) % 8 == 0 && q.size(3) <= 256;
+}
+
+at::Tensor varlen_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionMask& mask,
+                            double scale, double dropout, bool training, bool causal, int64_t window) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3);
+  auto packed = [&](const at::Tensor& x) { return x.transpose(1, 2).reshape({b * t, h, hd}); };  // (B·T, H, hd)
+  const int64_t longest = mask.longest_segment.item<int64_t>();  // on the host: no device read
+  std::optional<int64_t> left, right;  // flash's window: keys i − left ..= i + right
+  if (causal && window > 0 && window < longest) left = window - 1, right = 0;
+  const at::Tensor out = std::get<0>(at::_flash_attention_forward(
+      packed(q), packed(k), packed(v), mask.segment_offsets, mask.segment_offsets, longest, longest,
+      training ? dropout : 0.0, causal, /*return_debug_mask=*/false, scale, left, right));
+  return out.view({b, t, h, hd}).transpose(1, 2);  // (B, H, T, hd)
 }
 
 void KVCache::keep_last(int64_t n) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
@@ -39,6 +40,33 @@ at::Tensor attention_bias(const at::Tensor& key_padding_mask, bool causal, int64
 ///   document_ids (B, T) int64; key_padding_mask (B, T) or undefined.
 at::Tensor document_attention_bias(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
                                    at::ScalarType dtype, at::Device device, int64_t window = 0);
+
+/// document_attention_bias as a mask; where the attention computes in bf16 or fp16 on a GPU
+/// (autocast's dtype there, else `dtype`), also the documents' segments
+/// (AttentionMask::segment_offsets), which the full attention takes through the varlen flash
+/// kernel instead of the T × T bias, unless LMKIT_DISABLE names "varlen".
+AttentionMask document_mask(const at::Tensor& document_ids, const at::Tensor& key_padding_mask, bool causal,
+                            at::ScalarType dtype, at::Device device, int64_t window = 0);
+
+/// The segments of packed rows: a new one where a row starts, its document changes, or its
+/// real tokens turn to padding (key_padding_mask 0). Returns {starts then B·T (int32, on
+/// `device`), the longest (an int64 scalar on the host)}; reads the ids on the host, so one
+/// device read a forward pass.
+std::pair<at::Tensor, at::Tensor> document_segments(const at::Tensor& document_ids, const at::Tensor& key_padding_mask,
+                                                    at::Device device);
+
+/// Whether varlen_attention takes these: the mask holds segments, q and k are CUDA tensors in
+/// bf16 or fp16 of the same shape (as many keys as queries, heads as key heads), with a head
+/// size the flash kernel takes (a multiple of 8, at most 256).
+bool varlen_applies(const at::Tensor& q, const at::Tensor& k, const AttentionMask& mask);
+
+/// Attention within each segment of the mask through LibTorch's varlen flash kernel
+/// (at::_flash_attention_forward with cumulative lengths, as its nested-tensor attention calls
+/// it): the block-diagonal document mask without a T × T bias, causal inside with `causal`,
+/// keys fewer than `window` positions back with a window (0: none). q, k, v (B, H, T, hd) ->
+/// (B, H, T, hd); a query of padding sees the padding of its row only.
+at::Tensor varlen_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionMask& mask,
+                            double scale, double dropout, bool training, bool causal, int64_t window);
 
 /// banded_attention's blocking of T positions: blocks of s = max(before, after, 1) queries,
 /// n of them, each against nk keys (lo blocks before its own, hi after).

@@ -37,6 +37,8 @@ AttentionMask AttentionMask::from_parts(const std::vector<at::Tensor>& p, size_t
   m.key_ok = p.at(at + 1);
   m.global = p.at(at + 2);
   m.random_blocks = p.at(at + 3);
+  m.segment_offsets = p.at(at + 4);
+  m.longest_segment = p.at(at + 5);
   return m;
 }
 

@@ -51,9 +51,17 @@ struct AttentionMask {
   /// BigBird's random blocks for this call, (H, nb − 2, r) int64: HF's draws (a test hook).
   /// Undefined: drawn in training, the first ones in eval (HF draws none at inference).
   at::Tensor random_blocks;
+  /// Packed documents on a GPU under bf16 or fp16 (document_mask): where each segment starts
+  /// over the flattened (B·T) positions, then B·T, int32 on the device (a segment is a run of
+  /// one document's real tokens, or of padding), and the longest segment, an int64 scalar on
+  /// the host. The varlen flash kernel's form of `bias`, which the full attention takes instead
+  /// of it (varlen_attention); every other kernel reads `bias`. Undefined: none.
+  at::Tensor segment_offsets, longest_segment;
 
   /// The parts as a list (recomputation replays a layer from tensors) and back.
-  std::vector<at::Tensor> parts() const { return {bias, key_ok, global, random_blocks}; }
+  std::vector<at::Tensor> parts() const {
+    return {bias, key_ok, global, random_blocks, segment_offsets, longest_segment};
+  }
   static AttentionMask from_parts(const std::vector<at::Tensor>& p, size_t at);
 };
 

@@ -18,6 +18,10 @@ class FullAttention : public AttentionKernel {
   at::Tensor attend(const AttentionInputs& in) override {
     const at::Tensor &q = in.q, &k = in.k;
     const int64_t tq = q.size(2), tk = k.size(2), window = settings_.window;
+    if (varlen_applies(q, k, in.mask)) {  // packed documents, bf16 on a GPU (document_mask)
+      return varlen_attention(q, k, in.v, in.mask, settings_.scale, settings_.dropout, training(), settings_.causal,
+                              window);
+    }
     if (!settings_.causal || in.mask.bias.defined()) {
       return scaled_dot_product(q, k, in.v, additive_bias(in.mask, k.size(0), tk, q.scalar_type()), settings_.scale,
                                 settings_.dropout, training(), settings_.backend);
