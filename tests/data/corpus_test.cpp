@@ -9,6 +9,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/file.h"
 #include "lmkit/data/corpus.h"
+#include "lmkit/data/parquet.h"
 #include "lmkit/data/text.h"
 #include "lmkit/data/text_input.h"
 
@@ -270,7 +271,7 @@ TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, a directory or pattern o
   CHECK_THAT(r.out, Catch::Contains("the pattern matches no file"));
   write_raw_bytes(dir / "shard.parquet", std::string("PAR1", 4) + std::string(100, 'x'));
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
-  CHECK(r.code == 2);
+  CHECK(r.code == (data::parquet_available() ? 2 : 1));  // damaged input, or a build without Parquet (sanitizers')
   CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains("Parquet file"));
   r = test::run("lmkit-tokenize train --family bert --vocab-size 200 --output " + (dir / "t") + " --input " + (dir / "a.jsonl.gz"));
   CHECK(r.code == 2);

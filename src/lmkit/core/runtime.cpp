@@ -47,8 +47,8 @@ c10::Device parse_device(const std::string& spec) {
     }
     index = std::stoll(digits);
   }
-  if (!cuda_module_built()) {
-    throw InputError("--device '" + spec + "': this lmkit was built without CUDA (against a CPU LibTorch, or as a sanitizer build)");
+  if (!cuda_module_built()) {  // the installation's lack, as a machine's missing GPU is: exit 1
+    throw RuntimeError("--device '" + spec + "': this lmkit was built without CUDA (against a CPU LibTorch, or as a sanitizer build)");
   }
   if (!cuda_available()) {
     throw RuntimeError("--device '" + spec + "': no CUDA device is available on this machine (no GPU or NVIDIA driver visible)");
