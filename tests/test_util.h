@@ -2,11 +2,14 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "lmkit/core/batch.h"
 
@@ -32,6 +35,21 @@ inline Batch tiny_training_batch(bool encoder_decoder) {
   b.attention_mask[1].slice(0, 9).fill_(0);
   b.labels = encoder_decoder ? at::randint(5, 97, {2, 7}, at::kLong) : b.input_ids.clone();
   return b;
+}
+
+/// How many nodes of the autograd graph behind `out` (each counted once) have `name_part` in
+/// their name: whether a path was taken (nn::recompute's, a fused op's, a flash kernel's).
+inline int graph_nodes(const at::Tensor& out, const std::string& name_part) {
+  std::vector<torch::autograd::Node*> todo = {out.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
+  int found = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    found += todo[i]->name().find(name_part) != std::string::npos;
+    for (const auto& edge : todo[i]->next_edges()) {
+      if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
+    }
+  }
+  return found;
 }
 
 /// Largest absolute difference between two tensors (as float64).

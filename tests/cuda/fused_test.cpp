@@ -10,14 +10,12 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/function.h>
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <set>
 #include <tuple>
 
 #include "lmkit/core/autocast.h"
@@ -264,20 +262,6 @@ void feeds_linear_parity(const c10::Device& dev) {
   }
 }
 
-// The residual-norm steps in a loss's graph.
-int fused_steps(const at::Tensor& loss) {
-  std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
-  std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
-  int steps = 0;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    steps += todo[i]->name().find("ResidualNormFunction") != std::string::npos;
-    for (const auto& edge : todo[i]->next_edges()) {
-      if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
-    }
-  }
-  return steps;
-}
-
 struct ModelStep {
   int fused_steps = 0;
   double loss = 0;
@@ -300,7 +284,7 @@ ModelStep model_step(const Json& config, const std::string& architecture, bool e
       loss = model->forward(batch).loss;
     }
     ModelStep step;
-    step.fused_steps = fused_steps(loss);
+    step.fused_steps = test::graph_nodes(loss, "ResidualNormFunction");
     loss.backward();
     step.loss = loss.item<double>();
     for (const auto& p : model->parameters()) {

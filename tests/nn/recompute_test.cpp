@@ -10,9 +10,7 @@
 #include "lmkit/nn/recompute.h"
 #include "test_util.h"
 
-#include <torch/csrc/autograd/function.h>
 
-#include <set>
 
 using namespace lmkit;
 
@@ -49,14 +47,7 @@ StepGrads recompute_step(const Json& config, const std::string& architecture, co
     loss = model->forward(batch).loss;
   }
   StepGrads s;
-  std::vector<torch::autograd::Node*> todo = {loss.grad_fn().get()};
-  std::set<torch::autograd::Node*> seen(todo.begin(), todo.end());
-  for (size_t i = 0; i < todo.size(); ++i) {  // the graph's nodes, each once
-    s.recomputed = s.recomputed || todo[i]->name().find("Recompute") != std::string::npos;
-    for (const auto& edge : todo[i]->next_edges()) {
-      if (edge.function && seen.insert(edge.function.get()).second) todo.push_back(edge.function.get());
-    }
-  }
+  s.recomputed = test::graph_nodes(loss, "Recompute") > 0;
   loss.backward();
   s.loss = loss.item<double>();
   for (const auto& p : model->parameters()) {
