@@ -13,8 +13,8 @@
 # plain-PyTorch peer bench/gpt_peer.py, eager and (HF_COMPILE=1) compiled. TF32=1 lets fp32
 # matmuls use TensorFloat-32 on every side. Peak GPU memory (MiB, allocated) follows each
 # row, from the last round, lmkit first. HF_PEERS="sdpa" runs fewer HF variants. lmkit runs
-# with its fused CUDA kernels (the default); FUSED=1 adds lmkit without them as a peer
-# ("lmkit-unfused", LMKIT_DISABLE=fused: its ratio is the kernels' speed-up).
+# with its fused CUDA kernels and CPU paths (the default); FUSED=1 adds lmkit without them as
+# a peer ("lmkit-unfused", LMKIT_DISABLE=fused,cpu_fused: its ratio is their speed-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/script_args.sh
@@ -58,7 +58,7 @@ peers_of() {  # SHAPE -> the peers that run it
 run_peer() {  # PEER LOG ARGS...
   local p=$1 log=$2; shift 2
   case $p in
-    lmkit-unfused) env LMKIT_DISABLE=fused $lmkit train "$@" "${tf32[@]}" ;;
+    lmkit-unfused) env LMKIT_DISABLE=fused,cpu_fused $lmkit train "$@" "${tf32[@]}" ;;
     compact*) $py bench/gpt_peer.py "$@" "${tf32[@]}" $([ "$p" = compact-compiled ] && echo --compile) ;;
     *) $py bench/hf_train.py "$@" "${tf32[@]}" --attn "${p%%-*}" $([ "$p" = sdpa-compiled ] && echo --compile) ;;
   esac > "$log" 2>&1

@@ -4,6 +4,7 @@
 # core/runtime.h), interleaved ROUNDS times; prints the best tokens/s of each and the gain.
 #   bash bench/levers.sh [OUT_DIR]        (default runs/levers)
 #   STEPS=8 ROUNDS=2 LEVERS="allocator dropout" SHAPES="bert gpt" bash bench/levers.sh
+#   LEVERS=cpu_fused SHAPES="llama gpt" bash bench/levers.sh
 #   DEVICE=cuda DTYPE=bf16 LEVERS="flash chunked_ce" SHAPES="gpt2-small bert-base" bash bench/levers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ args_of() {
   case $1 in
     bert) echo "--model models/bert-mini.json --batch-size 32 --seq-len 128" ;;  # vocab 30522, MLM
     gpt) echo "--model models/gpt-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
+    llama) echo "--model models/llama-mini.json --vocab-size 8000 --batch-size 32 --seq-len 128" ;;
     gpt2-small) echo "--model models/gpt2-small.json --batch-size 16 --seq-len 1024" ;;
     bert-base) echo "--model models/bert-base.json --batch-size 32 --seq-len 512" ;;
   esac

@@ -23,6 +23,7 @@
 #include "lmkit/models/losses.h"
 #include "lmkit/models/registry.h"
 #include "lmkit/nn/fused.h"
+#include "lmkit/nn/position.h"
 #include "test_util.h"
 
 using namespace lmkit;
@@ -40,13 +41,16 @@ bool no_cuda() {
 const c10::Device kHost(c10::kCPU);
 
 // Runs fn with the device's fused path (the CUDA kernels, or their host implementation on the
-// CPU) on (true) or off, restoring the setting after.
+// CPU; with `cpu_path`, the residual step's CPU path instead) on (true) or off, restoring the
+// settings after. The CPU path is off otherwise: "off" is the composite alone.
 template <typename Fn>
-auto with_fused(const c10::Device& device, bool on, Fn&& fn) {
+auto with_fused(const c10::Device& device, bool on, Fn&& fn, bool cpu_path = false) {
   auto set = [&](bool v) { return device.is_cuda() ? nn::set_fused_kernels_enabled(v) : nn::set_host_kernels_enabled(v); };
-  const bool before = set(on);
+  const bool cpu_before = nn::set_cpu_kernels_enabled(cpu_path && on);
+  const bool before = set(on && !cpu_path);
   auto out = fn();
   set(before);
+  nn::set_cpu_kernels_enabled(cpu_before);
   return out;
 }
 
@@ -271,7 +275,7 @@ struct ModelStep {
 // A training step of a small model (every dropout 0, so both paths draw nothing), with the
 // device's fused path on or off.
 ModelStep model_step(const Json& config, const std::string& architecture, bool encoder_decoder,
-                     const c10::Device& dev, bool fused, bool bf16) {
+                     const c10::Device& dev, bool fused, bool bf16, bool cpu_path) {
   return with_fused(dev, fused, [&] {
     at::manual_seed(5);
     auto model = models::create_model(config, "tiny.json", architecture);
@@ -291,14 +295,15 @@ ModelStep model_step(const Json& config, const std::string& architecture, bool e
       step.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
     }
     return step;
-  });
+  }, cpu_path);
 }
 
 // Pre-norm stacks on the fused path hand each layer's last residual sum to the next layer's
 // first norm (and the last to the final norm): GPT-2 and Llama make 2 fused steps a layer
 // (one inside, one joining it to the next norm), and every family's loss and gradients equal
-// the composite's.
-void pending_sum_parity(const c10::Device& dev) {
+// the composite's. With `cpu_path`, the residual step's CPU path (float32 only: under bf16
+// autocast the CPU takes the composite).
+void pending_sum_parity(const c10::Device& dev, bool cpu_path = false) {
   struct Family {
     Json config;
     std::string architecture;
@@ -324,9 +329,9 @@ void pending_sum_parity(const c10::Device& dev) {
   for (const Family& f : families) {
     for (bool bf16 : {false, true}) {
       INFO(f.architecture << (bf16 ? ", bf16 autocast" : ", float32"));
-      const ModelStep fused = model_step(f.config, f.architecture, f.encoder_decoder, dev, true, bf16);
-      const ModelStep composite = model_step(f.config, f.architecture, f.encoder_decoder, dev, false, bf16);
-      CHECK(fused.fused_steps == f.fused_steps);
+      const ModelStep fused = model_step(f.config, f.architecture, f.encoder_decoder, dev, true, bf16, cpu_path);
+      const ModelStep composite = model_step(f.config, f.architecture, f.encoder_decoder, dev, false, bf16, cpu_path);
+      CHECK(fused.fused_steps == (cpu_path && bf16 ? 0 : f.fused_steps));
       CHECK(composite.fused_steps == 0);
       CHECK(fused.loss == Approx(composite.loss).epsilon(bf16 ? 1e-2 : 1e-5));
       REQUIRE(fused.grads.size() == composite.grads.size());
@@ -421,6 +426,7 @@ TEST_CASE("fused ops on the host: a target outside the vocabulary gives a NaN lo
 
 TEST_CASE("fused ops: the CPU takes the composite whatever the switch", "[nn][fused]") {
   const bool before = nn::set_fused_kernels_enabled(true);
+  const bool cpu_before = nn::set_cpu_kernels_enabled(false);  // the residual step's own CPU path: below
   at::manual_seed(16);
   nn::Norm norm{nn::NormOptions(8)};
   const at::Tensor x = at::randn({2, 3, 8}), h = at::randn({2, 3, 8});
@@ -432,5 +438,126 @@ TEST_CASE("fused ops: the CPU takes the composite whatever the switch", "[nn][fu
   torch::nn::Linear layer(torch::nn::LinearOptions(8, 16));
   CHECK(at::equal(nn::linear_gelu(layer, x, true), at::gelu(layer(x), "tanh")));
   nn::set_fused_kernels_enabled(before);
+  nn::set_cpu_kernels_enabled(cpu_before);
   CHECK(nn::fused_kernels_enabled() == before);
+}
+
+namespace {
+
+// The residual step under the CPU path (on) or the composite alone (off): {s, y, dx, dh, dw, db}
+// and whether the step was the CPU path's (its autograd node in the graph).
+std::pair<std::vector<at::Tensor>, bool> cpu_residual_step(bool on, nn::Norm& norm, const at::Tensor& x0,
+                                                           const at::Tensor& h0, double p, bool training,
+                                                           const at::Tensor& gs, const at::Tensor& gy) {
+  return with_fused(kHost, on, [&] {
+    at::Tensor x = x0.clone().requires_grad_(true), h = h0.clone().requires_grad_(true);
+    for (auto& q : norm->parameters()) q.mutable_grad() = at::Tensor();
+    auto [s, y] = nn::residual_norm(x, h, p, training, norm);
+    const at::Tensor total = gs.defined() ? (s * gs).sum() + (y * gy).sum() : (y * gy).sum();
+    const bool took = test::graph_nodes(total, "ResidualNormFunction") > 0;
+    total.backward();
+    std::vector<at::Tensor> out = {s.detach(), y.detach(), x.grad(), h.grad(), norm->weight.grad()};
+    out.push_back(norm->bias.defined() ? norm->bias.grad() : at::Tensor());
+    return std::make_pair(out, took);
+  }, /*cpu_path=*/true);
+}
+
+}  // namespace
+
+TEST_CASE("the residual step's CPU path equals the composite, forward and backward, without dropout", "[nn][fused]") {
+  at::manual_seed(21);
+  for (const nn::NormType type : {nn::NormType::kLayerNorm, nn::NormType::kRmsNorm}) {
+    // under one SIMD block, a whole number of them, a tail, several slices of the column sums
+    for (const auto& [rows, d] : std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {37, 64}, {111, 257}, {700, 48}}) {
+      for (const bool with_gs : {true, false}) {
+        INFO((type == nn::NormType::kRmsNorm ? "RMSNorm" : "LayerNorm") << " rows " << rows << " d " << d
+                                                                        << (with_gs ? ", dL/ds too" : ", y alone"));
+        nn::Norm norm(nn::NormOptions(d).type(type).eps(1e-6));
+        {
+          at::NoGradGuard no_grad;
+          norm->weight.copy_(at::randn({d}) * 0.5 + 1);
+          if (norm->bias.defined()) norm->bias.copy_(at::randn({d}) * 0.1);
+        }
+        const at::Tensor x = at::randn({rows, d}) * 3, h = at::randn({rows, d});
+        const at::Tensor gs = with_gs ? at::randn({rows, d}) : at::Tensor(), gy = at::randn({rows, d});
+        const auto [cpu, took] = cpu_residual_step(true, norm, x, h, 0.0, true, gs, gy);
+        const auto [composite, composite_took] = cpu_residual_step(false, norm, x, h, 0.0, true, gs, gy);
+        CHECK(took);
+        CHECK_FALSE(composite_took);
+        CHECK(at::equal(cpu[0], composite[0]));  // s = x + h: one rounding either way
+        const char* names[] = {"s", "y", "dx", "dh", "dw", "db"};
+        for (size_t i = 1; i < cpu.size(); ++i) {
+          INFO(names[i]);
+          REQUIRE(cpu[i].defined() == composite[i].defined());
+          if (!cpu[i].defined()) continue;
+          CHECK(cpu[i].scalar_type() == at::kFloat);
+          CHECK(rel(cpu[i], composite[i]) < (i >= 4 ? 1e-5 : 2e-6));
+        }
+      }
+    }
+  }
+  SECTION("dropout in training is the composite's; without training it is no dropout") {
+    nn::Norm norm(nn::NormOptions(16));
+    const at::Tensor x = at::randn({4, 16}), h = at::randn({4, 16}), gy = at::randn({4, 16});
+    CHECK_FALSE(cpu_residual_step(true, norm, x, h, 0.1, true, at::Tensor(), gy).second);
+    CHECK(cpu_residual_step(true, norm, x, h, 0.1, false, at::Tensor(), gy).second);
+    AutocastGuard autocast(kHost, true);  // bf16 autocast on the CPU: the composite
+    CHECK_FALSE(cpu_residual_step(true, norm, x, h, 0.0, true, at::Tensor(), gy).second);
+  }
+}
+
+TEST_CASE("the residual step's CPU path gives the same bits on 1 and 2 threads", "[nn][fused]") {
+  at::manual_seed(22);
+  const int threads = at::get_num_threads();
+  nn::Norm norm(nn::NormOptions(96));
+  const at::Tensor x = at::randn({1500, 96}), h = at::randn({1500, 96}), gs = at::randn({1500, 96});
+  const at::Tensor gy = at::randn({1500, 96});
+  std::vector<std::vector<at::Tensor>> runs;
+  for (const int n : {1, 2}) {
+    at::set_num_threads(n);
+    runs.push_back(cpu_residual_step(true, norm, x, h, 0.0, true, gs, gy).first);
+  }
+  at::set_num_threads(threads);
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    INFO("output " << i);
+    CHECK(at::equal(runs[0][i], runs[1][i]));
+  }
+}
+
+TEST_CASE("the residual step's CPU path: pre-norm stacks make each sum in the next norm's step", "[nn][fused]") {
+  pending_sum_parity(kHost, /*cpu_path=*/true);
+}
+
+TEST_CASE("rotary positions on the CPU path: the composite's bits, forward and backward, in one pass", "[nn][fused]") {
+  at::manual_seed(23);
+  const int64_t b = 3, heads = 4, t = 5, hd = 8;
+  const at::Tensor positions = at::randint(0, 50, {b, t}, at::kLong);
+  const std::vector<std::pair<at::Tensor, at::Tensor>> tables = {nn::rotary_cos_sin(7, t, hd, 10000.0, kHost),
+                                                                 nn::rotary_cos_sin(positions, hd, 10000.0, kHost)};
+  for (const auto& [cos, sin] : tables) {
+    INFO("cos " << cos.sizes());
+    // a view with heads strided, as attention's split heads give it
+    const at::Tensor x0 = at::randn({b, t, heads, hd}), g = at::randn({b, heads, t, hd});
+    auto run = [&](bool on) {
+      return with_fused(kHost, on, [&] {
+        const at::Tensor x = x0.clone().requires_grad_(true);
+        const at::Tensor out = nn::apply_rotary(x.transpose(1, 2), cos, sin);
+        const bool took = test::graph_nodes(out, "RotaryFunction") > 0;
+        (out * g).sum().backward();
+        return std::make_tuple(out.detach(), x.grad(), took);
+      }, /*cpu_path=*/true);
+    };
+    const auto [out, grad, took] = run(true);
+    const auto [composite_out, composite_grad, composite_took] = run(false);
+    CHECK(took);
+    CHECK_FALSE(composite_took);
+    CHECK(at::equal(out, composite_out));
+    CHECK(at::equal(grad, composite_grad));
+  }
+  SECTION("a table that takes gradients is the composite's") {
+    auto [cos, sin] = nn::rotary_cos_sin(0, t, hd, 10000.0, kHost);
+    cos.requires_grad_(true);
+    CHECK_FALSE(nn::rotary_cpu(at::randn({b, heads, t, hd}), cos, sin).defined());
+    CHECK(nn::rotary_cpu(at::randn({b, heads, t, hd}), cos.detach(), sin).defined());
+  }
 }

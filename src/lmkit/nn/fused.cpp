@@ -51,6 +51,17 @@ bool host_kernels_enabled() { return host_switch().load(std::memory_order_relaxe
 bool set_host_kernels_enabled(bool on) { return host_switch().exchange(on); }
 
 namespace {
+std::atomic<bool>& cpu_switch() {
+  static std::atomic<bool> on{!lever_disabled("cpu_fused")};
+  return on;
+}
+}  // namespace
+
+bool cpu_kernels_enabled() { return cpu_switch().load(std::memory_order_relaxed); }
+
+bool set_cpu_kernels_enabled(bool on) { return cpu_switch().exchange(on); }
+
+namespace {
 
 at::Tensor composite_gelu(const at::Tensor& x, bool tanh_approx) { return tanh_approx ? at::gelu(x, "tanh") : at::gelu(x); }
 
@@ -121,10 +132,12 @@ kernels::Dropout load_dropout(AutogradContext* ctx) {
   return d;
 }
 
+// The residual step: the CUDA kernels, their host implementation (tests), or with `cpu` the CPU
+// training path (float32, no dropout: kernels::cpu).
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& h_in,
                                const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps,
-                               at::ScalarType y_type) {
+                               at::ScalarType y_type, bool cpu) {
     const at::Tensor x = x_in.contiguous(), h = h_in.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
     const kernels::Dropout dropout = draw_dropout(p, x.device());
@@ -142,11 +155,18 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
                                      stream);
         },
         [&] {
+          if (cpu) {
+            kernels::cpu::residual_norm_forward(x.data_ptr<float>(), h.data_ptr<float>(), s.data_ptr<float>(),
+                                                y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms);
+            return;
+          }
           kernels::host::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(),
                                                dtype_of(s), y.data_ptr(), dtype_of(y), mean.data_ptr<float>(),
                                                rstd.data_ptr<float>(), weight.data_ptr<float>(), b, rows, d,
                                                static_cast<float>(eps), rms, dropout);
         });
+    ctx->saved_data["cpu"] = cpu;
     ctx->save_for_backward({s, mean, rstd, weight});
     ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined: no zeros made
     save_dropout(ctx, dropout);
@@ -162,6 +182,17 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const bool rms = ctx->saved_data["rms"].toBool();
     const int64_t d = s.size(-1), rows = s.numel() / d;
     const at::Tensor gs = grads[0].defined() ? grads[0].to(s.scalar_type()).contiguous() : at::Tensor();
+    if (ctx->saved_data["cpu"].toBool()) {  // float32 throughout; no dropout, so dL/dh = dL/dx
+      const at::Tensor gy =
+          grads[1].defined() ? grads[1].to(at::kFloat).contiguous() : at::zeros(s.sizes(), s.options());
+      at::Tensor gx = at::empty(s.sizes(), s.options()), gw = at::empty({d}, mean.options());
+      at::Tensor gb = rms ? at::Tensor() : at::empty({d}, mean.options());
+      kernels::cpu::residual_norm_backward(gy.data_ptr<float>(), gs.defined() ? gs.data_ptr<float>() : nullptr,
+                                           s.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                           weight.data_ptr<float>(), gx.data_ptr<float>(), gw.data_ptr<float>(),
+                                           rms ? nullptr : gb.data_ptr<float>(), rows, d, rms);
+      return {gx, gx, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
     // dL/dy in y's type (bf16 where y fed a linear under autocast: the kernel reads it as it came).
     const at::Tensor gy = !grads[1].defined()     ? at::zeros(s.sizes(), mean.options())
                           : kernel_dtype(grads[1]) ? grads[1].contiguous()
@@ -188,7 +219,7 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
                                                 gx.data_ptr(), dtype_of(gx), gh.data_ptr(), dtype_of(gh),
                                                 gw.data_ptr<float>(), gb_ptr, rows, d, rms, dropout);
         });
-    return {gx, gh, gw, gb, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {gx, gh, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -248,7 +279,107 @@ at::Tensor composite_residual(const at::Tensor& x, const at::Tensor& h, double p
   return x + (training && p > 0 ? nn::dropout(h, p, true) : h);
 }
 
+// Whether a tensor x takes the CPU paths (kernels::cpu): a float32 CPU tensor, the paths on,
+// and no autocast on the CPU (under which the composites compute in bf16).
+bool cpu_path_takes(const at::Tensor& x) {
+  return x.is_cpu() && x.scalar_type() == at::kFloat && cpu_kernels_enabled() && !host_kernels_enabled() &&
+         !at::autocast::is_autocast_enabled(c10::DeviceType::CPU);
+}
+
+kernels::cpu::RotaryShape rotary_shape(const at::Tensor& x, const at::Tensor& cos) {
+  kernels::cpu::RotaryShape shape;
+  shape.batch = x.size(0);
+  shape.heads = x.size(1);
+  shape.t = x.size(2);
+  shape.d = x.size(3);
+  shape.stride_b = x.stride(0);
+  shape.stride_h = x.stride(1);
+  shape.stride_t = x.stride(2);
+  shape.cos_per_batch = cos.size(0) > 1;
+  return shape;
+}
+
+// Rotary positions on the CPU path; cos and sin take no gradient.
+struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& cos_in,
+                            const at::Tensor& sin_in) {
+    const at::Tensor x = x_in.stride(3) == 1 ? x_in : x_in.contiguous();
+    const at::Tensor cos = cos_in.contiguous(), sin = sin_in.contiguous();
+    at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+    kernels::cpu::rotary(x.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), out.data_ptr<float>(),
+                         rotary_shape(x, cos), false);
+    ctx->save_for_backward({cos, sin});
+    ctx->set_materialize_grads(false);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor g = grads[0].stride(3) == 1 ? grads[0] : grads[0].contiguous();
+    at::Tensor gx = at::empty(g.sizes(), g.options().memory_format(at::MemoryFormat::Contiguous));
+    kernels::cpu::rotary(g.data_ptr<float>(), saved[0].data_ptr<float>(), saved[1].data_ptr<float>(),
+                         gx.data_ptr<float>(), rotary_shape(g, saved[0]), true);
+    return {gx, at::Tensor(), at::Tensor()};
+  }
+};
+
+// y = norm(x) alone on the CPU path (float32): the residual step's row math without a sum.
+struct NormFunction : torch::autograd::Function<NormFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias, double eps) {
+    const at::Tensor x = x_in.contiguous();
+    const int64_t d = x.size(-1), rows = x.numel() / d;
+    at::Tensor y = at::empty(x.sizes(), x.options());
+    at::Tensor mean = at::empty({rows}, x.options()), rstd = at::empty({rows}, x.options());
+    const bool rms = !bias.has_value();
+    kernels::cpu::residual_norm_forward(x.data_ptr<float>(), nullptr, nullptr, y.data_ptr<float>(),
+                                        mean.data_ptr<float>(), rstd.data_ptr<float>(), weight.data_ptr<float>(),
+                                        rms ? nullptr : bias->data_ptr<float>(), rows, d, static_cast<float>(eps), rms);
+    ctx->save_for_backward({x, mean, rstd, weight});
+    ctx->saved_data["rms"] = rms;
+    ctx->set_materialize_grads(false);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &mean = saved[1], &rstd = saved[2], &weight = saved[3];
+    const bool rms = ctx->saved_data["rms"].toBool();
+    const int64_t d = x.size(-1), rows = x.numel() / d;
+    const at::Tensor gy = grads[0].to(at::kFloat).contiguous();
+    at::Tensor gx = at::empty(x.sizes(), x.options()), gw = at::empty({d}, x.options());
+    at::Tensor gb = rms ? at::Tensor() : at::empty({d}, x.options());
+    kernels::cpu::residual_norm_backward(gy.data_ptr<float>(), nullptr, x.data_ptr<float>(), mean.data_ptr<float>(),
+                                         rstd.data_ptr<float>(), weight.data_ptr<float>(), gx.data_ptr<float>(),
+                                         gw.data_ptr<float>(), rms ? nullptr : gb.data_ptr<float>(), rows, d, rms);
+    return {gx, gw, gb, at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor norm_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  if (!cpu_path_takes(x) || x.dim() == 0 || x.numel() == 0 || weight.scalar_type() != at::kFloat ||
+      weight.dim() != 1 || weight.size(0) != x.size(-1) || (bias.defined() && bias.scalar_type() != at::kFloat)) {
+    return {};
+  }
+  return NormFunction::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt, eps);
+}
+
+at::Tensor rotary_cpu(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  auto fits = [&](const at::Tensor& c) {  // (1|B, 1, T, hd), float32, no gradient
+    return c.is_cpu() && c.scalar_type() == at::kFloat && c.dim() == 4 && !c.requires_grad() &&
+           (c.size(0) == 1 || c.size(0) == x.size(0)) && c.size(1) == 1 && c.size(2) == x.size(2) &&
+           c.size(3) == x.size(3);
+  };
+  if (!cpu_path_takes(x) || x.dim() != 4 || x.numel() == 0 || x.size(3) % 2 != 0 || !fits(cos) || !fits(sin) ||
+      cos.size(0) != sin.size(0)) {
+    return {};
+  }
+  return RotaryFunction::apply(x, cos, sin);
+}
 
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,
                                                 Norm& norm, bool feeds_linear) {
@@ -266,7 +397,14 @@ std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::T
                                           at::autocast::get_autocast_dtype(type) == at::kBFloat16
                                       ? at::kBFloat16
                                       : at::kFloat;
-    const auto out = ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps(), y_type);
+    const auto out =
+        ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps(), y_type, false);
+    return {out[0], out[1]};
+  }
+  if (cpu_path_takes(x) && h.is_cpu() && h.scalar_type() == at::kFloat && x.sizes() == h.sizes() && x.numel() > 0 &&
+      w.scalar_type() == at::kFloat && (rms || norm->bias.scalar_type() == at::kFloat) && !(training && p > 0)) {
+    const std::optional<at::Tensor> bias = rms ? std::nullopt : std::optional<at::Tensor>(norm->bias);
+    const auto out = ResidualNormFunction::apply(x, h, w, bias, 0.0, norm->options.eps(), at::kFloat, true);
     return {out[0], out[1]};
   }
   at::Tensor s = composite_residual(x, h, p, training);
@@ -282,7 +420,7 @@ std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm,
 }
 
 bool defers_residual_sums(const at::Tensor& x) {
-  return takes_kernels(x) && kernel_dtype(x) && !lever_disabled("fused_prenorm");
+  return ((takes_kernels(x) && kernel_dtype(x)) || cpu_path_takes(x)) && !lever_disabled("fused_prenorm");
 }
 
 at::Tensor linear_gelu(torch::nn::Linear& layer, const at::Tensor& x, bool tanh_approx) {

@@ -1,5 +1,5 @@
-// The training step's fused ops: each is the ATen composite on the CPU (and wherever a
-// kernel does not apply), and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
+// The training step's fused ops: each is the ATen composite on the CPU (but the residual step
+// in float32 without dropout, which has a CPU path of its own) and wherever a kernel does not apply, and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
 // has them, unless LMKIT_DISABLE=fused switches them off (the default since their first GPU
 // run, 2026-11-27: parity, memcheck and exact resume pass; docs/benchmarks.md). Forward and backward agree with the
 // composite within rounding ([cuda] tests, tests/cuda/fused_test.cpp); dropout inside a
@@ -34,6 +34,28 @@ bool host_kernels_enabled();
 /// Switches the host implementation on or off for this process; returns the previous setting.
 bool set_host_kernels_enabled(bool on);
 
+/// Whether float32 CPU tensors (no CPU autocast) take lmkit's CPU paths (nn/kernels.h,
+/// namespace cpu), each one pass where the composite makes several: the residual step without
+/// dropout (Llama's and Mistral's layers in training; every family's evaluation), where
+/// pre-norm stacks hand their sums on too, and rotary positions (rotary_cpu). On unless
+/// LMKIT_DISABLE names "cpu_fused" (or switched by set_cpu_kernels_enabled); the host
+/// implementation, where switched on, takes precedence.
+bool cpu_kernels_enabled();
+
+/// Switches the CPU paths on or off for this process; returns the previous setting.
+bool set_cpu_kernels_enabled(bool on);
+
+/// y = norm(x) (LayerNorm with `bias`, RMSNorm without) on the CPU path: the residual step's
+/// row math without its sum, so that a sum made apart and then normalised gives the fused
+/// step's bits (NormImpl::forward takes it). Undefined where it does not apply.
+at::Tensor norm_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+
+/// x·cos + rotate_half(x)·sin (nn::apply_rotary) on the CPU path, forward and backward in one
+/// pass with the composite's roundings (the same bits): x (B, H, T, hd) float32 on the CPU,
+/// cos and sin (1|B, 1, T, hd) float32 without gradients. Undefined where it does not apply,
+/// and the caller takes the composite.
+at::Tensor rotary_cpu(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
 /// A Transformer layer's residual step: s = x + dropout(h, p) (p applies while training),
 /// y = norm(s). Returns {s, y}. y is float32, as Norm returns it; with `feeds_linear` (y is
 /// only ever the input of linear layers, as a pre-norm sublayer's is) on the fused path under
@@ -58,7 +80,7 @@ struct PendingSum {
 std::pair<at::Tensor, at::Tensor> residual_norm(const PendingSum& r, Norm& norm, bool feeds_linear = false);
 
 /// Whether pre-norm stacks hand pending sums between their layers for a stream x: where the
-/// fused kernels (or their host path) take it, unless LMKIT_DISABLE names "fused_prenorm"
+/// fused kernels (or their host path, or the CPU path) take it, unless LMKIT_DISABLE names "fused_prenorm"
 /// (which also keeps feeds_linear's y in float32). On the composite path it would gain nothing.
 bool defers_residual_sums(const at::Tensor& x);
 

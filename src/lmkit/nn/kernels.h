@@ -80,4 +80,25 @@ void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, con
                            int64_t rows, int64_t vocab, int64_t padded, float smoothing);
 }  // namespace host
 
+/// lmkit's CPU paths (kernels_cpu.cpp), float32, rows in parallel and vectorised. The residual
+/// step without dropout: sums in an order fixed by the row count alone (the same bits for any
+/// thread count); residual_norm_forward as above (h null: y = norm(x) alone, s unwritten, and
+/// x is the s backward reads), residual_norm_backward writes gx = dL/dx = dL/dh (no dropout:
+/// one gradient for both), gw and gb (null for RMSNorm). Rotary positions:
+/// out = x·cos + rotate_half(x)·sin over (batch, heads, t, d) rows, x with these strides (its
+/// last dimension dense), out dense, cos and sin dense (1|batch, t, d); `backward` maps a
+/// gradient of out to one of x. The composite's roundings, the same bits.
+namespace cpu {
+struct RotaryShape {
+  int64_t batch = 0, heads = 0, t = 0, d = 0;
+  int64_t stride_b = 0, stride_h = 0, stride_t = 0;
+  bool cos_per_batch = false;
+};
+void rotary(const float* x, const float* cos, const float* sin, float* out, const RotaryShape& shape, bool backward);
+void residual_norm_forward(const float* x, const float* h, float* s, float* y, float* mean, float* rstd,
+                           const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms);
+void residual_norm_backward(const float* gy, const float* gs, const float* s, const float* mean, const float* rstd,
+                            const float* w, float* gx, float* gw, float* gb, int64_t rows, int64_t d, bool rms);
+}  // namespace cpu
+
 }  // namespace lmkit::nn::kernels

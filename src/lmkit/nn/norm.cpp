@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "lmkit/nn/fused.h"
+
 namespace lmkit::nn {
 
 NormImpl::NormImpl(NormOptions options_) : options(std::move(options_)) {
@@ -10,6 +12,8 @@ NormImpl::NormImpl(NormOptions options_) : options(std::move(options_)) {
 }
 
 at::Tensor NormImpl::forward(const at::Tensor& x) {
+  // float32 on the CPU: one pass a row (nn/fused.h), the residual step's row math.
+  if (at::Tensor y = norm_cpu(x, weight, bias, options.eps()); y.defined()) return y;
   // In float32 at least (bf16 inputs are upcast; float64, as gradient checks run, stays).
   at::Tensor xf = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);
   // bf16 weights (--dtype bf16-weights) are applied in float32 too.

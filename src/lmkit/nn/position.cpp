@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "lmkit/core/error.h"
+#include "lmkit/nn/fused.h"
 
 namespace lmkit::nn {
 
@@ -102,6 +103,7 @@ std::pair<at::Tensor, at::Tensor> rotary_cos_sin(const at::Tensor& position_ids,
 }
 
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (at::Tensor out = rotary_cpu(x, cos, sin); out.defined()) return out;  // one pass, the same bits
   const int64_t half = x.size(-1) / 2;
   const at::Tensor rotated = at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
   return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
