@@ -147,11 +147,16 @@ int64_t slice_rows(int64_t rows) { return std::max<int64_t>(32, (rows + 255) / 2
 // cos and sin: position t, batch b where they have one). `backward` applies the transposed
 // rotation to a gradient: g1·c1 + g2·s2, g2·c2 − g1·s1. Products and sums as the composite
 // rounds them, so no contraction into fused multiply-adds.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
+#endif
 LMKIT_MULTIVERSION void rotary_rows(const float* __restrict x, const float* __restrict cos, const float* __restrict sin,
                                     float* __restrict out, int64_t begin, int64_t end, const RotaryShape& shape,
                                     bool backward) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
   const int64_t half = shape.d / 2;
   for (int64_t row = begin; row < end; ++row) {
     const int64_t t = row % shape.t, bh = row / shape.t, head = bh % shape.heads, b = bh / shape.heads;
@@ -173,7 +178,9 @@ LMKIT_MULTIVERSION void rotary_rows(const float* __restrict x, const float* __re
     }
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
 
 }  // namespace
 
