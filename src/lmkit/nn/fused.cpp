@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <tuple>
 
 #include "../../cuda/cuda_api.h"
 #include "lmkit/core/error.h"
@@ -132,6 +133,22 @@ kernels::Dropout load_dropout(AutogradContext* ctx) {
   return d;
 }
 
+// The CPU path's norm backward (kernels::cpu), for the residual step and the norm alone: {gx, gw,
+// gb} from gy and gs (dL/ds, may be undefined) with s the norm's input; gb undefined for RMSNorm.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cpu_norm_backward(const at::Tensor& gy, const at::Tensor& gs,
+                                                                 const at::Tensor& s, const at::Tensor& mean,
+                                                                 const at::Tensor& rstd, const at::Tensor& weight,
+                                                                 bool rms) {
+  const int64_t d = s.size(-1), rows = s.numel() / d;
+  at::Tensor gx = at::empty(s.sizes(), s.options()), gw = at::empty({d}, mean.options());
+  at::Tensor gb = rms ? at::Tensor() : at::empty({d}, mean.options());
+  kernels::cpu::residual_norm_backward(gy.data_ptr<float>(), gs.defined() ? gs.data_ptr<float>() : nullptr,
+                                       s.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                       weight.data_ptr<float>(), gx.data_ptr<float>(), gw.data_ptr<float>(),
+                                       rms ? nullptr : gb.data_ptr<float>(), rows, d, rms);
+  return {gx, gw, gb};
+}
+
 // The residual step: the CUDA kernels, their host implementation (tests), or with `cpu` the CPU
 // training path (float32, no dropout: kernels::cpu).
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
@@ -185,12 +202,7 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     if (ctx->saved_data["cpu"].toBool()) {  // float32 throughout; no dropout, so dL/dh = dL/dx
       const at::Tensor gy =
           grads[1].defined() ? grads[1].to(at::kFloat).contiguous() : at::zeros(s.sizes(), s.options());
-      at::Tensor gx = at::empty(s.sizes(), s.options()), gw = at::empty({d}, mean.options());
-      at::Tensor gb = rms ? at::Tensor() : at::empty({d}, mean.options());
-      kernels::cpu::residual_norm_backward(gy.data_ptr<float>(), gs.defined() ? gs.data_ptr<float>() : nullptr,
-                                           s.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                           weight.data_ptr<float>(), gx.data_ptr<float>(), gw.data_ptr<float>(),
-                                           rms ? nullptr : gb.data_ptr<float>(), rows, d, rms);
+      const auto [gx, gw, gb] = cpu_norm_backward(gy, gs, s, mean, rstd, weight, rms);
       return {gx, gx, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
     // dL/dy in y's type (bf16 where y fed a linear under autocast: the kernel reads it as it came).
@@ -346,14 +358,8 @@ struct NormFunction : torch::autograd::Function<NormFunction> {
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &mean = saved[1], &rstd = saved[2], &weight = saved[3];
-    const bool rms = ctx->saved_data["rms"].toBool();
-    const int64_t d = x.size(-1), rows = x.numel() / d;
-    const at::Tensor gy = grads[0].to(at::kFloat).contiguous();
-    at::Tensor gx = at::empty(x.sizes(), x.options()), gw = at::empty({d}, x.options());
-    at::Tensor gb = rms ? at::Tensor() : at::empty({d}, x.options());
-    kernels::cpu::residual_norm_backward(gy.data_ptr<float>(), nullptr, x.data_ptr<float>(), mean.data_ptr<float>(),
-                                         rstd.data_ptr<float>(), weight.data_ptr<float>(), gx.data_ptr<float>(),
-                                         gw.data_ptr<float>(), rms ? nullptr : gb.data_ptr<float>(), rows, d, rms);
+    const auto [gx, gw, gb] = cpu_norm_backward(grads[0].to(at::kFloat).contiguous(), at::Tensor(), x, mean, rstd,
+                                                weight, ctx->saved_data["rms"].toBool());
     return {gx, gw, gb, at::Tensor()};
   }
 };
