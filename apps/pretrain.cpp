@@ -279,8 +279,10 @@ void print_summary(const Args& a, const Json& summary, bool accuracy, bool image
     std::printf("stopped after step %lld; continue with --resume\n", static_cast<long long>(summary["stopped_at"].get<int64_t>()));
     return;
   }
-  std::printf("trained %lld steps in %.0f s: train loss %.4f", static_cast<long long>(a.steps),
-              summary["elapsed_s"].get<double>(), summary["train_loss"].get<double>());
+  std::printf("trained %lld steps in %.0f s", static_cast<long long>(a.steps), summary["elapsed_s"].get<double>());
+  const int64_t skipped = summary.value("skipped_steps", int64_t{0});
+  if (skipped > 0) std::printf(" (%lld skipped: a non-finite loss or gradient)", static_cast<long long>(skipped));
+  std::printf(": train loss %.4f", summary["train_loss"].get<double>());
   if (summary.contains("valid")) {
     const Json& v = summary["valid"];
     // A loss of several terms (mlm + nsp) has no perplexity of its own: each term's is named after it.

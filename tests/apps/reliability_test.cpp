@@ -176,6 +176,26 @@ TEST_CASE("reliability: SIGTERM finishes the step, checkpoints it exactly, exits
   CHECK(losses(dir / "r").size() == static_cast<size_t>(step + 3));
 }
 
+TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, and stop a diverged run", "[apps][reliability]") {
+  test::TempDir dir;
+  // A rate of 1e30 turns bert-tiny's weights non-finite at its first update: step 2 on is skipped.
+  const auto diverging = [&](int steps) {
+    std::string args = pretrain_args(dir / "r", steps);
+    return args.replace(args.find("--lr 1e-3"), 9, "--lr 1e30");
+  };
+  auto r = run(diverging(5));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("trained 5 steps in ") && Catch::Contains(" (4 skipped: a non-finite loss or gradient): "));
+  CHECK_THAT(r.out, Catch::Contains("warning: step 2: the loss (nan)"));
+  CHECK(r.out.find("warning: step 3") == std::string::npos);  // one warning a run; the summary counts the rest
+  CHECK(load_json_file(dir / "r/result.json")["skipped_steps"] == 4);
+  // Ten in a row: the run stops with one error line, exit 1, rather than train on nothing.
+  r = run(diverging(14) + " --overwrite");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("error: stopping at step 11: 10 consecutive steps had a non-finite loss or gradient"));
+}
+
 TEST_CASE("reliability: a checkpoint that would load a random head, wrong layers or NaN is refused", "[apps][reliability]") {
   test::TempDir dir;
   write(dir / "text.txt", read_file(test::sample("valid.txt")).substr(0, 20000));

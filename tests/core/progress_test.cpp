@@ -48,6 +48,25 @@ TEST_CASE("progress: plain lines off a terminal - redrawn in place on one", "[co
   CHECK_THAT(tty.str(), Catch::Contains("[########################]"));
 }
 
+TEST_CASE("progress: a warning takes a line of its own, and the bar comes back under it", "[core][progress]") {
+  std::ostringstream plain;
+  lmkit::ProgressBar off(10, "train", &plain, 0);
+  off.update(1);
+  off.message("warning: step 2: skipped");
+  CHECK(plain.str() == "warning: step 2: skipped\n");
+  std::ostringstream tty;
+  lmkit::ProgressBar bar(10, "train", &tty, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  bar.update(3);
+  bar.message("warning: step 4: skipped");
+  bar.update(4);  // at once, not 0.1 s later: the warning left the line empty
+  const std::string s = tty.str();
+  const size_t warning = s.find("\r\033[Kwarning: step 4: skipped\n");
+  REQUIRE(warning != std::string::npos);
+  CHECK(s.find("3/10") < warning);
+  CHECK(s.find("4/10", warning) != std::string::npos);
+}
+
 TEST_CASE("progress: a transient bar (generation inside training) is silent for quick work and shows slow work",
           "[core][progress]") {
   std::ostringstream quick;

@@ -12,6 +12,7 @@
 namespace lmkit {
 
 std::string fmt(double value, int digits) {
+  if (std::isnan(value)) return "nan";  // not the sign bit's "-nan"
   std::ostringstream s;
   s << std::setprecision(digits) << value;
   return s.str();
@@ -75,6 +76,12 @@ void ProgressBar::finish() {
   if (!drawn_) return;
   if (interactive_) *out_ << "\r\033[K" << std::flush;  // the work around it draws on this line again
   else draw(true);
+}
+
+void ProgressBar::message(const std::string& line) {
+  if (interactive_ && drawn_ && !finished_) *out_ << "\r\033[K";
+  *out_ << line << "\n" << std::flush;
+  if (interactive_) last_draw_ = std::chrono::steady_clock::time_point{};  // the bar again at the next update
 }
 
 void ProgressBar::draw(bool final_line) {

@@ -33,6 +33,9 @@ class ProgressBar {
   void update(int64_t done, const Fields& fields = {});
   /// Draws the final state and ends the line.
   void finish();
+  /// Writes `line` (a `warning: ...`) on a line of its own: on a terminal the bar is cleared
+  /// first and drawn again at the next update.
+  void message(const std::string& line);
 
   double log_every_s = 30.0;
   /// Units done before this bar started (a resumed run's steps): the rate and ETA count only

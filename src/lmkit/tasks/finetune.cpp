@@ -116,6 +116,7 @@ Json best_result(const FinetuneOptions& a, const Task& task, const Json& dev, co
   result["best_epoch"] = per_epoch > 0 ? (best_step + per_epoch - 1) / per_epoch : 0;
   result["early_stopped"] = summary.value("early_stopped", false);
   result["train_loss"] = summary["train_loss"];
+  result["skipped_steps"] = summary.value("skipped_steps", int64_t{0});
   result["init"] = a.checkpoint.empty() ? "random" : a.checkpoint;
   result["task"] = task.result_name();
   result["steps_per_epoch"] = per_epoch;

@@ -545,7 +545,12 @@ bool Trainer::train_one(Loop& loop) {
   loop.interrupted = result.stop;  // the same on every rank: they all stop after this step
   if (!result.finite) {
     // Skip the update; the data moves on. Too many in a row means training has diverged.
-    ++skipped_steps_;
+    if (skipped_steps_++ == 0 && writer()) {
+      loop.bar.message("warning: step " + std::to_string(loop.step) + ": the loss (" + fmt(result.loss) +
+                       ") or the gradient norm (" + fmt(result.grad_norm) + ") is not finite; the update is skipped "
+                       "(every skip is counted in the summary; " + std::to_string(o_.max_bad_steps) +
+                       " in a row stop the run)");
+    }
     if (++loop.bad_in_row >= o_.max_bad_steps) {
       const std::string latest = loop.checkpoints.latest();
       throw RuntimeError("stopping at step " + std::to_string(loop.step) + ": " + std::to_string(loop.bad_in_row) +
