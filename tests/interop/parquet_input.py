@@ -103,6 +103,14 @@ def main():
 
     pq.write_table(pa.table({"text": pa.array(range(10), pa.int64())}), w("ints.parquet"))
     refused(w("ints.parquet"), ["ints.parquet", "column 'text' holds int64, not text"])
+    twice = pa.schema([("text", pa.string()), ("text", pa.string())])
+    pq.write_table(pa.Table.from_arrays([pa.array(["a ."]), pa.array(["b ."])], schema=twice), w("twice.parquet"))
+    refused(w("twice.parquet"), ["twice.parquet", "2 columns are named 'text'"])
+    # A subdirectory (FineWeb's data/CC-MAIN-*/) is refused by name, never skipped into a shorter corpus.
+    os.makedirs(w("nested", "CC-MAIN-2024-10"))
+    pq.write_table(pa.table({"text": texts[:half]}), w("nested", "000_00000.parquet"))
+    pq.write_table(pa.table({"text": texts[half:]}), w("nested", "CC-MAIN-2024-10", "000_00000.parquet"))
+    refused(w("nested"), ["CC-MAIN-2024-10", "a directory inside the input directory"])
     refused(w("snappy.parquet"), ["snappy.parquet", "no column 'body'", "id, text"], "--text-field", "body")
     data = open(w("snappy.parquet"), "rb").read()
     with open(w("truncated.parquet"), "wb") as f:

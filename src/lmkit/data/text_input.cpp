@@ -186,7 +186,12 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     if (fs::is_directory(in, ec)) {
       for (const auto& e : fs::directory_iterator(in, ec)) {
         const std::string name = e.path().filename().string();
-        if (!name.empty() && name[0] != '.' && e.is_regular_file(ec)) found.push_back(e.path().string());
+        if (name.empty() || name[0] == '.') continue;
+        // A subdirectory (FineWeb's data/CC-MAIN-*/) would otherwise be a silently shorter corpus.
+        check_input(!e.is_directory(ec), e.path().string() + ": a directory inside the input directory; lmkit reads a "
+                                         "directory's files, not its subdirectories (give each directory, or a "
+                                         "quoted pattern such as '" + in + "/*/*.parquet')");
+        if (e.is_regular_file(ec)) found.push_back(e.path().string());
       }
       check_input(!ec, in + ": cannot list the directory (" + ec.message() + ")");
       check_input(!found.empty(), in + ": a directory with no file to read");

@@ -30,7 +30,8 @@ void check_plain_text(const std::string& path, const std::string& reader);
 std::string strip_compression_suffix(const std::string& path);
 
 /// The files `inputs` name, in order: a file as it is; a directory, its files (not its hidden
-/// ones, not its subdirectories) sorted by name, as shards are numbered (c4-train.00000-of-01024);
+/// ones) sorted by name, as shards are numbered (c4-train.00000-of-01024), a subdirectory in it
+/// an InputError (reading past it would make a shorter corpus without a word);
 /// a quoted glob pattern ("shards/*.jsonl.zst"), its matches sorted. A directory or pattern that
 /// yields no file is an InputError, never an empty input.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
