@@ -321,7 +321,7 @@ void train_and_report(const Args& a, const train::Run& run, Json run_config, std
   run_config["warmup"] = plan.trainer.schedule.warmup;
   run_config["model_config"] = model->config_json();
   run_config["world_size"] = run.group() ? run.group()->size() : 1;  // each rank's share of a batch depends on it
-  run.record_config(run_config, a.steps, a.allow_changes);
+  auto write_config = run.record_config(run_config, a.steps, a.allow_changes);
   if (run.leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
                                model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
                                objective.c_str(), static_cast<long long>(data.train->size(0)));
@@ -333,6 +333,7 @@ void train_and_report(const Args& a, const train::Run& run, Json run_config, std
   in.valid_sources = data.valid_sources;
   in.device = run.started.device;
   in.save_extra = std::move(save_extra);
+  in.on_restored = std::move(write_config);
   train::Trainer trainer(std::move(in), plan.trainer);
   const Json summary = trainer.run();
   if (run.leader) print_summary(a, summary, accuracy, images);

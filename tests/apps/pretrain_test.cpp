@@ -328,6 +328,13 @@ TEST_CASE("pretrain: a damaged optimizer.pt or trainer_state.json is one error a
   auto r = run(base_args("bert-tiny", dir / "r", 4) + " --resume");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("error: ") && Catch::Contains("optimizer.pt: damaged"));
+  // With changed flags allowed, a resume that fails on the checkpoint keeps the run's config.json:
+  // it used to take the new flags first, and the run's own flags were then refused as changed.
+  const std::string config = read_file(dir / "r/config.json");
+  r = run(test::with_flag(base_args("bert-tiny", dir / "r", 4), "--lr", "2e-3") + " --resume --allow-changes");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("optimizer.pt: damaged"));
+  CHECK(read_file(dir / "r/config.json") == config);
   write_file_atomic(ckpt + "/optimizer.pt", optimizer);
   write_file_atomic(ckpt + "/trainer_state.json", R"({"step": "two", "epoch": 0, "batch": 2})");
   r = run(base_args("bert-tiny", dir / "r", 4) + " --resume");
@@ -476,11 +483,15 @@ TEST_CASE("pretrain: each registered optimizer trains, resumes bitwise, and its 
     REQUIRE(first.code == 0);
     CHECK(load_json_file(once + "/config.json")["optimizer"] == optimizer);
     REQUIRE(run(args(twice, optimizer) + " --stop-at 3").code == 0);
-    // The run's optimizer is part of it: another one on --resume is refused by name.
+    // The run's optimizer is part of it: another one on --resume is refused by name, --allow-changes or not.
     const std::string other = optimizer == "lamb" ? "muon" : "lamb";
-    auto changed = run(args(twice, other) + " --resume");
-    CHECK(changed.code == 2);
-    CHECK_THAT(changed.out, Catch::Contains("--optimizer \"" + other + "\" (was \"" + optimizer + "\")"));
+    for (const std::string allow : {"", " --allow-changes"}) {
+      auto changed = run(args(twice, other) + " --resume" + allow);
+      CHECK(changed.code == 2);
+      CHECK_THAT(changed.out, Catch::Contains("error: --resume with --optimizer " + other + ": the run trains with --optimizer " +
+                                              optimizer) && Catch::Contains("--init " + twice + "/checkpoints/step-3"));
+    }
+    CHECK(load_json_file(twice + "/config.json")["optimizer"] == optimizer);
     REQUIRE(run(args(twice, optimizer) + " --resume").code == 0);
     CHECK(read_file(once + "/final/model.safetensors") == read_file(twice + "/final/model.safetensors"));
   }

@@ -172,7 +172,7 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
   if (!p.label_map.is_null()) run_config["label_map"] = p.label_map;
   if (p.num_labels > 0) run_config["num_labels"] = p.num_labels;
   run_config["steps"] = o.steps;
-  run.record_config(run_config, o.steps, /*allow_changes=*/false);
+  auto write_config = run.record_config(run_config, o.steps, /*allow_changes=*/false);
   if (run.leader) {
     const std::string labels = p.num_labels > 0 ? ", " + std::to_string(p.num_labels) + " labels" : "";
     std::fprintf(stderr, "%s, %lld train / %lld dev examples%s, %lld steps\n", model->architecture().c_str(),
@@ -192,6 +192,7 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
   in.loader = lo;
   in.device = c.device;
   in.save_extra = save_extra;
+  in.on_restored = std::move(write_config);
   train::Trainer trainer(std::move(in), o);
   return trainer.run();
 }

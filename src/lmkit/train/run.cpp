@@ -43,11 +43,11 @@ Run open_run(const RuntimeOptions& runtime, const dist::GroupOptions& dist, cons
   return r;
 }
 
-void Run::record_config(const Json& run_config, int64_t steps, bool allow_changes) const {
+std::function<void()> Run::record_config(const Json& run_config, int64_t steps, bool allow_changes) const {
   dist::leader_only(group(), [&] {
     if (resume) check_resumed_flags(output, run_config, steps, allow_changes);
-    save_json_file(output + "/config.json", run_config);
   });
+  return [path = output + "/config.json", run_config] { save_json_file(path, run_config); };
 }
 
 }  // namespace lmkit::train

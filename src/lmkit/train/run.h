@@ -23,9 +23,11 @@ struct Run {
   bool resume = false;
 
   dist::Group* group() const { return started.group.get(); }
-  /// Writes OUTPUT/config.json (the leader); with --resume, first refuses a flag that changed
-  /// (check_resumed_flags: `steps`, `allow_changes`).
-  void record_config(const Json& run_config, int64_t steps, bool allow_changes) const;
+  /// Checks and records the run's flags (the leader): with --resume, refuses a flag that changed
+  /// (check_resumed_flags: `steps`, `allow_changes`). Returns the write of OUTPUT/config.json
+  /// for TrainerInputs::on_restored: made once the checkpoint has loaded, so that a resume that
+  /// fails on it keeps the config.json the checkpoints belong to.
+  std::function<void()> record_config(const Json& run_config, int64_t steps, bool allow_changes) const;
 };
 
 /// Starts the runtime and the process group (dist::start) and opens `output` for the run:

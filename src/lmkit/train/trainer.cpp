@@ -127,6 +127,14 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   const std::string path = output + "/config.json";
   if (!fs::exists(path)) return;
   const Json before = load_json_file(path);
+  // The checkpoints hold the optimizer's own state: another optimizer cannot continue from it.
+  const Json was = before.value("optimizer", Json()), is = now.value("optimizer", Json());
+  if (was.is_string() && is.is_string() && was != is) {
+    throw InputError("--resume with --optimizer " + is.get<std::string>() + ": the run trains with --optimizer " +
+                     was.get<std::string>() + ", whose state its checkpoints hold (--allow-changes cannot change it); "
+                     "to go on with another, start a new run from its weights: --init " +
+                     (latest.empty() ? output + "/final" : latest));
+  }
   static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
                                                    "keep-last", "log-every", "prefetch", "threads", "device", "deterministic",
                                                    "backend", "dist-timeout", "allow-changes", "output", "overwrite",
@@ -197,7 +205,7 @@ int64_t checkpoint_step(const std::string& dir) {
 Trainer::Trainer(TrainerInputs in, TrainerOptions options)
     : model_(std::move(in.model)), o_(std::move(options)), train_(std::move(in.train)), valid_(std::move(in.valid)),
       valid_sources_(std::move(in.valid_sources)), train_loader_(in.loader), valid_loader_(in.valid_loader.value_or(in.loader)), device_(in.device),
-      save_extra_(std::move(in.save_extra)) {
+      save_extra_(std::move(in.save_extra)), on_restored_(std::move(in.on_restored)) {
   check_input(model_ != nullptr && train_ != nullptr, "the trainer needs a model and training examples");
   check_trainer_options(o_);
   check_input(!o_.output.empty(), "--output is required");
@@ -502,6 +510,7 @@ data::LoaderPosition Trainer::resume() {
     position = restore(latest);
     if (writer()) std::fprintf(stderr, "resuming from %s (step %lld)\n", latest.c_str(), static_cast<long long>(start_step_));
   }
+  if (on_restored_ && writer()) on_restored_();
   if (o_.group) {
     // Every rank must continue from rank 0's checkpoint: the run directory has to be one all ranks see.
     std::vector<double> mine(static_cast<size_t>(o_.group->size()), 0.0);

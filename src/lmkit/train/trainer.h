@@ -100,6 +100,10 @@ struct TrainerInputs {
   /// and config.json. Only through it does a checkpoint hold its tokenizer — pass
   /// `[&](const std::string& dir) { tokenizer.save(dir); }` so that it loads on its own.
   std::function<void(const std::string&)> save_extra;
+  /// Called by the writer once the resumed checkpoint has loaded (at once on a fresh run), before
+  /// the first step: Run::record_config's write of config.json, so that a resume that fails
+  /// (a damaged checkpoint) leaves the run's config.json as it was.
+  std::function<void()> on_restored;
 };
 
 /// The options' own checks — steps and accumulation at least 1, what trains in one process only
@@ -160,6 +164,7 @@ class Trainer {
   data::LoaderOptions train_loader_, valid_loader_;
   c10::Device device_;
   std::function<void(const std::string&)> save_extra_;
+  std::function<void()> on_restored_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   int64_t start_step_ = 0;
