@@ -121,6 +121,18 @@ TEST_CASE("reliability: a fresh run into a used run directory needs --resume or 
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::StartsWith("error: --output " + out + ": cannot create the directory"));
   }
+  // A run that fails on its input before training leaves its tokenizer and cache, which are no run:
+  // the command run again with the input fixed trains there without --overwrite (it was refused).
+  write(dir / "bad.jsonl", "{\"text\": \"A first document .\"}\n{not json}\n");
+  std::string bad = pretrain_args(dir / "early", 2);
+  bad.replace(bad.find(test::sample("valid.txt")), test::sample("valid.txt").size(), dir / "bad.jsonl");
+  const auto failed = run(bad);
+  CHECK(failed.code == 2);
+  CHECK_THAT(failed.out, Catch::Contains("bad.jsonl:2: malformed JSON"));
+  REQUIRE(fs::exists(dir / "early/cache"));
+  const auto fixed = run(pretrain_args(dir / "early", 2));
+  INFO(fixed.out);
+  CHECK(fixed.code == 0);
   // lmkit-finetune keeps the same rule.
   const auto ft = run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " + (dir / "r/tokenizer.model") +
                       " --train x.tsv --dev x.tsv --output " + (dir / "mine"));

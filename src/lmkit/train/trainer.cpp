@@ -94,8 +94,13 @@ std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume,
   }
   auto lock = std::make_unique<RunLock>(dir, created);  // a run still going there is named, before anything is removed
   const bool used = std::any_of(ours.begin(), ours.end(), [](const std::string& n) { return n != ".lock"; });
-  if (!used || resume) return lock;
-  if (!overwrite) {
+  // config.json is written when training starts (Run::record_config): without it, or anything a
+  // step writes, the earlier run stopped before training (bad input), and the tokenizer and cache
+  // it made are no run to keep: the next run there starts without --overwrite.
+  static const std::set<std::string> training = {"config.json", "metrics.jsonl", "result.json", "checkpoints", "final", "best"};
+  const bool trained = std::any_of(ours.begin(), ours.end(), [](const std::string& n) { return training.count(n) > 0; });
+  if (!used || (resume && trained)) return lock;
+  if (!overwrite && trained) {
     throw InputError("--output " + dir + ": holds an earlier run (" + list(ours) +
                      "); give --resume to continue it, --overwrite to replace it, or a new --output");
   }
