@@ -391,6 +391,10 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "none.txt") + " --output " + (dir / "o1"),
        "none.txt: no such text file or corpus directory"},
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "tok/final") + " --output " +
+           (dir / "o9") + " --tokenizer " + bert_tok,
+       "final: a directory but not a token corpus (it has no header.json); a directory of shards is encoded into one "
+       "first: lmkit-tokenize encode --input "},
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "empty.txt") + " --output " + (dir / "o2") +
            " --tokenizer " + bert_tok,
        "empty corpus"},

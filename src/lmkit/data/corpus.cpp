@@ -163,6 +163,9 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
     c->check_tokenizer(tok);
     return c;
   }
+  check_input(!fs::is_directory(path), path + ": a directory but not a token corpus (it has no header.json); a directory "
+                                             "of shards is encoded into one first: lmkit-tokenize encode --input " + path +
+                                             " --output CORPUS");
   if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
   const auto stamp = fs::last_write_time(path).time_since_epoch().count();
   const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
