@@ -206,6 +206,16 @@ TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, a
   r = run(diverging(14) + " --overwrite");
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("error: stopping at step 11: 10 consecutive steps had a non-finite loss or gradient"));
+  // Finetuning whose epoch ends on a skipped step still evaluates it and keeps best/ (it failed
+  // with "best: not a checkpoint directory": a skipped step went past its validation).
+  write(dir / "set.tsv", "sentence\tlabel\ngreat film\tpos\nawful film\tneg\ngreat great\tpos\nawful awful\tneg\n");
+  r = run("lmkit-finetune --init random --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+          (*test::data_fixture("bert").dir / "tok.model") + " --train " + (dir / "set.tsv") + " --dev " + (dir / "set.tsv") +
+          " --epochs 1 --batch-size 2 --max-length 8 --threads 1 --lr 1e30 --output " + (dir / "ft"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("best dev (epoch 1): accuracy ") && Catch::Contains("skipped: 1 of 2 steps"));
+  CHECK(load_json_file(dir / "ft/result.json")["skipped_steps"] == 1);
 }
 
 TEST_CASE("reliability: a checkpoint that would load a random head, wrong layers or NaN is refused", "[apps][reliability]") {

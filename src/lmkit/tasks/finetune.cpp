@@ -285,6 +285,10 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   drop_all_but_best(a);
   std::printf("best dev (epoch %lld): %s\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
               task.describe(dev).c_str());
+  if (const int64_t skipped = result["skipped_steps"].get<int64_t>(); skipped > 0) {
+    std::printf("skipped: %lld of %lld steps (a non-finite loss or gradient: no update)\n", static_cast<long long>(skipped),
+                static_cast<long long>(summary.value("steps", int64_t{0})));
+  }
   std::printf("checkpoint: %s/best, predictions: %s/%s\n", a.output.c_str(), a.output.c_str(), spec.predictions.c_str());
   return result;
 }

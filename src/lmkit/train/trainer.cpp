@@ -443,7 +443,9 @@ Json Trainer::run() {
   StopSignals signals;
   if (validation_pending_) early_stopped_ = validate_pending(loop);
   while (loop.step < stop && !loop.interrupted && !early_stopped_) {
-    if (!train_one(loop)) continue;
+    // A skipped step (non-finite) still reaches its validation and checkpoint: skipping them too
+    // left a finetuning run whose epoch ended on one without the dev figures or best/ it reports.
+    train_one(loop);
     const auto pause = std::chrono::steady_clock::now();
     const bool stop_early = validate_or_defer(loop);
     if (!validation_pending_) save_step(loop);
@@ -545,7 +547,7 @@ std::optional<Json> Trainer::finished_summary() const {
   return summary;
 }
 
-bool Trainer::train_one(Loop& loop) {
+void Trainer::train_one(Loop& loop) {
   const double lr = learning_rate(o_.schedule, loop.step + 1);
   set_learning_rate(*optimizer_, lr);
   std::vector<Batch> batches;
@@ -571,12 +573,11 @@ bool Trainer::train_one(Loop& loop) {
                          " consecutive steps had a non-finite loss or gradient" +
                          (latest.empty() ? "" : "; the last good checkpoint is " + latest));
     }
-    return false;
+    return;
   }
   loop.bad_in_row = 0;
   loop.last_loss = result.loss;
   log(loop, result, lr);
-  return true;
 }
 
 void Trainer::log(Loop& loop, const StepResult& result, double lr) {

@@ -131,7 +131,7 @@ class Trainer {
   // run()'s steps, in order.
   data::LoaderPosition resume();                 ///< restores checkpoints/latest; every rank must agree on the step
   std::optional<Json> finished_summary() const;  ///< a finished run's result.json (resuming it changes nothing)
-  bool train_one(Loop& loop);                    ///< one optimizer step; false when it was skipped (non-finite)
+  void train_one(Loop& loop);                    ///< one optimizer step, or one skipped (non-finite: no update)
   void log(Loop& loop, const StepResult& result, double lr);
   bool validate_and_keep_best(Loop& loop);       ///< true when early stopping ends the run
   bool validate_or_defer(Loop& loop);            ///< validate_and_keep_best; a stop signal leaves it pending
