@@ -125,6 +125,17 @@ Json best_result(const FinetuneOptions& a, const Task& task, const Json& dev, co
   return result;
 }
 
+// The run's summary on stdout: the best dev figures, the steps skipped, where the outputs are.
+void print_result(const FinetuneOptions& a, const TaskSpec& spec, const std::string& figures, const Json& result,
+                  const Json& summary) {
+  std::printf("best dev (epoch %lld): %s\n", static_cast<long long>(result["best_epoch"].get<int64_t>()), figures.c_str());
+  if (const int64_t skipped = result["skipped_steps"].get<int64_t>(); skipped > 0) {
+    std::printf("skipped: %lld of %lld steps (a non-finite loss or gradient: no update)\n", static_cast<long long>(skipped),
+                static_cast<long long>(summary.value("steps", int64_t{0})));
+  }
+  std::printf("checkpoint: %s/best, predictions: %s/%s\n", a.output.c_str(), a.output.c_str(), spec.predictions.c_str());
+}
+
 // The first --max-train-examples of the training set, said on stderr.
 void limit_examples(const FinetuneOptions& a, Prepared& p, bool leader) {
   const int64_t available = p.train_set->size(0);
@@ -283,13 +294,7 @@ Json finetune(const FinetuneOptions& options, Task& task, const Json& resolved, 
   }
   const Json result = best_result(a, task, dev, summary, per_epoch);
   drop_all_but_best(a);
-  std::printf("best dev (epoch %lld): %s\n", static_cast<long long>(result["best_epoch"].get<int64_t>()),
-              task.describe(dev).c_str());
-  if (const int64_t skipped = result["skipped_steps"].get<int64_t>(); skipped > 0) {
-    std::printf("skipped: %lld of %lld steps (a non-finite loss or gradient: no update)\n", static_cast<long long>(skipped),
-                static_cast<long long>(summary.value("steps", int64_t{0})));
-  }
-  std::printf("checkpoint: %s/best, predictions: %s/%s\n", a.output.c_str(), a.output.c_str(), spec.predictions.c_str());
+  print_result(a, spec, task.describe(dev), result, summary);
   return result;
 }
 
