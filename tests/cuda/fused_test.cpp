@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <tuple>
 
 #include "lmkit/core/autocast.h"
@@ -559,5 +560,56 @@ TEST_CASE("rotary positions on the CPU path: the composite's bits, forward and b
     cos.requires_grad_(true);
     CHECK_FALSE(nn::rotary_cpu(at::randn({b, heads, t, hd}), cos, sin).defined());
     CHECK(nn::rotary_cpu(at::randn({b, heads, t, hd}), cos.detach(), sin).defined());
+  }
+}
+
+TEST_CASE("SwiGLU on the CPU path: within float32 roundings of silu(gate)*up, forward and backward", "[nn][fused]") {
+  at::manual_seed(29);
+  // A dense block, a tail that is not a whole vector, a strided view (as a sliced projection
+  // gives it), and the exponential's edges: past its clamps, zero, infinities and NaN.
+  at::Tensor edges = at::tensor({-1e4f, -100.0f, -88.0f, -87.0f, -20.0f, -1e-3f, 0.0f, 1e-3f, 20.0f, 88.0f, 89.0f, 100.0f,
+                                 1e4f, std::numeric_limits<float>::infinity()});
+  const std::vector<at::Tensor> gates = {at::randn({2, 37, 64}) * 4, at::randn({3, 7}), at::randn({5, 16}).t(),
+                                         edges.reshape({2, 7})};
+  for (const at::Tensor& gate0 : gates) {
+    INFO("gate " << gate0.sizes() << (gate0.is_contiguous() ? "" : ", strided"));
+    const at::Tensor up0 = at::randn(gate0.sizes()), dy = at::randn(gate0.sizes());
+    auto run = [&](bool on) {
+      return with_fused(kHost, on, [&] {
+        const at::Tensor gate = gate0.clone().requires_grad_(true), up = up0.clone().requires_grad_(true);
+        at::Tensor y = nn::swiglu_cpu(gate, up);
+        const bool took = y.defined();
+        if (!took) y = at::silu(gate) * up;
+        (y * dy).sum().backward();
+        return std::make_tuple(y.detach(), gate.grad(), up.grad(), took && test::graph_nodes(y, "SwigluFunction") > 0);
+      }, /*cpu_path=*/true);
+    };
+    const auto [y, dgate, dup, took] = run(true);
+    const auto [ref_y, ref_dgate, ref_dup, ref_took] = run(false);
+    CHECK(took);
+    CHECK_FALSE(ref_took);
+    // Each element within a few roundings of its own size (not of the tensor's largest).
+    auto close = [](const at::Tensor& a, const at::Tensor& b) {
+      const at::Tensor finite = at::isfinite(b);
+      CHECK(at::equal(at::isfinite(a), finite));
+      const at::Tensor excess = (a - b).abs() - (b.abs() * 2e-6 + 1e-30);
+      return at::where(finite, excess, at::zeros_like(excess)).max().item<double>();
+    };
+    CHECK(close(y, ref_y) <= 0);
+    CHECK(close(dup, ref_dup) <= 0);
+    // silu's derivative is a sum of two terms of opposite sign where gate < 0: a rounding of either term.
+    const double largest = at::where(at::isfinite(ref_dgate), ref_dgate.abs(), 0.0).max().item<double>();
+    CHECK(close(dgate, ref_dgate) <= 1e-6 * largest);
+  }
+  SECTION("NaN stays NaN; shapes that differ, other dtypes and autocast take the composite") {
+    const at::Tensor nan = at::full({4}, std::numeric_limits<float>::quiet_NaN());
+    CHECK(at::isnan(with_fused(kHost, true, [&] { return nn::swiglu_cpu(nan, at::ones({4})); }, true)).all().item<bool>());
+    with_fused(kHost, true, [&] {
+      CHECK_FALSE(nn::swiglu_cpu(at::randn({4, 3}), at::randn({4, 1})).defined());
+      CHECK_FALSE(nn::swiglu_cpu(at::randn({4}, at::kDouble), at::randn({4}, at::kDouble)).defined());
+      CHECK_FALSE(nn::swiglu_cpu(at::empty({0, 3}), at::empty({0, 3})).defined());
+      return 0;
+    }, true);
+    CHECK_FALSE(with_fused(kHost, false, [&] { return nn::swiglu_cpu(at::randn({4}), at::randn({4})); }, true).defined());
   }
 }

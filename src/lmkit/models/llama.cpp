@@ -133,8 +133,11 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
 }
 
 at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
-  const at::Tensor gate = at::silu(nn::linear(x, gate_proj->weight, gate_proj->bias));
-  return nn::linear(gate * nn::linear(x, up_proj->weight, up_proj->bias), down_proj->weight, down_proj->bias);
+  const at::Tensor gate = nn::linear(x, gate_proj->weight, gate_proj->bias);
+  const at::Tensor up = nn::linear(x, up_proj->weight, up_proj->bias);
+  at::Tensor h = nn::swiglu_cpu(gate, up);  // one pass each way where it applies
+  if (!h.defined()) h = at::silu(gate) * up;
+  return nn::linear(h, down_proj->weight, down_proj->bias);
 }
 
 LlamaLayerImpl::LlamaLayerImpl(const LlamaConfig& c) {

@@ -336,6 +336,28 @@ struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
   }
 };
 
+// silu(gate)·up on the CPU path: gate and up are saved (the composite also keeps silu(gate)).
+struct SwigluFunction : torch::autograd::Function<SwigluFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate_in, const at::Tensor& up_in) {
+    const at::Tensor gate = gate_in.contiguous(), up = up_in.contiguous();
+    at::Tensor y = at::empty(gate.sizes(), gate.options());
+    kernels::cpu::swiglu_forward(gate.data_ptr<float>(), up.data_ptr<float>(), y.data_ptr<float>(), gate.numel());
+    ctx->save_for_backward({gate, up});
+    ctx->set_materialize_grads(false);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor dy = grads[0].to(at::kFloat).contiguous();
+    at::Tensor dgate = at::empty_like(saved[0]), dup = at::empty_like(saved[1]);
+    kernels::cpu::swiglu_backward(saved[0].data_ptr<float>(), saved[1].data_ptr<float>(), dy.data_ptr<float>(),
+                                  dgate.data_ptr<float>(), dup.data_ptr<float>(), dy.numel());
+    return {dgate, dup};
+  }
+};
+
 // y = norm(x) alone on the CPU path (float32): the residual step's row math without a sum.
 struct NormFunction : torch::autograd::Function<NormFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& weight,
@@ -385,6 +407,15 @@ at::Tensor rotary_cpu(const at::Tensor& x, const at::Tensor& cos, const at::Tens
     return {};
   }
   return RotaryFunction::apply(x, cos, sin);
+}
+
+at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up) {
+  static const bool lever_on = !lever_disabled("cpu_swiglu");  // this path alone off, for bench/levers.sh
+  if (!lever_on || !cpu_path_takes(gate) || gate.numel() == 0 || !up.is_cpu() || up.scalar_type() != at::kFloat ||
+      up.sizes() != gate.sizes()) {
+    return {};
+  }
+  return SwigluFunction::apply(gate, up);
 }
 
 std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& h, double p, bool training,

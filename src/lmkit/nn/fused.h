@@ -37,7 +37,8 @@ bool set_host_kernels_enabled(bool on);
 /// Whether float32 CPU tensors (no CPU autocast) take lmkit's CPU paths (nn/kernels.h,
 /// namespace cpu), each one pass where the composite makes several: the residual step without
 /// dropout (Llama's and Mistral's layers in training; every family's evaluation), where
-/// pre-norm stacks hand their sums on too, and rotary positions (rotary_cpu). On unless
+/// pre-norm stacks hand their sums on too, rotary positions (rotary_cpu) and SwiGLU
+/// (swiglu_cpu). On unless
 /// LMKIT_DISABLE names "cpu_fused" (or switched by set_cpu_kernels_enabled); the host
 /// implementation, where switched on, takes precedence.
 bool cpu_kernels_enabled();
@@ -55,6 +56,12 @@ at::Tensor norm_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Ten
 /// cos and sin (1|B, 1, T, hd) float32 without gradients. Undefined where it does not apply,
 /// and the caller takes the composite.
 at::Tensor rotary_cpu(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+/// silu(gate)·up (SwiGLU: Llama's and Mistral's MLP) on the CPU path, forward and backward in one
+/// pass each, saving gate and up only: float32 CPU tensors of one shape. Within a few float32
+/// roundings of the composite (its own exponential), not its bits. Undefined where it does not
+/// apply, and the caller takes the composite.
+at::Tensor swiglu_cpu(const at::Tensor& gate, const at::Tensor& up);
 
 /// A Transformer layer's residual step: s = x + dropout(h, p) (p applies while training),
 /// y = norm(s). Returns {s, y}. y is float32, as Norm returns it; with `feeds_linear` (y is

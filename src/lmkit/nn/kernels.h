@@ -87,7 +87,9 @@ void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, con
 /// one gradient for both), gw and gb (null for RMSNorm). Rotary positions:
 /// out = x·cos + rotate_half(x)·sin over (batch, heads, t, d) rows, x with these strides (its
 /// last dimension dense), out dense, cos and sin dense (1|batch, t, d); `backward` maps a
-/// gradient of out to one of x. The composite's roundings, the same bits.
+/// gradient of out to one of x. The composite's roundings, the same bits. SwiGLU over n dense
+/// elements: y = silu(g)·u; backward, dg and du from dy (an exponential of lmkit's own: within
+/// a few roundings of the composite, not its bits).
 namespace cpu {
 struct RotaryShape {
   int64_t batch = 0, heads = 0, t = 0, d = 0;
@@ -95,6 +97,8 @@ struct RotaryShape {
   bool cos_per_batch = false;
 };
 void rotary(const float* x, const float* cos, const float* sin, float* out, const RotaryShape& shape, bool backward);
+void swiglu_forward(const float* g, const float* u, float* y, int64_t n);
+void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du, int64_t n);
 void residual_norm_forward(const float* x, const float* h, float* s, float* y, float* mean, float* rstd,
                            const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms);
 void residual_norm_backward(const float* gy, const float* gs, const float* s, const float* mean, const float* rstd,
