@@ -164,6 +164,7 @@ struct EncodeCommand {
   std::vector<std::string> inputs;
   int threads = 0;
   bool overwrite = false;
+  CLI::Option* text_field_given = nullptr;
   CLI::App* add(CLI::App& app) {
     auto* e = app.add_subcommand("encode", "encode text files into a token corpus directory");
     e->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
@@ -171,7 +172,7 @@ struct EncodeCommand {
                                      "them or quoted glob patterns ('shards/*.jsonl.zst'), read in name order")->required()->expected(1, -1);
     e->add_option("--output", output, "corpus directory to write")->required();
     e->add_option("--format", format, "auto, blank-line, lines or jsonl");
-    e->add_option("--text-field", text_field, "JSONL field or Parquet column holding the text");
+    text_field_given = e->add_option("--text-field", text_field, "JSONL field or Parquet column holding the text");
     e->add_flag("--overwrite", overwrite, "replace a token corpus already at --output");
     e->add_option("--threads", threads, "encoding threads (0: OMP_NUM_THREADS where set, else every core); the output does not depend on it")->check(non_negative());
     return e;
@@ -188,11 +189,32 @@ struct EncodeCommand {
     }
     check_input(overwrite, "--output " + output + ": a token corpus is already there; give --overwrite to replace it");
   }
+  // A --format or --text-field that no input would use is refused, not ignored.
+  void check_flags_apply(const std::vector<std::string>& files) const {
+    const data::TextFormat f = data::parse_text_format(format);
+    if (f == data::TextFormat::kAuto && text_field_given->count() == 0) return;
+    bool text = false, fields = false;
+    for (const auto& in : files) {
+      const auto resolved = data::resolve_format(in, f);
+      text = text || resolved.has_value();
+      fields = fields || !resolved || *resolved == data::TextFormat::kJsonl;
+    }
+    check_input(f == data::TextFormat::kAuto || text, "--format " + format + ": every input is Parquet, which is read by "
+                                                      "its column whatever the format (leave --format out)");
+    check_input(text_field_given->count() == 0 || fields,
+                "--text-field " + text_field + ": no input has fields to name (JSONL or Parquet): " +
+                    (f == data::TextFormat::kAuto
+                         ? files.front() + " is read as plain text (JSONL is *.jsonl, *.json.gz or *.json.zst, or "
+                                           "give --format jsonl)"
+                         : "--format " + format + " reads each input as plain text (give --format jsonl, or leave "
+                                                  "--format out)"));
+  }
   void run() const {
     const OutputLock lock(output);  // one writer of --output at a time
     check_output();
     const std::vector<std::string> files = data::expand_inputs(inputs);  // directories and patterns: their files
     for (const auto& in : files) check_readable_file(in);
+    check_flags_apply(files);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     const Json h = data::encode_corpus(tok, {files, data::parse_text_format(format), text_field, output, threads}, "encode");
     std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),

@@ -269,6 +269,13 @@ TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, a directory or pattern o
                 "/*.parquet'");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("the pattern matches no file"));
+  // A flag that no input would use is refused, not ignored: --text-field of plain text.
+  r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "tf") + " --input " + plain +
+                " --format lines --text-field body");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::StartsWith("error: --text-field body: no input has fields to name") &&
+                        Catch::Contains("--format lines reads each input as plain text"));
+  CHECK_FALSE(fs::exists(dir / "tf"));
   write_raw_bytes(dir / "shard.parquet", std::string("PAR1", 4) + std::string(100, 'x'));
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
   CHECK(r.code == (data::parquet_available() ? 2 : 1));  // damaged input, or a build without Parquet (sanitizers')

@@ -103,6 +103,7 @@ def main():
 
     pq.write_table(pa.table({"text": pa.array(range(10), pa.int64())}), w("ints.parquet"))
     refused(w("ints.parquet"), ["ints.parquet", "column 'text' holds int64, not text"])
+    refused(w("snappy.parquet"), ["--format lines: every input is Parquet"], "--format", "lines")
     twice = pa.schema([("text", pa.string()), ("text", pa.string())])
     pq.write_table(pa.Table.from_arrays([pa.array(["a ."]), pa.array(["b ."])], schema=twice), w("twice.parquet"))
     refused(w("twice.parquet"), ["twice.parquet", "2 columns are named 'text'"])

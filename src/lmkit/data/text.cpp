@@ -157,18 +157,23 @@ void blank_line_documents(const std::string& path, const std::function<void(Docu
 
 }  // namespace
 
-void for_each_document(const std::string& path, TextFormat format, const std::string& text_field,
+std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format) {
+  if (is_parquet_file(path)) return std::nullopt;  // its column, whatever the format
+  if (format != TextFormat::kAuto) return format;
+  // *.jsonl, and compressed *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz).
+  const std::string name = strip_compression_suffix(path);
+  const bool jsonl = ends_with(name, ".jsonl") || (sniff_text_file(path) != Compression::kNone && ends_with(name, ".json"));
+  return jsonl ? TextFormat::kJsonl : TextFormat::kBlankLine;
+}
+
+void for_each_document(const std::string& path, TextFormat format_in, const std::string& text_field,
                        const std::function<void(Document&&)>& document, const std::function<void(int64_t)>& progress) {
-  if (is_parquet_file(path)) {  // its column, whatever the format
+  const std::optional<TextFormat> resolved = resolve_format(path, format_in);
+  if (!resolved) {
     read_parquet_texts(path, text_field, [&](std::string_view text) { emit_text(text, document); });
     return;
   }
-  if (format == TextFormat::kAuto) {
-    // *.jsonl, and compressed *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz).
-    const std::string name = strip_compression_suffix(path);
-    const bool jsonl = ends_with(name, ".jsonl") || (sniff_text_file(path) != Compression::kNone && ends_with(name, ".json"));
-    format = jsonl ? TextFormat::kJsonl : TextFormat::kBlankLine;
-  }
+  const TextFormat format = *resolved;
   if (format == TextFormat::kBlankLine) return blank_line_documents(path, document, progress);
   TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
   ByteProgress bytes(progress);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,11 @@ struct Document {
 void for_each_document(const std::string& path, TextFormat format, const std::string& text_field,
                        const std::function<void(Document&&)>& document,
                        const std::function<void(int64_t)>& progress = nullptr);
+
+/// The format `format` reads `path` in: kAuto resolved (jsonl for *.jsonl and compressed *.json,
+/// else blank-line); std::nullopt for a Parquet file, which is read by its column whatever the
+/// format. lmkit-tokenize encode refuses a --format or --text-field that no input would use.
+std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format);
 
 /// Reads a file's documents. kAuto: jsonl for *.jsonl, otherwise blank-line.
 /// A missing file, an unreadable JSONL line or a missing text field is an
