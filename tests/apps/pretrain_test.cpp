@@ -493,7 +493,8 @@ TEST_CASE("pretrain: each registered optimizer trains, resumes bitwise, and its 
       auto changed = run(args(twice, other) + " --resume" + allow);
       CHECK(changed.code == 2);
       CHECK_THAT(changed.out, Catch::Contains("error: --resume with --optimizer " + other + ": the run trains with --optimizer " +
-                                              optimizer) && Catch::Contains("--init " + twice + "/checkpoints/step-3"));
+                                              optimizer) &&
+                                  Catch::Contains("from its weights, " + twice + "/checkpoints/step-3 (lmkit-pretrain --init"));
     }
     CHECK(load_json_file(twice + "/config.json")["optimizer"] == optimizer);
     REQUIRE(run(args(twice, optimizer) + " --resume").code == 0);

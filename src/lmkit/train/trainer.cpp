@@ -137,8 +137,8 @@ void check_resumed_flags(const std::string& output, const Json& now, int64_t ste
   if (was.is_string() && is.is_string() && was != is) {
     throw InputError("--resume with --optimizer " + is.get<std::string>() + ": the run trains with --optimizer " +
                      was.get<std::string>() + ", whose state its checkpoints hold (--allow-changes cannot change it); "
-                     "to go on with another, start a new run from its weights: --init " +
-                     (latest.empty() ? output + "/final" : latest));
+                     "to go on with another, start a new run from its weights, " +
+                     (latest.empty() ? output + "/final" : latest) + " (lmkit-pretrain --init, lmkit-finetune --checkpoint)");
   }
   static const std::set<std::string> may_change = {"resume", "stop-at", "eval-every", "eval-batches", "save-every",
                                                    "keep-last", "log-every", "prefetch", "threads", "device", "deterministic",
