@@ -3,10 +3,12 @@
 // a final checkpoint a researcher can finetune, evaluate or load in Python.
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "lmkit/core/app.h"
 #include "lmkit/core/plugin.h"
@@ -248,6 +250,14 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   return o;
 }
 
+// A figure of the summary with `decimals` places; a NaN (a diverged run's) as "nan", not "-nan".
+std::string figure(double value, int decimals = 4) {
+  if (std::isnan(value)) return "nan";
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
 // A mixture's sources: what training drew of each, and each one's validation loss.
 void print_sources(const Json& summary) {
   if (summary.contains("train_sources")) {
@@ -261,7 +271,7 @@ void print_sources(const Json& summary) {
   if (summary.contains("valid") && summary["valid"].contains("sources")) {
     const char* separator = "\nvalid loss by source: ";
     for (const auto& [name, v] : summary["valid"]["sources"].items()) {
-      std::printf("%s%s %.4f", separator, name.c_str(), v["loss"].get<double>());
+      std::printf("%s%s %s", separator, name.c_str(), figure(v["loss"].get<double>()).c_str());
       separator = ", ";
     }
   }
@@ -282,23 +292,21 @@ void print_summary(const Args& a, const Json& summary, bool accuracy, bool image
   std::printf("trained %lld steps in %.0f s", static_cast<long long>(a.steps), summary["elapsed_s"].get<double>());
   const int64_t skipped = summary.value("skipped_steps", int64_t{0});
   if (skipped > 0) std::printf(" (%lld skipped: a non-finite loss or gradient)", static_cast<long long>(skipped));
-  std::printf(": train loss %.4f", summary["train_loss"].get<double>());
+  std::printf(": train loss %s", figure(summary["train_loss"].get<double>()).c_str());
   if (summary.contains("valid")) {
     const Json& v = summary["valid"];
     // A loss of several terms (mlm + nsp) has no perplexity of its own: each term's is named after it.
     bool terms = false;
     for (auto it = v.begin(); it != v.end(); ++it) terms = terms || it.key().find("_perplexity") != std::string::npos;
-    std::printf(", valid loss %.4f", v["loss"].get<double>());
-    if (accuracy && v.contains("accuracy")) std::printf(", accuracy %.4f", v["accuracy"].get<double>());
-    if (!accuracy && !terms && !images) std::printf(", perplexity %.2f", v["perplexity"].get<double>());
+    std::printf(", valid loss %s", figure(v["loss"].get<double>()).c_str());
+    if (accuracy && v.contains("accuracy")) std::printf(", accuracy %s", figure(v["accuracy"].get<double>()).c_str());
+    if (!accuracy && !terms && !images) std::printf(", perplexity %s", figure(v["perplexity"].get<double>(), 2).c_str());
     // The model's loss terms and metrics apart ("mlm_loss 2.31, mlm_perplexity 10.1, nsp_accuracy 0.62").
     std::string parts;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string& key = it.key();
       if (key == "loss" || key == "perplexity" || key == "accuracy" || !it.value().is_number_float()) continue;
-      char value[32];
-      std::snprintf(value, sizeof value, "%.4f", it.value().get<double>());
-      parts += (parts.empty() ? "" : ", ") + key + " " + value;
+      parts += (parts.empty() ? "" : ", ") + key + " " + figure(it.value().get<double>());
     }
     if (!parts.empty()) std::printf(" (%s)", parts.c_str());
   }

@@ -195,9 +195,10 @@ TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, a
     std::string args = pretrain_args(dir / "r", steps);
     return args.replace(args.find("--lr 1e-3"), 9, "--lr 1e30");
   };
-  auto r = run(diverging(5));
+  auto r = run(diverging(5) + " --valid " + test::sample("valid.txt") + " --eval-batches 1");
   INFO(r.out);
   REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains(", valid loss nan (mlm_loss nan, mlm_perplexity nan"));  // printf gave "-nan"
   CHECK_THAT(r.out, Catch::Contains("trained 5 steps in ") && Catch::Contains(" (4 skipped: a non-finite loss or gradient): "));
   CHECK_THAT(r.out, Catch::Contains("warning: step 2: the loss (nan)"));
   CHECK(r.out.find("warning: step 3") == std::string::npos);  // one warning a run; the summary counts the rest
