@@ -319,6 +319,17 @@ def failure(work):
     check(r.returncode == 1 and len(lines) <= 2 and lines[-1].startswith("error: rank 1: rendezvous"),
           f"failure: no rank 0 -> exit {r.returncode}, {len(lines)} stderr lines, last: {lines[-1][:160] if lines else ''}")
 
+    # A diverged run (lr 1e30): every rank skips the same steps and stops after 10 in a row; rank 0
+    # says so once (each rank said it: the same line twice).
+    args = pretrain_args("bert", work, os.path.join(work, "diverged"), 4)
+    args[args.index("--steps") + 1] = "14"
+    args[args.index("--eval-every") + 1] = "0"
+    args[args.index("--lr") + 1] = "1e30"
+    r = subprocess.run(launch(args), capture_output=True, text=True, timeout=300)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("error:")]
+    check(r.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: stopping at step 11: 10 consecutive"),
+          f"failure: a diverged run at 2 ranks -> exit {r.returncode}, error lines {lines}")
+
 
 def max_weight_diff(a, b):
     wa = load_file(os.path.join(a, "final", "model.safetensors"))

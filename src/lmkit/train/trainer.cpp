@@ -568,6 +568,8 @@ void Trainer::train_one(Loop& loop) {
                        " in a row stop the run)");
     }
     if (++loop.bad_in_row >= o_.max_bad_steps) {
+      // Every rank counts the same steps (the reducer agrees on `finite`): rank 0's line says why.
+      if (!writer()) throw FollowerStop(ExitCode::kRuntime);
       const std::string latest = loop.checkpoints.latest();
       throw RuntimeError("stopping at step " + std::to_string(loop.step) + ": " + std::to_string(loop.bad_in_row) +
                          " consecutive steps had a non-finite loss or gradient" +
