@@ -190,8 +190,7 @@ struct EncodeCommand {
     check_input(overwrite, "--output " + output + ": a token corpus is already there; give --overwrite to replace it");
   }
   // A --format or --text-field that no input would use is refused, not ignored.
-  void check_flags_apply(const std::vector<std::string>& files) const {
-    const data::TextFormat f = data::parse_text_format(format);
+  void check_flags_apply(const std::vector<std::string>& files, data::TextFormat f) const {
     if (f == data::TextFormat::kAuto && text_field_given->count() == 0) return;
     bool text = false, fields = false;
     for (const auto& in : files) {
@@ -214,9 +213,10 @@ struct EncodeCommand {
     check_output();
     const std::vector<std::string> files = data::expand_inputs(inputs);  // directories and patterns: their files
     for (const auto& in : files) check_readable_file(in);
-    check_flags_apply(files);
+    const data::TextFormat parsed = data::parse_text_format(format);
+    check_flags_apply(files, parsed);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-    const Json h = data::encode_corpus(tok, {files, data::parse_text_format(format), text_field, output, threads}, "encode");
+    const Json h = data::encode_corpus(tok, {files, parsed, text_field, output, threads}, "encode");
     std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
                 static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
                 static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());

@@ -1,6 +1,7 @@
 #include "lmkit/data/parquet.h"
 
 #include <fstream>
+#include <vector>
 
 #include "lmkit/core/error.h"
 
@@ -79,10 +80,10 @@ int64_t visit_strings(const arrow::Array& array, const std::function<void(std::s
 
 // The column's index in the file's schema, checked to hold strings.
 int text_column(const arrow::Schema& schema, const std::string& path, const std::string& column) {
-  const int index = schema.GetFieldIndex(column);
-  check_input(schema.GetAllFieldIndices(column).size() < 2,
-              path + ": " + std::to_string(schema.GetAllFieldIndices(column).size()) + " columns are named '" + column +
-                  "' (which holds the texts is not clear; write the file with one)");
+  const std::vector<int> named = schema.GetAllFieldIndices(column);
+  check_input(named.size() < 2, path + ": " + std::to_string(named.size()) + " columns are named '" + column +
+                                    "' (which holds the texts is not clear; write the file with one)");
+  const int index = named.empty() ? -1 : named.front();
   if (index < 0) {
     std::string names;
     for (const auto& f : schema.fields()) names += (names.empty() ? "" : ", ") + f->name();
