@@ -15,6 +15,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/data/mixture.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/text_input.h"
@@ -427,11 +428,26 @@ void run(const Args& a, const Json& resolved) {
   lo.prefetch = static_cast<int>(a.prefetch);
   lo.bucket_by_length = seq2seq;  // sentences vary in length: batch similar ones
   const train::TrainerOptions o = trainer_options(a, run.started.group, spec.num_classes > 0);
+  // A signal that came while the model was built; under data parallelism the first step carries it to
+  // every rank instead (one rank leaving alone would hang the others in the step's collectives).
+  if (!group) check_stop("the run's preparation");
 
   Json run_config = resolved;
   run_config["tokenizer"] = own_tokenizer(a, tok_path);
   train_and_report(a, run, run_config, model, data, {lo, o}, objective.name, [&](const std::string& dir) { tok.save(dir); },
                    spec.num_classes > 0);
+}
+
+// run() under StopSignals: SIGTERM/SIGINT before the first step (a corpus being encoded) stop
+// the run there, exit 3; from the first step on the trainer stops at a step and checkpoints.
+void run_stoppable(const Args& a, const Json& resolved) {
+  StopSignals signals;
+  try {
+    run(a, resolved);
+  } catch (const Interrupted& e) {
+    throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": training had not started, so there is nothing to " +
+                                            "resume; the same command starts the run again");
+  }
 }
 
 // The learning rate, its schedule and the optimizer (with every registered optimizer's flags).
@@ -518,6 +534,6 @@ int main(int argc, char** argv) {
   add_config_flag(app);
   return run_app(app, argc, argv, [&] {
     a.optimizer = train::optimizer_options(app, a.optimizer_flags, a.lr, a.weight_decay);
-    run(a, resolved_options(app));
+    run_stoppable(a, resolved_options(app));
   });
 }

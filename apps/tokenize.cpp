@@ -13,6 +13,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
@@ -216,7 +217,13 @@ struct EncodeCommand {
     const data::TextFormat parsed = data::parse_text_format(format);
     check_flags_apply(files, parsed);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
-    const Json h = data::encode_corpus(tok, {files, parsed, text_field, output, threads}, "encode");
+    Json h;
+    try {
+      StopSignals signals;  // SIGTERM/SIGINT stop the encoding between documents (exit 3)
+      h = data::encode_corpus(tok, {files, parsed, text_field, output, threads}, "encode");
+    } catch (const Interrupted& e) {
+      throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": nothing written (" + output + " is as it was)");
+    }
     std::printf("%s: %lld tokens, %lld sentences, %lld documents (%s)\n", output.c_str(),
                 static_cast<long long>(h["tokens"].get<int64_t>()), static_cast<long long>(h["sentences"].get<int64_t>()),
                 static_cast<long long>(h["documents"].get<int64_t>()), h["dtype"].get<std::string>().c_str());

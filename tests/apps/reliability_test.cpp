@@ -188,6 +188,57 @@ TEST_CASE("reliability: SIGTERM finishes the step, checkpoints it exactly, exits
   CHECK(losses(dir / "r").size() == static_cast<size_t>(step + 3));
 }
 
+TEST_CASE("reliability: SIGTERM while a corpus is encoded stops the encoding at once, exit 3, and leaves nothing half-written",
+          "[apps][reliability]") {
+  // It ended the process (exit 143, no line said what became of the run), leaving the partial corpus.
+  test::TempDir dir;
+  const auto& f = test::data_fixture("bert");
+  const std::string tok = *f.dir / "tok.model", big = dir / "big.txt";
+  {
+    const std::string text = read_file(test::sample("train.txt"));
+    std::ofstream out(big, std::ios::binary);
+    for (int i = 0; i < 20; ++i) out << text;  // 20 MB: seconds to encode on one thread
+  }
+  // Started, signalled once its temporary directory (in `where`) exists; the exit code and log.
+  auto interrupted = [&](const std::string& args, const fs::path& where, const std::string& name) {
+    const std::string pid = test::start_app(args, dir / (name + ".log"), dir / (name + ".code"));
+    auto writing = [&] {
+      std::error_code ec;
+      if (!fs::is_directory(where, ec)) return false;
+      for (const auto& e : fs::directory_iterator(where, ec)) {
+        if (e.path().filename().string().find(".tmp.") != std::string::npos) return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 1200 && !writing(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    REQUIRE(writing());
+    const auto signalled = std::chrono::steady_clock::now();
+    test::run_shell("pkill -TERM -P " + pid);
+    const int code = test::wait_exit_code(dir / (name + ".code"), 60);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+    CHECK(seconds < 3.0);  // between chunks of a batch, not after the batch (the whole file here)
+    return std::make_pair(code, read_file(dir / (name + ".log")));
+  };
+  const auto [code, log] = interrupted("lmkit-tokenize encode --tokenizer " + tok + " --input " + big +
+                                           " --threads 1 --output " + (dir / "corpus"), dir.path, "encode");
+  INFO(log);
+  CHECK(code == 3);
+  CHECK_THAT(log, Catch::Contains("interrupted by SIGTERM during the encoding of " + big + ": nothing written"));
+  CHECK_THAT(log, !Catch::Contains("error:"));
+  CHECK_FALSE(fs::exists(dir / "corpus"));
+  for (const auto& e : fs::directory_iterator(dir.path)) CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  // lmkit-pretrain encoding its --train into the run's cache: no step was trained, so it says there is nothing to resume.
+  const std::string pretrain = "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " + tok +
+                               " --train " + big + " --output " + (dir / "r") + " --steps 2 --batch-size 4 --seq-len 32 --threads 1";
+  const auto [pcode, plog] = interrupted(pretrain, dir / "r/cache", "pretrain");
+  INFO(plog);
+  CHECK(pcode == 3);
+  CHECK_THAT(plog, Catch::Contains("interrupted by SIGTERM during the encoding of " + big +
+                                   ": training had not started, so there is nothing to resume"));
+  CHECK_THAT(plog, !Catch::Contains("error:"));
+  CHECK(fs::is_empty(dir / "r/cache"));
+}
+
 TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, and stop a diverged run", "[apps][reliability]") {
   test::TempDir dir;
   // A rate of 1e30 turns bert-tiny's weights non-finite at its first update: step 2 on is skipped.

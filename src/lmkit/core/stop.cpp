@@ -46,9 +46,10 @@ Interrupted::Interrupted(int sig, const std::string& during)
       signal_(sig),
       during_(during) {}
 
+bool stop_pending() { return stop_signal.load() != 0 && signals_installed > 0 && checks_held == 0; }
+
 void check_stop(const char* during) {
-  const int sig = stop_signal.load();
-  if (sig != 0 && signals_installed > 0 && checks_held == 0) throw Interrupted(sig, during);
+  if (stop_pending()) throw Interrupted(stop_signal.load(), during);
 }
 
 NoStopChecks::NoStopChecks() { ++checks_held; }

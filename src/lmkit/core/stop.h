@@ -48,6 +48,9 @@ class Interrupted : public Error {
 /// the work ("generation", "dev evaluation") for the message.
 void check_stop(const char* during);
 
+/// Whether check_stop would throw now: for work that must first wind down (worker threads joined).
+bool stop_pending();
+
 /// Holds check_stop off while it exists: work every data-parallel rank must finish
 /// together (a collective would hang if one rank left it). The flag stays set, and
 /// the caller decides when all ranks stop.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/core/runtime.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/io/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -20,35 +22,39 @@ namespace lmkit::data {
 namespace {
 
 // Encodes in parallel: each thread takes whole chunks, results are joined in
-// order, so the output is the same whatever the thread count.
+// order, so the output is the same whatever the thread count. A stop signal
+// (check_stop) ends it between chunks, as Interrupted naming `during`.
 std::vector<std::vector<int32_t>> encode_all(const tokenizer::Tokenizer& tok, const std::vector<std::string>& sentences,
-                                             int threads, ProgressBar* progress) {
+                                             int threads, ProgressBar* progress, const std::string& during) {
   const size_t chunk = 1024, num_chunks = (sentences.size() + chunk - 1) / chunk;
   std::vector<std::vector<int32_t>> encoded(sentences.size());
   std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> abandon{false};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto worker = [&] {
     try {
-      for (size_t c; (c = next.fetch_add(1)) < num_chunks;) {
+      for (size_t c; !abandon && (c = next.fetch_add(1)) < num_chunks;) {
         for (size_t i = c * chunk; i < std::min(sentences.size(), (c + 1) * chunk); ++i) encoded[i] = tok.encode(sentences[i]);
         done.fetch_add(1);
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       failure = std::current_exception();
+      abandon = true;
     }
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  if (progress) {
-    while (done.load() < num_chunks && !failure) {
-      progress->update(static_cast<int64_t>(std::min(done.load() * chunk, sentences.size())));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  // The calling thread watches: the bar, and a stop signal, which the workers hear as `abandon`.
+  while (done.load() < num_chunks && !abandon) {
+    if (progress) progress->update(static_cast<int64_t>(std::min(done.load() * chunk, sentences.size())));
+    if (stop_pending()) abandon = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(progress ? 100 : 20));
   }
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  check_stop(during.c_str());
   if (progress) {
     progress->update(static_cast<int64_t>(sentences.size()));
     progress->finish();
@@ -81,7 +87,7 @@ class CorpusWriter {
   void flush(bool last = false) {
     std::vector<uint16_t> narrow;
     std::vector<uint32_t> full;
-    for (const auto& e : encode_all(tok_, batch_, threads_, nullptr)) {
+    for (const auto& e : encode_all(tok_, batch_, threads_, nullptr, during_)) {
       if (wide_) full.insert(full.end(), e.begin(), e.end());
       else narrow.insert(narrow.end(), e.begin(), e.end());
       sentence_starts_.push_back(num_tokens_ += e.size());
@@ -99,6 +105,9 @@ class CorpusWriter {
       for (AtomicFile* f : {&tokens_, &sentences_, &documents_}) f->commit();
     }
   }
+  /// What a stop signal interrupts, for its message: "the encoding of PATH".
+  void reading(const std::string& path) { during_ = "the encoding of " + path; }
+  const std::string& during() const { return during_; }
   uint64_t tokens() const { return num_tokens_; }
   uint64_t sentences() const { return num_sentences_; }
   uint64_t documents() const { return num_documents_; }
@@ -113,6 +122,7 @@ class CorpusWriter {
   std::vector<std::string> batch_;
   std::vector<uint64_t> sentence_starts_, document_starts_;  // not yet written
   size_t batch_bytes_ = 0;
+  std::string during_ = "the encoding";
   uint64_t num_tokens_ = 0, num_sentences_ = 0, num_documents_ = 0;
 };
 
@@ -130,7 +140,14 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, cons
     CorpusWriter writer(tmp, tok, resolve_threads(o.threads), o.batch_bytes);
     auto fields = [&] { return ProgressBar::Fields{{"docs", std::to_string(writer.documents())}}; };
     for (const auto& path : o.inputs) {
-      for_each_document(path, o.format, o.text_field, [&](Document&& d) { writer.add(std::move(d)); },
+      // Under a StopSignals (the apps' long work), SIGTERM stops the encoding between documents
+      // and between chunks of a batch: the partial corpus goes with the temporary directory.
+      writer.reading(path);
+      for_each_document(path, o.format, o.text_field,
+                        [&](Document&& d) {
+                          check_stop(writer.during().c_str());
+                          writer.add(std::move(d));
+                        },
                         [&](int64_t bytes) {
                           if (bar) bar->update(done_bytes + bytes, fields());
                         });
