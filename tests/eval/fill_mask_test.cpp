@@ -26,7 +26,7 @@ std::shared_ptr<models::Model> tiny_bert(int64_t vocab) {
 
 }  // namespace
 
-TEST_CASE("cloze: CRLF lines score as LF lines; an empty answer or a too-long template names its line", "[eval][cloze]") {
+TEST_CASE("cloze: CRLF lines score as LF lines; an empty answer, a too-long template, a header alone or a directory is named", "[eval][cloze]") {
   const auto& f = test::data_fixture("bert");
   auto model = tiny_bert(f.tok->vocab_size());
   test::TempDir dir;
@@ -53,4 +53,25 @@ TEST_CASE("cloze: CRLF lines score as LF lines; an empty answer or a too-long te
   const std::string header = probes("header.tsv", "template\tanswers\n" + rows);
   CHECK_THROWS_WITH(eval::cloze_scores(*model, *f.tok, header, at::kCPU),
                     Catch::Equals(header + ":1: expected the header 'template<TAB>answer'"));
+  // Both were "no probe whose answer is one token" and ":1: expected the header".
+  const std::string alone = probes("alone.tsv", "template\tanswer\n\n");
+  CHECK_THROWS_WITH(eval::cloze_scores(*model, *f.tok, alone, at::kCPU),
+                    Catch::Equals(alone + ": no probes (only the header 'template<TAB>answer')"));
+  CHECK_THROWS_WITH(eval::cloze_scores(*model, *f.tok, dir.path.string(), at::kCPU),
+                    Catch::Equals(dir.path.string() + ": is a directory, not a file"));
+}
+
+TEST_CASE("fill-mask: --top-k from 1 to the vocabulary, not clamped to it", "[eval][cloze]") {
+  // --top-k 0 printed the prompt alone, and a k past the vocabulary was cut to it without a word.
+  const auto& f = test::data_fixture("bert");
+  auto model = tiny_bert(f.tok->vocab_size());
+  const std::string text = "The game [MASK] in the city.";
+  const auto all = eval::fill_mask(*model, *f.tok, text, f.tok->vocab_size(), at::kCPU);
+  REQUIRE(all.size() == 1);
+  CHECK(static_cast<int64_t>(all[0].size()) == f.tok->vocab_size());
+  for (const int64_t k : {int64_t{0}, int64_t{-1}, f.tok->vocab_size() + 1}) {
+    CHECK_THROWS_WITH(eval::fill_mask(*model, *f.tok, text, k, at::kCPU),
+                      Catch::Equals("--top-k " + std::to_string(k) + ": --fill-mask lists 1 to " +
+                                    std::to_string(f.tok->vocab_size()) + " tokens a mask (the model's vocabulary)"));
+  }
 }

@@ -54,7 +54,10 @@ std::vector<std::vector<MaskCandidate>> fill_mask(models::Model& model, const to
   const std::vector<int32_t> ids = tok.encode_pair(text).ids;
   const std::vector<int64_t> masks = mask_positions(ids, tok, text);
   const at::Tensor probs = mask_probabilities(model, ids, masks, device);
-  const auto [values, tokens] = probs.topk(std::min<int64_t>(top_k, probs.size(1)), -1);
+  // As HF's pipeline (torch's topk refuses a k past the vocabulary), not clamped to it.
+  check_input(top_k >= 1 && top_k <= probs.size(1), "--top-k " + std::to_string(top_k) + ": --fill-mask lists 1 to " +
+                                                        std::to_string(probs.size(1)) + " tokens a mask (the model's vocabulary)");
+  const auto [values, tokens] = probs.topk(top_k, -1);
   std::vector<std::vector<MaskCandidate>> out(masks.size());
   for (size_t m = 0; m < masks.size(); ++m) {
     for (int64_t k = 0; k < values.size(1); ++k) {
@@ -72,6 +75,7 @@ std::vector<std::vector<MaskCandidate>> fill_mask(models::Model& model, const to
 }
 
 Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const std::string& probes_tsv, c10::Device device) {
+  check_readable_file(probes_tsv);  // a directory read as an empty file said "expected the header"
   std::ifstream in(probes_tsv);
   check_input(in.good(), probes_tsv + ": cannot read the cloze probes");
   // A line without the '\r' a file saved on Windows ends it with (else the answer "the\r" is no token).
@@ -83,11 +87,12 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
   std::string line;
   next_line(line);
   check_input(line == "template\tanswer", probes_tsv + ":1: expected the header 'template<TAB>answer'");
-  int64_t scored = 0, multi_piece = 0, at1 = 0, at10 = 0, number = 1;
+  int64_t scored = 0, multi_piece = 0, at1 = 0, at10 = 0, number = 1, probes = 0;
   double reciprocal = 0;
   while (next_line(line)) {
     ++number;
     if (line.empty()) continue;
+    ++probes;
     const std::string where = probes_tsv + ":" + std::to_string(number);
     const size_t tab = line.find('\t');
     check_input(tab != std::string::npos && line.find('\t', tab + 1) == std::string::npos,
@@ -118,6 +123,7 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
     at10 += rank <= 10;
     reciprocal += 1.0 / static_cast<double>(rank);
   }
+  check_input(probes > 0, probes_tsv + ": no probes (only the header 'template<TAB>answer')");
   check_input(scored > 0, probes_tsv + ": no probe whose answer is one token of this vocabulary (" +
                               std::to_string(multi_piece) + " skipped: answers of several pieces)");
   const double n = static_cast<double>(scored);

@@ -23,7 +23,7 @@ struct MaskCandidate {
 
 /// HF's fill-mask pipeline: `text` encoded with the tokenizer's template, one forward pass,
 /// and for each mask token in it (in order) the `top_k` most likely tokens. InputError when
-/// the text has no mask token or the tokenizer has none.
+/// the text has no mask token or the tokenizer has none, or `top_k` is not 1 to the vocabulary size.
 std::vector<std::vector<MaskCandidate>> fill_mask(models::Model& model, const tokenizer::Tokenizer& tok,
                                                   const std::string& text, int64_t top_k, c10::Device device);
 
