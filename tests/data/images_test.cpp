@@ -269,6 +269,12 @@ TEST_CASE("images: lmkit-finetune --task image-classification from an MAE checkp
   refused("lmkit-evaluate --metric image-classification --checkpoint " + (dir / "ft/best") + " --data " +
               (dir / "bare-images-idx3-ubyte") + " --output " + (dir / "b5.json"),
           "no labels file beside it");
+  // Training labels all of one class (255: 256 classes were made and one trained) are named.
+  write_idx(dir / "one-images-idx3-ubyte", "", 12, 8, 8, false);
+  std::ofstream(dir / "one-labels-idx1-ubyte", std::ios::binary) << be32(0x801) + be32(12) + std::string(12, char(255));
+  refused("lmkit-finetune --task image-classification --checkpoint " + (dir / "mae/final") + " --train " +
+              (dir / "one-images-idx3-ubyte") + " --dev " + (dir / "dev-images-idx3-ubyte") + " --output " + (dir / "b8"),
+          "one-labels-idx1-ubyte: every training image is of one class (255): a classifier needs at least two");
 }
 
 TEST_CASE("images: a folder of PNG files, a class a subfolder, read as IDX is, and refused by name when it is not",

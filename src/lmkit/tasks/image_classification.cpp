@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -54,6 +56,11 @@ std::map<std::string, int64_t> label_map_of(const data::ImageSet& images, const 
   int64_t classes = static_cast<int64_t>(images.class_names.size());
   for (int64_t label : images.labels) classes = std::max(classes, label + 1);
   check_input(classes >= 2, labels_source(images, path) + ": needs at least two classes");
+  // Labels all 255 made 256 classes and trained on one of them; all 0 was refused.
+  const std::set<int64_t> seen(images.labels.begin(), images.labels.end());
+  check_input(seen.size() >= 2, labels_source(images, path) + ": every training image is of one class (" +
+                                    images.class_name(images.labels.empty() ? 0 : images.labels.front()) +
+                                    "): a classifier needs at least two");
   std::map<std::string, int64_t> map;
   for (int64_t i = 0; i < classes; ++i) map[images.class_name(i)] = i;
   return map;
