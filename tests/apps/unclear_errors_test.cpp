@@ -95,6 +95,15 @@ TEST_CASE("unclear errors: tokenize train past a file-size limit leaves no half 
   CHECK(std::regex_search(limited.out, std::regex("(^|\n)error: .*tok/.*\n$")));
   CHECK_FALSE(fs::exists(dir / "tok/tokenizer.model"));
   CHECK_FALSE(fs::exists(dir / "tok/tokenizer.json"));
+  // 4 KiB: SentencePiece's own files do not fit. It said "tokenizer training failed: " (nothing
+  // after it) and exit 2, as if the input were wrong.
+  auto small = test::run_shell("bash -c 'ulimit -f 4; " + train + "' 2>&1");
+  INFO(small.out);
+  CHECK(small.code == 1);
+  CHECK_THAT(small.out, Catch::Contains("error: " + (dir / "tok/tokenizer.model") + ": the trained tokenizer could not be written (") &&
+                            Catch::Contains("a full disk or a file-size limit?)"));
+  CHECK(std::regex_search(small.out, std::regex("^(warning: [^\n]*\n)*error: [^\n]*\n$")));  // one error line, last
+  CHECK(fs::is_empty(dir / "tok"));
   // The same command without the limit needs no --overwrite.
   auto again = test::run_shell(train + " 2>&1");
   INFO(again.out);

@@ -294,7 +294,7 @@ OutputLock::OutputLock(const std::string& output, const std::string& flag) {
   }
   const std::string me = "pid " + std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
-    std::fprintf(stderr, "%s: cannot record the lock's holder (%s)\n", path_.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "warning: %s: cannot record the lock's holder (%s)\n", path_.c_str(), std::strerror(errno));
   }
 }
 

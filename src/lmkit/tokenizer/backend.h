@@ -58,8 +58,10 @@ SpmModel parse_spm_model(std::string_view bytes, const std::string& what);
 std::string serialize_spm_model(const SpmModel& model);
 
 std::shared_ptr<const Backend> load_sentencepiece(const std::string& bytes, const std::string& what);
-/// Trains with sentencepiece_trainer's key/value options; InputError with its message on failure.
-void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>& options);
+/// Trains with sentencepiece_trainer's key/value options (model_prefix among them): InputError
+/// with its message on failure, RuntimeError naming `model_path` (what the user asked for) when
+/// PREFIX.model or PREFIX.vocab could not be written (a full disk, a file-size limit).
+void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>& options, const std::string& model_path);
 
 // ---- WordPiece (wordpiece.cpp) ----------------------------------------------
 

@@ -271,30 +271,62 @@ std::shared_ptr<const Backend> load_sentencepiece(const std::string& bytes, cons
   return std::make_shared<SentencePieceBackend>(bytes, what);
 }
 
-void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>& options) {
+namespace {
+
+// SentencePiece's trainer does not say why a write failed: a full disk or a file-size limit gave
+// "tokenizer training failed: " (its status is the failed check, "[output->WriteLine(...)] ", with
+// no text), or success and an empty model (a buffered write it never checked on close).
+[[noreturn]] void throw_unwritten(const std::string& model_path) {
+  const fs::path path(model_path);
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  std::error_code ec;
+  const auto space = fs::space(dir, ec);
+  throw RuntimeError(model_path + ": the trained tokenizer could not be written (" +
+                     (ec ? ec.message() : std::to_string(space.available) + " bytes free in " + dir.string()) +
+                     "; a full disk or a file-size limit?)");
+}
+
+bool written(const std::vector<std::pair<std::string, std::string>>& options) {
+  for (const auto& [k, prefix] : options) {
+    if (k != "model_prefix") continue;
+    for (const char* ext : {".model", ".vocab"}) {
+      std::error_code ec;
+      const auto size = fs::file_size(prefix + ext, ec);
+      if (ec || size == 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>& options, const std::string& model_path) {
   std::vector<const char*> keys, values;
   for (const auto& [k, v] : options) keys.push_back(k.c_str()), values.push_back(v.c_str());
   char err[1024] = {0};
-  if (api().train(keys.data(), values.data(), static_cast<int>(options.size()), err, sizeof err) != 0) {
-    // SentencePiece's status text ("Internal: trainer_interface.cc(580) [...] 200 vs 339"), in the user's terms.
-    std::string message(err);
-    std::smatch m;
-    if (std::regex_search(message, m, std::regex("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)"))) {
-      // With byte fallback the required pieces are the text's characters and the 256 byte pieces.
-      const bool bytes = std::any_of(options.begin(), options.end(), [](const auto& o) { return o.first == "byte_fallback" && o.second == "true"; });
-      const std::string what = bytes ? "each character of the training text, and the 256 byte-fallback pieces"
-                                     : "each distinct character of the training text";
-      throw InputError("the tokenizer needs " + m[2].str() + " pieces to start from (" + what + "), more than the " + m[1].str() +
-                       " --vocab-size leaves for them: raise --vocab-size or lower --character-coverage");
-    }
-    if (std::regex_search(message, m, std::regex("Vocabulary size too high \\(([0-9]+)\\)\\. Please set it to a value <= ([0-9]+)"))) {
-      throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
-                       " --vocab-size asks for: lower --vocab-size or give more text");
-    }
-    const size_t tag = message.find("] ");
-    if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) message = message.substr(tag + 2);
-    throw InputError("tokenizer training failed: " + message);
+  if (api().train(keys.data(), values.data(), static_cast<int>(options.size()), err, sizeof err) == 0) {
+    if (!written(options)) throw_unwritten(model_path);
+    return;
   }
+  // SentencePiece's status text ("Internal: trainer_interface.cc(580) [...] 200 vs 339"), in the user's terms.
+  std::string message(err);
+  if (message.find("->Write") != std::string::npos) throw_unwritten(model_path);
+  std::smatch m;
+  if (std::regex_search(message, m, std::regex("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)"))) {
+    // With byte fallback the required pieces are the text's characters and the 256 byte pieces.
+    const bool bytes = std::any_of(options.begin(), options.end(), [](const auto& o) { return o.first == "byte_fallback" && o.second == "true"; });
+    const std::string what = bytes ? "each character of the training text, and the 256 byte-fallback pieces"
+                                   : "each distinct character of the training text";
+    throw InputError("the tokenizer needs " + m[2].str() + " pieces to start from (" + what + "), more than the " + m[1].str() +
+                     " --vocab-size leaves for them: raise --vocab-size or lower --character-coverage");
+  }
+  if (std::regex_search(message, m, std::regex("Vocabulary size too high \\(([0-9]+)\\)\\. Please set it to a value <= ([0-9]+)"))) {
+    throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
+                     " --vocab-size asks for: lower --vocab-size or give more text");
+  }
+  const size_t tag = message.find("] ");
+  if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) message = message.substr(tag + 2);
+  throw InputError("tokenizer training failed: " + message);
 }
 
 }  // namespace lmkit::tokenizer

@@ -140,7 +140,7 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   const std::string prefix = model_path.string() + ".tmp" + std::to_string(::getpid());
   std::error_code ec;
   try {
-    train_sentencepiece(training_arguments(o, spec, prefix));
+    train_sentencepiece(training_arguments(o, spec, prefix), model_path.string());
   } catch (...) {
     fs::remove(prefix + ".model", ec), fs::remove(prefix + ".vocab", ec);
     throw;
