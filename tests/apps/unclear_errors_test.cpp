@@ -4,6 +4,7 @@
 // `error:` line and exit 2.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 
@@ -108,6 +109,25 @@ TEST_CASE("unclear errors: tokenize train past a file-size limit leaves no half 
   auto again = test::run_shell(train + " 2>&1");
   INFO(again.out);
   CHECK(again.code == 0);
+}
+
+TEST_CASE("unclear errors: a metrics or TensorBoard write that fails mid-run says why", "[apps][hostile]") {
+  // "writing the TensorBoard event file failed", without the reason.
+  test::TempDir dir;
+  const auto& f = test::data_fixture("bert");
+  const std::string tok = *f.dir / "tok.model";
+  REQUIRE(test::run("lmkit-tokenize encode --tokenizer " + tok + " --input " + test::sample("valid.txt") + " --output " +
+                    (dir / "corpus")).code == 0);
+  // 40 KiB: the corpus and the model fit; the logs of 400 steps, one line a step, do not.
+  const std::string train = test::bin_dir() + "/lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --tokenizer " +
+                            tok + " --train " + (dir / "corpus") + " --output " + (dir / "r") +
+                            " --steps 400 --batch-size 4 --seq-len 32 --threads 1 --log-every 1 --save-every 100000";
+  auto limited = test::run_shell("bash -c 'ulimit -f 40; " + train + "' 2>&1");
+  INFO(limited.out);
+  CHECK(limited.code == 1);
+  CHECK_THAT(limited.out, Catch::EndsWith("failed (File too large)\n") &&
+                              (Catch::Contains("/events.out.tfevents.") || Catch::Contains("/metrics.jsonl: write failed")));
+  CHECK(std::count(limited.out.begin(), limited.out.end(), '\n') == 2);  // the model's line, then the error's
 }
 
 TEST_CASE("unclear errors: --help tells the truth and exits 0", "[apps][hostile]") {

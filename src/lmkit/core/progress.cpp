@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -100,13 +102,13 @@ void ProgressBar::draw(bool final_line) {
 
 MetricsWriter::MetricsWriter(const std::string& path, bool append)
     : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
-  if (!out_) throw RuntimeError(path + ": cannot open metrics file for writing");
+  if (!out_) throw RuntimeError(path + ": cannot open metrics file for writing (" + std::strerror(errno) + ")");
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
   out_ << record.dump() << "\n";
   out_.flush();
-  if (!out_) throw RuntimeError(path_ + ": write failed");
+  if (!out_) throw RuntimeError(path_ + ": write failed (" + std::strerror(errno) + ")");
 }
 
 }  // namespace lmkit

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -122,14 +123,14 @@ EventWriter::EventWriter(const std::string& dir) {
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(t)) + "." + host + "." +
           std::to_string(getpid()) + ".lmkit";
   out_.open(path_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw RuntimeError(path_ + ": cannot write the TensorBoard event file");
+  if (!out_) throw RuntimeError(path_ + ": cannot write the TensorBoard event file (" + std::strerror(errno) + ")");
   write(file_version_event(t));
 }
 
 void EventWriter::write(const std::string& e) {
   out_ << frame(e);
   out_.flush();
-  if (!out_) throw RuntimeError(path_ + ": writing the TensorBoard event file failed");
+  if (!out_) throw RuntimeError(path_ + ": writing the TensorBoard event file failed (" + std::strerror(errno) + ")");
 }
 
 void EventWriter::scalar(const std::string& tag, float value, int64_t step, double wall_time) {
