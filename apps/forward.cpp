@@ -38,6 +38,14 @@ lmkit::Batch read_inputs(const std::string& path) {
   batch.decoder_input_ids = file.get("decoder_input_ids");
   batch.decoder_attention_mask = file.get("decoder_attention_mask");
   batch.labels = file.get("labels");
+  // HF adds (1 − mask) · min to the scores: a 2 there is a large positive bias, not "attend";
+  // lmkit reads any non-zero as 1. Either way the numbers are not what was meant: refused.
+  for (const char* name : {"attention_mask", "decoder_attention_mask"}) {
+    const at::Tensor m = file.get(name);
+    if (m.defined() && m.numel() > 0 && !m.eq(0).logical_or(m.eq(1)).all().item<bool>()) {
+      throw lmkit::InputError(path + ": " + name + " holds values other than 0 and 1 (1: a token to attend to, 0: padding)");
+    }
+  }
   return batch;
 }
 

@@ -78,6 +78,11 @@ TEST_CASE("apps: lmkit-forward refuses bad inputs with one error line and exit 2
       {{{"input_ids", at::ones({1, 0}, at::kLong)}}, "input_ids must have shape [batch, length] with batch and length >= 1, got [1, 0]"},
       {{{"input_ids", at::ones({4}, at::kLong)}}, "got [4]"},
       {{{"input_ids", at::ones({1, 4}, at::kLong)}, {"labels", at::ones({1, 4}, at::kInt)}}, "labels must hold int64 ids, not Int"},
+      // A mask of 2s was read as 1s (HF would add a large positive bias there).
+      {{{"input_ids", at::ones({1, 4}, at::kLong)}, {"attention_mask", at::full({1, 4}, 2, at::kLong)}},
+       "attention_mask holds values other than 0 and 1 (1: a token to attend to, 0: padding)"},
+      {{{"input_ids", at::ones({1, 4}, at::kLong)}, {"attention_mask", at::full({1, 4}, 0.5, at::kFloat)}},
+       "attention_mask holds values other than 0 and 1"},
   };
   for (size_t i = 0; i < shaped.size(); ++i) {
     const std::string file = dir / ("shaped" + std::to_string(i) + ".safetensors");
