@@ -241,6 +241,7 @@ train::TrainerOptions trainer_options(const Args& a, std::shared_ptr<dist::Group
   o.keep_last = a.keep_last;
   o.log_every = a.log_every;
   o.resume = a.resume;
+  o.allow_changes = a.allow_changes;
   o.output = a.output;
   o.stop_at = a.stop_at;
   o.tensorboard = a.tensorboard.resolve(a.output);

@@ -294,6 +294,40 @@ TEST_CASE("pretrain: --resume refuses changed flags and is a no-op on a finished
   CHECK(load_json_file(dir / "r/result.json")["train_loss"].is_number());
 }
 
+TEST_CASE("pretrain: --resume on training text changed since the run began is refused, or warned of with --allow-changes",
+          "[apps][pretrain]") {
+  // The cache is keyed by the file's path, size and date: the edited file was encoded anew and
+  // the run resumed on other examples without a word, the loader's position applied to them.
+  test::TempDir dir;
+  const std::string text = read_file(test::sample("valid.txt"));
+  std::ofstream(dir / "train.txt", std::ios::binary) << text;
+  std::string args = base_args("bert-tiny", dir / "r", 4);
+  args.replace(args.find(" --train ") + 9, test::sample("valid.txt").size(), dir / "train.txt");
+  REQUIRE(run(args + " --save-every 2 --stop-at 2").code == 0);
+  // Rewritten with the same text (a new date, so encoded again): the same examples, resumed.
+  std::ofstream(dir / "train.txt", std::ios::binary) << text;
+  auto same = run(args + " --resume --stop-at 3");
+  INFO(same.out);
+  REQUIRE(same.code == 0);
+  CHECK_THAT(same.out, !Catch::Contains("differ"));
+  // The same length, one word changed: other examples.
+  std::string edited = text;
+  const size_t at = edited.find(" the ");
+  REQUIRE(at != std::string::npos);
+  edited.replace(at, 5, " tha ");
+  std::ofstream(dir / "train.txt", std::ios::binary) << edited;
+  auto changed = run(args + " --resume");
+  INFO(changed.out);
+  CHECK(changed.code == 2);
+  CHECK_THAT(changed.out, Catch::Contains("error: --resume: the training examples differ from the run's (") &&
+                              Catch::Contains("checkpoints/step-3/trainer_state.json records ") &&
+                              Catch::Contains("or --allow-changes to continue on these"));
+  auto allowed = run(args + " --resume --allow-changes");
+  INFO(allowed.out);
+  CHECK(allowed.code == 0);
+  CHECK_THAT(allowed.out, Catch::Contains("warning: resuming with changed data (--allow-changes): the training examples differ"));
+}
+
 TEST_CASE("pretrain: a second run on the same --output is refused, and a killed run's temporaries go", "[apps][pretrain]") {
   // Two writers used to interleave (the folder ended up one seed's while the other reported success).
   test::TempDir dir;

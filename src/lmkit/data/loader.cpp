@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "lmkit/core/error.h"
 #include "lmkit/dist/group.h"
@@ -257,6 +259,30 @@ Batch Loader::next() {
   }
   position_ = advance(position_);
   return b;
+}
+
+std::string fingerprint(const Dataset& dataset) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  auto ints = [&](const std::vector<int32_t>& v) {
+    const uint64_t n = v.size();
+    mix(&n, sizeof n);
+    mix(v.data(), v.size() * sizeof(int32_t));
+  };
+  const int64_t n = dataset.size(0), samples = std::min<int64_t>(n, 16);
+  for (int64_t k = 0; k < samples; ++k) {
+    const Example e = dataset.get(k * n / samples, 0);
+    ints(e.input_ids), ints(e.token_type_ids), ints(e.labels), ints(e.decoder_input_ids);
+    mix(e.pixels.data(), e.pixels.size() * sizeof(float));
+    mix(&e.class_label, sizeof e.class_label);
+    if (!std::isnan(e.target)) mix(&e.target, sizeof e.target);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(n) + ":" + hex;
 }
 
 LoaderOptions in_order(int64_t batch_size, int32_t pad_id) {

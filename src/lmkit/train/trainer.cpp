@@ -257,6 +257,7 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
                 {"best_step", best_step_},
                 {"evals_since_best", evals_since_best_},
                 {"skipped_steps", skipped_steps_},
+                {"train_data", data::fingerprint(*train_)},
                 {"schedule", schedule_name(o_.schedule.schedule)},
                 {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))},
                 {"generators", {{"device", generators.device_type}, {"ranks", generators.ranks()}}}};
@@ -328,6 +329,7 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
     }
     if (warning && writer()) std::fprintf(stderr, "%s\n", warning->c_str());
     start_step_ = state.at("step").get<int64_t>();
+    check_same_data(state.value("train_data", std::string()), state_file);
     skipped_steps_ = state.value("skipped_steps", int64_t{0});
     if (state.contains("best_valid") && state["best_valid"].is_number()) best_valid_ = state["best_valid"].get<double>();
     // Early stopping and result.json carry on from where the run was, not from zero.
@@ -340,6 +342,24 @@ data::LoaderPosition Trainer::restore(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(state_file + ": damaged (" + std::string(e.what()).substr(0, 160) + ")");
   }
+}
+
+void Trainer::check_same_data(const std::string& saved, const std::string& state_file) const {
+  // The data cache is keyed by a file's path, size and date: text replaced or edited since the run
+  // began resumed silently on other examples, the loader's position applied to them.
+  if (saved.empty()) return;  // a checkpoint from before the fingerprint
+  const std::string now = data::fingerprint(*train_);
+  if (saved == now) return;
+  auto count = [](const std::string& f) { return f.substr(0, f.find(':')); };
+  const std::string what = "the training examples differ from the run's (" +
+                           (count(saved) == count(now) ? "the same count, " + count(now) + ", other contents"
+                                                       : count(now) + " examples, the run had " + count(saved)) +
+                           "; " + state_file + " records " + saved + ", they give " + now + ")";
+  if (!o_.allow_changes) {
+    throw InputError("--resume: " + what + ": give the run's data, or --allow-changes to continue on these (not as an "
+                     "uninterrupted run would)");
+  }
+  if (writer()) std::fprintf(stderr, "warning: resuming with changed data (--allow-changes): %s\n", what.c_str());
 }
 
 void Trainer::parameters_ready() const {

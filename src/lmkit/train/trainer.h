@@ -46,6 +46,9 @@ struct TrainerOptions {
   int64_t keep_last = 2;        ///< step checkpoints kept (the best is kept apart)
   int64_t max_bad_steps = 10;   ///< consecutive non-finite steps before giving up
   bool resume = false;          ///< continue from checkpoints/latest
+  /// With resume: continue although the training examples differ from the checkpoint's
+  /// (data::fingerprint; a warning instead of the error).
+  bool allow_changes = false;
   int64_t stop_at = 0;          ///< stop after this step as if interrupted (0: run to `steps`)
   std::string output;           ///< the run directory
   std::string tensorboard;      ///< where TensorBoard event files go ("": none); rank 0 writes them
@@ -149,6 +152,9 @@ class Trainer {
   /// saving: a collective under data parallelism, called by every rank before a checkpoint.
   GeneratorStates generators() const;
   data::LoaderPosition restore(const std::string& dir);
+  /// InputError (a warning with allow_changes) when the training examples are not the ones whose
+  /// fingerprint the checkpoint saved (`saved`, from `state_file`; empty: an older checkpoint).
+  void check_same_data(const std::string& saved, const std::string& state_file) const;
   Json validate(int64_t step);
   Json validate_sources(int64_t max_batches);  ///< each of valid_sources_ and their pooled loss
   bool writer() const { return !o_.group || o_.group->leader(); }
