@@ -321,7 +321,7 @@ TEST_CASE("pretrain: --resume on training text changed since the run began is re
   CHECK(changed.code == 2);
   CHECK_THAT(changed.out, Catch::Contains("error: --resume: the training examples differ from the run's (") &&
                               Catch::Contains("checkpoints/step-3/trainer_state.json records ") &&
-                              Catch::Contains("or --allow-changes to continue on these"));
+                              Catch::Contains("give the run's data (lmkit-pretrain's --allow-changes continues on these"));
   auto allowed = run(args + " --resume --allow-changes");
   INFO(allowed.out);
   CHECK(allowed.code == 0);

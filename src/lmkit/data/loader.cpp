@@ -272,7 +272,7 @@ std::string fingerprint(const Dataset& dataset) {
     mix(&n, sizeof n);
     mix(v.data(), v.size() * sizeof(int32_t));
   };
-  const int64_t n = dataset.size(0), samples = std::min<int64_t>(n, 16);
+  const int64_t n = dataset.size(0), samples = std::min<int64_t>(n, 64);
   for (int64_t k = 0; k < samples; ++k) {
     const Example e = dataset.get(k * n / samples, 0);
     ints(e.input_ids), ints(e.token_type_ids), ints(e.labels), ints(e.decoder_input_ids);

@@ -45,9 +45,9 @@ LoaderOptions in_order(int64_t batch_size, int32_t pad_id);
 int64_t batches_per_epoch(const Dataset& dataset, const LoaderOptions& options, int64_t epoch);
 
 /// What identifies a dataset's examples for a resumed run: "COUNT:HASH", the epoch-0 count and
-/// an FNV-1a hash of 16 examples spread over it (their ids, labels, pixels and targets). A
-/// resume on another text or corpus than the run's changes it (the cache keys it by path and
-/// date, not content).
+/// an FNV-1a hash of 64 examples spread evenly over it (their ids, labels, pixels and targets).
+/// Another text or corpus than the run's changes it (the cache keys a file by path and date, not
+/// content); an edit that keeps the count and touches none of the 64 does not.
 std::string fingerprint(const Dataset& dataset);
 
 /// Where a loader is: the next batch to produce.

@@ -356,8 +356,8 @@ void Trainer::check_same_data(const std::string& saved, const std::string& state
                                                        : count(now) + " examples, the run had " + count(saved)) +
                            "; " + state_file + " records " + saved + ", they give " + now + ")";
   if (!o_.allow_changes) {
-    throw InputError("--resume: " + what + ": give the run's data, or --allow-changes to continue on these (not as an "
-                     "uninterrupted run would)");
+    throw InputError("--resume: " + what + ": give the run's data (lmkit-pretrain's --allow-changes continues on these, "
+                     "not as an uninterrupted run would)");
   }
   if (writer()) std::fprintf(stderr, "warning: resuming with changed data (--allow-changes): %s\n", what.c_str());
 }
