@@ -244,6 +244,9 @@ Trainer::Trainer(TrainerInputs in, TrainerOptions options)
     optimizer_ = make_optimizer(*model_, std::move(optimizer));
   }
   train_loader_ = data::sharded(train_loader_, o_.group.get());
+  // Once, before any batch: NSP's and a mixture's per-epoch plans are cached one epoch at a time,
+  // so epoch 0's examples read at each checkpoint of a later epoch would rebuild two plans there.
+  train_fingerprint_ = data::fingerprint(*train_);
 }
 
 void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position, const std::string& dir,
@@ -257,7 +260,7 @@ void Trainer::save_checkpoint(int64_t step, const data::LoaderPosition& position
                 {"best_step", best_step_},
                 {"evals_since_best", evals_since_best_},
                 {"skipped_steps", skipped_steps_},
-                {"train_data", data::fingerprint(*train_)},
+                {"train_data", train_fingerprint_},
                 {"schedule", schedule_name(o_.schedule.schedule)},
                 {"lr", learning_rate(o_.schedule, std::max<int64_t>(step, 1))},
                 {"generators", {{"device", generators.device_type}, {"ranks", generators.ranks()}}}};
@@ -348,7 +351,7 @@ void Trainer::check_same_data(const std::string& saved, const std::string& state
   // The data cache is keyed by a file's path, size and date: text replaced or edited since the run
   // began resumed silently on other examples, the loader's position applied to them.
   if (saved.empty()) return;  // a checkpoint from before the fingerprint
-  const std::string now = data::fingerprint(*train_);
+  const std::string& now = train_fingerprint_;
   if (saved == now) return;
   auto count = [](const std::string& f) { return f.substr(0, f.find(':')); };
   const std::string what = "the training examples differ from the run's (" +

@@ -166,6 +166,7 @@ class Trainer {
   std::shared_ptr<models::Model> model_;
   TrainerOptions o_;
   std::shared_ptr<const data::Dataset> train_, valid_;
+  std::string train_fingerprint_;  // data::fingerprint of train_, taken once at construction
   std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> valid_sources_;
   data::LoaderOptions train_loader_, valid_loader_;
   c10::Device device_;
