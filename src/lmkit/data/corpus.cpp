@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -25,18 +24,20 @@ namespace {
 // order, so the output is the same whatever the thread count. A stop signal
 // (check_stop) ends it between chunks, as Interrupted naming `during`.
 std::vector<std::vector<int32_t>> encode_all(const tokenizer::Tokenizer& tok, const std::vector<std::string>& sentences,
-                                             int threads, ProgressBar* progress, const std::string& during) {
+                                             int threads, const std::string& during) {
   const size_t chunk = 1024, num_chunks = (sentences.size() + chunk - 1) / chunk;
   std::vector<std::vector<int32_t>> encoded(sentences.size());
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<bool> abandon{false};
+  std::atomic<size_t> next{0};
+  std::atomic<bool> abandon{false};  // a worker failed, or a stop signal came
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto worker = [&] {
     try {
       for (size_t c; !abandon && (c = next.fetch_add(1)) < num_chunks;) {
-        for (size_t i = c * chunk; i < std::min(sentences.size(), (c + 1) * chunk); ++i) encoded[i] = tok.encode(sentences[i]);
-        done.fetch_add(1);
+        if (stop_pending()) abandon = true;
+        for (size_t i = c * chunk; !abandon && i < std::min(sentences.size(), (c + 1) * chunk); ++i) {
+          encoded[i] = tok.encode(sentences[i]);
+        }
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
@@ -46,19 +47,9 @@ std::vector<std::vector<int32_t>> encode_all(const tokenizer::Tokenizer& tok, co
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  // The calling thread watches: the bar, and a stop signal, which the workers hear as `abandon`.
-  while (done.load() < num_chunks && !abandon) {
-    if (progress) progress->update(static_cast<int64_t>(std::min(done.load() * chunk, sentences.size())));
-    if (stop_pending()) abandon = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(progress ? 100 : 20));
-  }
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   check_stop(during.c_str());
-  if (progress) {
-    progress->update(static_cast<int64_t>(sentences.size()));
-    progress->finish();
-  }
   return encoded;
 }
 
@@ -87,7 +78,7 @@ class CorpusWriter {
   void flush(bool last = false) {
     std::vector<uint16_t> narrow;
     std::vector<uint32_t> full;
-    for (const auto& e : encode_all(tok_, batch_, threads_, nullptr, during_)) {
+    for (const auto& e : encode_all(tok_, batch_, threads_, during_)) {
       if (wide_) full.insert(full.end(), e.begin(), e.end());
       else narrow.insert(narrow.end(), e.begin(), e.end());
       sentence_starts_.push_back(num_tokens_ += e.size());

@@ -9,6 +9,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/dist/group.h"
+#include "lmkit/tokenizer/tokenizer.h"
 
 namespace lmkit::data {
 
@@ -262,26 +263,23 @@ Batch Loader::next() {
 }
 
 std::string fingerprint(const Dataset& dataset) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
+  std::string bytes;  // the sampled examples' fields, hashed at once
+  auto add = [&](const void* data, size_t n) { bytes.append(static_cast<const char*>(data), n); };
   auto ints = [&](const std::vector<int32_t>& v) {
     const uint64_t n = v.size();
-    mix(&n, sizeof n);
-    mix(v.data(), v.size() * sizeof(int32_t));
+    add(&n, sizeof n);
+    add(v.data(), v.size() * sizeof(int32_t));
   };
   const int64_t n = dataset.size(0), samples = std::min<int64_t>(n, 64);
   for (int64_t k = 0; k < samples; ++k) {
     const Example e = dataset.get(k * n / samples, 0);
     ints(e.input_ids), ints(e.token_type_ids), ints(e.labels), ints(e.decoder_input_ids);
-    mix(e.pixels.data(), e.pixels.size() * sizeof(float));
-    mix(&e.class_label, sizeof e.class_label);
-    if (!std::isnan(e.target)) mix(&e.target, sizeof e.target);
+    add(e.pixels.data(), e.pixels.size() * sizeof(float));
+    add(&e.class_label, sizeof e.class_label);
+    if (!std::isnan(e.target)) add(&e.target, sizeof e.target);
   }
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(tokenizer::fnv1a64(bytes)));
   return std::to_string(n) + ":" + hex;
 }
 

@@ -87,12 +87,11 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
   std::string line;
   next_line(line);
   check_input(line == "template\tanswer", probes_tsv + ":1: expected the header 'template<TAB>answer'");
-  int64_t scored = 0, multi_piece = 0, at1 = 0, at10 = 0, number = 1, probes = 0;
+  int64_t scored = 0, multi_piece = 0, at1 = 0, at10 = 0, number = 1;
   double reciprocal = 0;
   while (next_line(line)) {
     ++number;
     if (line.empty()) continue;
-    ++probes;
     const std::string where = probes_tsv + ":" + std::to_string(number);
     const size_t tab = line.find('\t');
     check_input(tab != std::string::npos && line.find('\t', tab + 1) == std::string::npos,
@@ -123,7 +122,7 @@ Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const s
     at10 += rank <= 10;
     reciprocal += 1.0 / static_cast<double>(rank);
   }
-  check_input(probes > 0, probes_tsv + ": no probes (only the header 'template<TAB>answer')");
+  check_input(scored + multi_piece > 0, probes_tsv + ": no probes (only the header 'template<TAB>answer')");
   check_input(scored > 0, probes_tsv + ": no probe whose answer is one token of this vocabulary (" +
                               std::to_string(multi_piece) + " skipped: answers of several pieces)");
   const double n = static_cast<double>(scored);
