@@ -58,7 +58,7 @@ lmkit::Json registered() {
   };
   Json out = {{"families", Json::array()}, {"objectives", Json::array()}, {"tasks", Json::array()},
               {"metrics", Json::array()}, {"optimizers", Json::array()}, {"attentions", Json::array()}};
-  for (const auto& f : lmkit::models::families()) out["families"].push_back(entry(f.model_type, "", f.source));
+  for (const auto& f : lmkit::models::families()) out["families"].push_back(entry(f.model_type, f.summary, f.source));
   for (const auto& o : lmkit::data::objectives()) out["objectives"].push_back(entry(o.name, o.summary, o.source));
   for (const auto& t : lmkit::tasks::tasks()) out["tasks"].push_back(entry(t.name, t.summary, t.source));
   for (const auto& m : lmkit::tasks::metrics()) out["metrics"].push_back(entry(m.name, m.summary, m.source));
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   app.add_flag("--fields", fields,
                "list the config's fields: each key, its value, its default and what a value must be (with PATH)");
   app.add_flag("--registered", kinds,
-               "list what is registered (families, objectives, tasks, metrics, optimizers), plugins' entries included");
+               "list what is registered (families, objectives, tasks, metrics, optimizers, attentions), plugins' entries "
+               "included");
   app.add_flag("--json", json, "print one JSON object instead of a table");
   lmkit::add_runtime_flags(app, runtime);
   return lmkit::run_app(app, argc, argv, [&] {

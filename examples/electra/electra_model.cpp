@@ -341,6 +341,7 @@ double ElectraImpl::flops_per_token(int64_t seq_len, int64_t) const {
 lmkit::models::Family electra_family() {
   lmkit::models::Family f;
   f.model_type = "electra";
+  f.summary = "ELECTRA (Clark et al. 2020): a discriminator trained on a small generator's replaced tokens";
   f.architectures = electra_architectures().names();
   f.heads = electra_architectures().heads();
   // Replaced token detection (the plugin's objective; the config needs generator_size), or the

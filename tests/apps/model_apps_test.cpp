@@ -184,6 +184,25 @@ TEST_CASE("apps: lmkit-info reports the reference parameter counts", "[apps]") {
   CHECK_THAT(bad.out, Catch::StartsWith("error: "));
 }
 
+TEST_CASE("apps: lmkit-info --registered lists every kind's entries, each with its line", "[apps]") {
+  Run r = run("lmkit-info --registered --json");
+  REQUIRE(r.code == 0);
+  const auto kinds = nlohmann::json::parse(r.out)["registered"];
+  for (const char* kind : {"families", "objectives", "tasks", "metrics", "optimizers", "attentions"}) {
+    INFO(kind);
+    REQUIRE(kinds.contains(kind));
+    CHECK(kinds[kind].size() >= 4);
+    for (const auto& e : kinds[kind]) {
+      INFO(e.dump());
+      CHECK(e["source"] == "lmkit");
+      CHECK(e["summary"].get<std::string>().size() >= 12);  // a family's too: what it is, after whom
+    }
+  }
+  Run text = run("lmkit-info --registered");
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("  llama                  Llama (Touvron et al. 2023)"));
+}
+
 TEST_CASE("apps: lmkit-info --fields lists each config key with its value, default and check", "[apps]") {
   Run r = run("lmkit-info " + test::source_dir() + "/models/mistral-mini.json --fields");
   REQUIRE(r.code == 0);

@@ -189,7 +189,9 @@ OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr 1e-3 --steps 4 --
 OMP_NUM_THREADS=1 "$bin/lmkit-pretrain" "${lion_args[@]}" --lr 1e-3 --steps 4 --resume --output "$work/lion-twice" >/dev/null 2>&1
 cmp -s "$work/lion-once/final/model.safetensors" "$work/lion-twice/final/model.safetensors" ||
   { echo "FAIL: a Lion run stopped and resumed differs from an uninterrupted one"; exit 1; }
-"$bin/lmkit-info" --plugin "$lion_plugin" --registered | grep -q "^  lion .*\[$lion_plugin\]$" ||
+# (grep reads the whole listing: grep -q in a pipe under pipefail stops reading at its match, and
+# lmkit-info's next write then dies of SIGPIPE, failing the pipe once the listing passes 4 KiB)
+grep -q "^  lion .*\[$lion_plugin\]$" <<<"$("$bin/lmkit-info" --plugin "$lion_plugin" --registered)" ||
   { echo "FAIL: lmkit-info --registered does not list the plugin's optimizer"; exit 1; }
 expect_error "^error: --lion-beta2 applies to --optimizer lion, not adamw$" "$bin/lmkit-pretrain" --plugin "$lion_plugin" \
   --model "$prefix/share/lmkit/models/bert-tiny.json" --train "$src/data/wikitext-2-sample/valid.txt" --lion-beta2 0.9 \
@@ -219,7 +221,7 @@ cmp -s "$work/performer-once/final/model.safetensors" "$work/performer-twice/fin
 OMP_NUM_THREADS=1 "$bin/lmkit-evaluate" --plugin "$performer_plugin" --checkpoint "$work/performer-once/final" \
   --data "$src/data/wikitext-2-sample/valid.txt" --metric mlm-perplexity --seq-len 32 --threads 1 >"$work/performer-eval.log" 2>&1 ||
   { tail -5 "$work/performer-eval.log"; echo "FAIL: lmkit-evaluate did not score the Performer BERT"; exit 1; }
-"$bin/lmkit-info" --plugin "$performer_plugin" --registered | grep -q "^  performer .*\[$performer_plugin\]$" ||
+grep -q "^  performer .*\[$performer_plugin\]$" <<<"$("$bin/lmkit-info" --plugin "$performer_plugin" --registered)" ||
   { echo "FAIL: lmkit-info --registered does not list the plugin's attention"; exit 1; }
 echo '{"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 4, "attention": "performer"}' >"$work/performer-gpt.json"
 expect_error "cannot be a decoder's causal self-attention" "$bin/lmkit-info" --plugin "$performer_plugin" "$work/performer-gpt.json"

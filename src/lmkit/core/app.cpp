@@ -250,7 +250,7 @@ void add_plugin_flag(CLI::App& app) {
   static std::vector<std::string> given;  // loaded already; kept only for the resolved config
   if (!app.get_option_no_throw("--plugin")) {
     app.add_option("--plugin", given, "a plugin (a shared object built on the installed lmkit) to load first: its families, "
-                               "objectives, tasks and metrics join the built-in ones (repeatable; also $LMKIT_PLUGINS, "
+                               "objectives, tasks, metrics, optimizers and attentions join the built-in ones (repeatable; also $LMKIT_PLUGINS, "
                                "':'-separated; docs/library.md)")
         ->type_name("FILE")
         ->allow_extra_args(false)  // one FILE a --plugin: the next word is the app's (a positional)

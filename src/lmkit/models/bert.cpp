@@ -410,6 +410,7 @@ bool BertImpl::hf_ignorable(const std::string& name) const {
 Family bert_family() {
   Family f;
   f.model_type = "bert";
+  f.summary = "BERT (Devlin et al. 2019): a bidirectional Transformer encoder, post-norm, learned positions";
   f.architectures = bert_architectures("bert").names();
   f.heads = bert_architectures("bert").heads();
   f.objectives = {{"mlm+nsp", "BertForPreTraining"}, {"mlm", "BertForMaskedLM"}, {"mlm+sbo", "BertForSpanPreTraining"}};

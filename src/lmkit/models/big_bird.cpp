@@ -19,6 +19,7 @@ BertConfig big_bird_defaults() {
 Family big_bird_family() {
   Family f;
   f.model_type = "big_bird";
+  f.summary = "BigBird (Zaheer et al. 2020): BERT with block-sparse attention (global, window and random blocks)";
   f.architectures = bert_architectures("big_bird").names();
   f.heads = bert_architectures("big_bird").heads();
   f.objectives = {{"mlm", "BigBirdForMaskedLM"}, {"mlm+nsp", "BigBirdForPreTraining"}};

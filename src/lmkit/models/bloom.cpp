@@ -144,7 +144,9 @@ std::vector<HfTensor> BloomImpl::hf_tensors() {
 Family bloom_family() {
   // The tokenizer: <unk>=0 <s>=1 </s>=2 <pad>=3, nothing added around a text. ALiBi has no end,
   // and BloomConfig names no length: no positions_key (give --context).
-  return decoder_family<BloomImpl, BloomConfig>("bloom", bloom_architectures(), BloomConfig::from_json, "bloom");
+  Family f = decoder_family<BloomImpl, BloomConfig>("bloom", bloom_architectures(), BloomConfig::from_json, "bloom");
+  f.summary = "BLOOM (BigScience 2022): a pre-norm decoder with ALiBi position penalties";
+  return f;
 }
 
 }  // namespace lmkit::models

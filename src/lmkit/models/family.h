@@ -34,6 +34,7 @@ inline constexpr const char* kImageClassificationHead = "image-classification"; 
 
 struct Family {
   std::string model_type;                  ///< HF model_type: bert, gpt2, t5, transformer
+  std::string summary;                     ///< one line for `lmkit-info --registered`: what it is, after whom
   std::vector<std::string> architectures;  ///< HF classes it builds; the first is the default
   std::vector<Objective> objectives;       ///< pretraining objectives; the first is the default
   /// Finetuning head -> the architecture that has it: kClassificationHead, kTokenClassificationHead,

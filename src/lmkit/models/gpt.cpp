@@ -165,6 +165,7 @@ bool GptImpl::hf_ignorable(const std::string& name) const {
 
 Family gpt_family() {
   Family f = decoder_family<GptImpl, GptConfig>("gpt2", gpt_architectures(), GptConfig::from_json, "gpt2");
+  f.summary = "GPT-2 (Radford et al. 2019): a pre-norm Transformer decoder, learned positions, tied head";
   f.positions_key = "n_positions";
   f.adopt_vocabulary = [](Json& config, int64_t vocab_size, int32_t, int32_t eos) {
     config["vocab_size"] = vocab_size;

@@ -298,6 +298,9 @@ Family mistral_family(const std::string& model_type) {
   Family f = decoder_family<LlamaImpl, LlamaConfig>(
       model_type, architectures_of(model_type),
       [model_type](const Json& j, const std::string& file) { return LlamaConfig::from_json(j, file, model_type); }, "llama");
+  f.summary = model_type == "llama"
+                  ? "Llama (Touvron et al. 2023): a decoder with RMSNorm, rotary positions and SwiGLU"
+                  : "Mistral (Jiang et al. 2023): Llama's decoder with sliding-window attention";
   f.positions_key = "";  // rotary positions have no end: max_position_embeddings bounds nothing,
   f.context_key = "max_position_embeddings";  // but is the default perplexity window
   return f;

@@ -17,6 +17,7 @@ BertConfig longformer_defaults() {
 
 Family longformer_family() {
   Family f = roberta_style_family<LongformerImpl>("longformer", longformer_defaults);
+  f.summary = "Longformer (Beltagy et al. 2020): RoBERTa with a local attention window and global tokens";
   f.objectives = {{"mlm", "LongformerForMaskedLM"}};
   return f;
 }

@@ -58,6 +58,7 @@ template Family roberta_style_family<LongformerImpl>(const std::string&, BertCon
 
 Family roberta_family() {
   Family f = roberta_style_family<RobertaImpl>("roberta", roberta_defaults);
+  f.summary = "RoBERTa (Liu et al. 2019): BERT's encoder with byte-level BPE ids and offset positions";
   f.objectives = {{"mlm", "RobertaForMaskedLM"}, {"mlm+sbo", "RobertaForSpanPreTraining"}};
   return f;
 }

@@ -360,6 +360,7 @@ bool T5Impl::hf_ignorable(const std::string& name) const {
 Family t5_family() {
   Family f;
   f.model_type = "t5";
+  f.summary = "T5 (Raffel et al. 2020): an encoder-decoder with bucketed relative position biases and RMSNorm";
   f.architectures = t5_architectures().names();
   f.heads = t5_architectures().heads();
   f.objectives = {{"span", "T5ForConditionalGeneration"}};

@@ -185,6 +185,7 @@ std::vector<HfTensor> TransformerImpl::hf_tensors() {
 Family transformer_family() {
   Family f;
   f.model_type = "transformer";
+  f.summary = "the Transformer (Vaswani et al. 2017): the original encoder-decoder, sinusoidal positions";
   f.architectures = {TransformerImpl::kArchitecture};
   f.objectives = {{"seq2seq", TransformerImpl::kArchitecture}};
   f.heads = {{kTextToTextHead, TransformerImpl::kArchitecture}};

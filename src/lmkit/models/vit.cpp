@@ -353,6 +353,8 @@ Family vit_like(const std::string& model_type) {
   Family f;
   f.model_type = model_type;
   f.images = true;
+  f.summary = model_type == "vit" ? "ViT (Dosovitskiy et al. 2021): a Transformer encoder over image patches"
+                                  : "ViT MAE (He et al. 2022): a ViT pretrained as a masked autoencoder of image patches";
   f.architectures = vit_architectures(model_type).names();
   f.heads = vit_architectures(model_type).heads();
   f.create = family_creator<VitImpl, VitConfig>(vit_architectures(model_type), [model_type](const Json& j, const std::string& file) {

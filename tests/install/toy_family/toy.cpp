@@ -51,6 +51,7 @@ class ToyImpl : public lmkit::models::Model {
 void register_toy() {
   lmkit::models::Family f;
   f.model_type = "toy";
+  f.summary = "a toy masked LM (the install test's family)";
   f.architectures = {"ToyForMaskedLM"};
   f.objectives = {{"mlm", "ToyForMaskedLM"}};
   f.tokenizer_family = "bert";
