@@ -112,6 +112,18 @@ struct TrainCommand {
     t->add_flag("--overwrite", overwrite, "replace a tokenizer already at --output");
     return t;
   }
+  // SIGTERM/SIGINT end the training at once (SentencePiece's trainer runs in a child process), exit 3;
+  // `made`, the folder made for it, goes again.
+  tokenizer::Tokenizer train_stoppable(const std::string& made) const {
+    try {
+      StopSignals signals;
+      return tokenizer::Tokenizer::train(options);
+    } catch (const Interrupted& e) {
+      std::error_code ec;
+      if (!made.empty()) std::filesystem::remove(made, ec);  // only when empty
+      throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": nothing written (" + options.output + " is as it was)");
+    }
+  }
   void run() {
     namespace fs = std::filesystem;
     // The files of a tokenizer already there are replaced only with --overwrite.
@@ -119,8 +131,9 @@ struct TrainCommand {
     std::error_code ec;
     const OutputLock lock(options.output);  // one tokenizer training into --output at a time
     const bool model_file = fs::path(options.output).extension() == ".model";
-    if (!model_file) make_output_directory(options.output);
-    else if (fs::path(options.output).has_parent_path()) make_output_directory(fs::path(options.output).parent_path().string());
+    const std::string into = model_file ? fs::path(options.output).parent_path().string() : options.output;
+    const bool made = !into.empty() && !fs::exists(into, ec);
+    if (!into.empty()) make_output_directory(into);
     if (fs::is_directory(options.output, ec)) {
       check_input(overwrite || !tokenizer::Tokenizer::present(options.output),
                   "--output " + options.output + ": holds a tokenizer; give --overwrite to replace it");
@@ -136,7 +149,7 @@ struct TrainCommand {
       check_input(key != "model_type" || model_type->count() == 0 || value == options.model_type,
                   "--model-type " + options.model_type + ": the " + options.family + " family trains " + value);
     }
-    auto tok = tokenizer::Tokenizer::train(options);
+    auto tok = train_stoppable(made ? into : "");
     std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
                 family.c_str());
     // Every named special, the unknown piece included (it is not a control token, so special_ids() leaves it out).

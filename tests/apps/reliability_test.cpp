@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "../data/data_fixture.h"
 #include "app_runner.h"
@@ -237,6 +238,66 @@ TEST_CASE("reliability: SIGTERM while a corpus is encoded stops the encoding at 
                                    ": training had not started, so there is nothing to resume"));
   CHECK_THAT(plog, !Catch::Contains("error:"));
   CHECK(fs::is_empty(dir / "r/cache"));
+}
+
+TEST_CASE("reliability: SIGTERM while a tokenizer is trained stops it at once, exit 3, and SIGKILL takes the trainer too",
+          "[apps][reliability]") {
+  // SentencePiece's trainer cannot be stopped: lmkit-tokenize train ended at the signal (exit 143, no line), and
+  // lmkit-pretrain waited for the whole training (84 s on a 54 MB text) before it stopped. It runs in a child process now.
+  test::TempDir dir;
+  const std::string big = dir / "big.txt";
+  {
+    const std::string text = read_file(test::sample("train.txt"));
+    std::ofstream out(big, std::ios::binary);
+    for (int i = 0; i < 5; ++i) out << text;  // 5 MB: seconds of training on one thread
+  }
+  // Started, and signalled once the app has its trainer's process; the exit code, the log, the trainer's pid.
+  auto signalled = [&](const std::string& args, const std::string& name, const char* signal) {
+    const std::string shell = test::start_app(args, dir / (name + ".log"), dir / (name + ".code"));
+    std::string app, trainer;
+    for (int i = 0; i < 1200 && trainer.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      app = test::run_shell("pgrep -P " + shell + " | head -1").out;
+      if (!app.empty()) trainer = test::run_shell("pgrep -P " + app.substr(0, app.find('\n'))).out;
+    }
+    REQUIRE_FALSE(trainer.empty());
+    const auto at = std::chrono::steady_clock::now();
+    test::run_shell(std::string("pkill -") + signal + " -P " + shell);
+    const int code = test::wait_exit_code(dir / (name + ".code"), 60);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count() < 3.0);
+    return std::make_tuple(code, read_file(dir / (name + ".log")), trainer.substr(0, trainer.find('\n')));
+  };
+  auto gone = [&](const std::string& pid) {
+    for (int i = 0; i < 100; ++i) {
+      if (test::run_shell("kill -0 " + pid + " 2>/dev/null").code != 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  const std::string train = "lmkit-tokenize train --family bert --vocab-size 8000 --threads 1 --input " + big + " --output ";
+  const auto [code, log, trainer] = signalled(train + (dir / "tok"), "train", "TERM");
+  INFO(log);
+  CHECK(code == 3);
+  CHECK_THAT(log, Catch::Contains("interrupted by SIGTERM during tokenizer training: nothing written (" + (dir / "tok") +
+                                  " is as it was)"));
+  CHECK_THAT(log, !Catch::Contains("error:"));
+  CHECK(gone(trainer));
+  CHECK_FALSE(fs::exists(dir / "tok"));  // the folder it had made for the tokenizer went too
+  for (const auto& e : fs::directory_iterator(dir.path)) CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  // Killed outright, the app takes its trainer with it (no orphan training on, writing its files).
+  const auto [kcode, klog, ktrainer] = signalled(train + (dir / "killed"), "killed", "KILL");
+  CHECK(kcode == 137);
+  CHECK(gone(ktrainer));
+  // lmkit-pretrain training the run's tokenizer: no step was trained, so nothing to resume.
+  const std::string pretrain = "lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --vocab-size 8000 --train " +
+                               big + " --output " + (dir / "r") + " --steps 2 --batch-size 4 --seq-len 32 --threads 1";
+  const auto [pcode, plog, ptrainer] = signalled(pretrain, "pretrain", "TERM");
+  INFO(plog);
+  CHECK(pcode == 3);
+  CHECK_THAT(plog, Catch::Contains("interrupted by SIGTERM during tokenizer training: training had not started, so there "
+                                   "is nothing to resume"));
+  CHECK(gone(ptrainer));
+  CHECK_FALSE(fs::exists(dir / "r/tokenizer.model"));
 }
 
 TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, and stop a diverged run", "[apps][reliability]") {

@@ -2,8 +2,15 @@
 // file format itself (sentencepiece_model.proto, read and written by hand: the
 // module cannot hand protobuf objects across, docs/architecture.md).
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +21,7 @@
 #include "../../spm/spm_api.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/module.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/tokenizer/backend.h"
 
 namespace fs = std::filesystem;
@@ -298,13 +306,94 @@ bool written(const std::vector<std::pair<std::string, std::string>>& options) {
   return true;
 }
 
+// The trainer's status through the pipe: its return code, then its message.
+void report(int fd, int rc, const char* err) {
+  std::string out(reinterpret_cast<const char*>(&rc), sizeof rc);
+  out += err;
+  for (size_t at = 0; at < out.size();) {
+    const ssize_t n = ::write(fd, out.data() + at, out.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+}
+
+// Reads the child's report until it closes the pipe; false when a stop signal came first.
+bool read_report(int fd, std::string& got) {
+  char buf[1024];
+  for (;;) {
+    if (stop_pending()) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 100);  // a stop signal is seen within 0.1 s
+    if (ready < 0 && errno != EINTR) throw RuntimeError(std::string("tokenizer training: poll: ") + std::strerror(errno));
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// SentencePiece's trainer has no way to stop it: on a large text it runs for minutes (84 s on
+// 54 MB here), past a scheduler's grace between SIGTERM and SIGKILL. It runs in a child
+// process, which a stop signal ends at once (the caller's Interrupted), and which dies with
+// this process. Its return code, with its message in err.
+int train_in_child(const std::vector<const char*>& keys, const std::vector<const char*>& values, char* err, size_t err_len) {
+  const Api& a = api();  // loaded here: a module that does not load is this process's error
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw RuntimeError(std::string("tokenizer training: pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]), ::close(fds[1]);
+    throw RuntimeError(std::string("tokenizer training: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    try {  // nothing may unwind into the caller's copy of the stack
+      const int rc = a.train(keys.data(), values.data(), static_cast<int>(keys.size()), err, static_cast<int>(err_len));
+      report(fds[1], rc, err);
+    } catch (...) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  bool finished = false;
+  try {
+    finished = read_report(fds[0], got);
+  } catch (...) {
+    ::kill(pid, SIGKILL);
+  }
+  ::close(fds[0]);
+  if (!finished) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!finished) check_stop("tokenizer training");
+  if (got.size() < sizeof(int)) {
+    const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status)) +
+                                                      (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "")
+                                                : "ended with exit status " + std::to_string(WEXITSTATUS(status));
+    throw RuntimeError("tokenizer training: SentencePiece's trainer (a child process) " + how + " before it finished");
+  }
+  int rc = 0;
+  std::memcpy(&rc, got.data(), sizeof rc);
+  std::snprintf(err, err_len, "%s", got.c_str() + sizeof rc);
+  return rc;
+}
+
 }  // namespace
 
 void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>& options, const std::string& model_path) {
   std::vector<const char*> keys, values;
   for (const auto& [k, v] : options) keys.push_back(k.c_str()), values.push_back(v.c_str());
   char err[1024] = {0};
-  if (api().train(keys.data(), values.data(), static_cast<int>(options.size()), err, sizeof err) == 0) {
+  if (train_in_child(keys, values, err, sizeof err) == 0) {
     if (!written(options)) throw_unwritten(model_path);
     return;
   }
