@@ -300,6 +300,52 @@ TEST_CASE("reliability: SIGTERM while a tokenizer is trained stops it at once, e
   CHECK_FALSE(fs::exists(dir / "r/tokenizer.model"));
 }
 
+TEST_CASE("reliability: SIGTERM while lmkit-finetune or -evaluate reads its examples stops the reading, exit 3",
+          "[apps][reliability]") {
+  // lmkit-finetune ended at the signal (exit 143, no line) while it read and tokenized --train (25 s for
+  // 400,000 rows here); lmkit-evaluate read all of --data before its first check.
+  test::TempDir dir;
+  const auto& f = test::data_fixture("bert");
+  const std::string tok = *f.dir / "tok.model", big = dir / "big.tsv", dev = test::source_dir() + "/tests/fixtures/text/sst2.dev.tsv";
+  {
+    const std::string text = read_file(dev);
+    const std::string rows = text.substr(text.find('\n') + 1);
+    std::ofstream out(big, std::ios::binary);
+    out << text;
+    for (int i = 0; i < 150; ++i) out << rows;  // 130,000 rows: seconds to prepare on one thread
+  }
+  // Started, signalled 0.3 s after its output's lock file appears (the reading follows at once).
+  auto interrupted = [&](const std::string& args, const fs::path& lock, const std::string& name) {
+    const std::string pid = test::start_app(args, dir / (name + ".log"), dir / (name + ".code"));
+    for (int i = 0; i < 1200 && !fs::exists(lock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(fs::exists(lock));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto at = std::chrono::steady_clock::now();
+    test::run_shell("pkill -TERM -P " + pid);
+    const int code = test::wait_exit_code(dir / (name + ".code"), 60);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count() < 3.0);
+    return std::make_pair(code, read_file(dir / (name + ".log")));
+  };
+  const std::string model = " --tokenizer " + tok + " --model " + test::model_preset("bert-tiny") + " --dev " + dev;
+  const auto [code, log] = interrupted("lmkit-finetune --init random --train " + big + model + " --threads 1 --output " +
+                                           (dir / "run"), dir / "run/.lock", "finetune");
+  INFO(log);
+  CHECK(code == 3);
+  CHECK_THAT(log, Catch::Contains("interrupted by SIGTERM during the preparation of the examples: training had not started, "
+                                  "so there is nothing to resume"));
+  CHECK_THAT(log, !Catch::Contains("error:"));
+  // lmkit-evaluate on a checkpoint finetuned on a few rows: it writes nothing.
+  REQUIRE(run("lmkit-finetune --init random --train " + dev + model + " --threads 1 --epochs 1 --max-train-examples 32 "
+              "--max-dev-examples 16 --output " + (dir / "small")).code == 0);
+  const std::string out = dir / "eval.json";
+  const auto [ecode, elog] = interrupted("lmkit-evaluate --checkpoint " + (dir / "small/best") + " --data " + big +
+                                             " --metric classification --threads 1 --output " + out, dir / ".eval.json.lock", "evaluate");
+  INFO(elog);
+  CHECK(ecode == 3);
+  CHECK_THAT(elog, Catch::Contains("interrupted by SIGTERM during the preparation of the examples: nothing written"));
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("reliability: steps skipped for a non-finite loss are said, counted, and stop a diverged run", "[apps][reliability]") {
   test::TempDir dir;
   // A rate of 1e30 turns bert-tiny's weights non-finite at its first update: step 2 on is skipped.

@@ -8,6 +8,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
+#include "lmkit/core/stop.h"
 #include "lmkit/tokenizer/families.h"
 
 namespace lmkit::data {
@@ -167,6 +168,7 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
   const int64_t offset = sequence_offset(tok.post_processor());
   const std::vector<int64_t> continued = continuation_tags(tag_map);
   for (size_t si = 0; si < sentences_.size(); ++si) {
+    check_stop("the preparation of the examples");
     const TaggedSentence& s = sentences_[si];
     std::vector<std::vector<int32_t>> pieces;
     std::vector<int64_t> tags;
