@@ -104,8 +104,9 @@ struct TrainCommand {
                   "DIR (a tokenizer directory HF's AutoTokenizer loads) or PATH.model (with PATH.lmkit.json and "
                   "PATH.tokenizer.json beside it)")->required();
     model_type = t->add_option("--model-type", options.model_type, "unigram or bpe (a family may fix it)");
-    t->add_option("--character-coverage", options.character_coverage, "fraction of characters covered")
-        ->check(in_range(0.5, 1.0));
+    // SentencePiece's own bounds: below 0.98 its trainer fails with no message.
+    t->add_option("--character-coverage", options.character_coverage, "fraction of the text's characters the pieces cover")
+        ->check(in_range(0.98, 1.0));
     t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
     t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(positive());
     t->add_option("--threads", options.threads, "threads (0: OMP_NUM_THREADS where set, else every core)")->check(non_negative());

@@ -322,6 +322,17 @@ TEST_CASE("tokenize train makes its output folders, as encode does (docs/data.md
   INFO(as_file.out);
   CHECK(as_file.code == 0);
   CHECK(std::filesystem::exists(dir / "new/sub/t.model"));
+  CHECK_THAT(as_file.out, !Catch::Contains("warning:"));
+  // More pieces than the text holds: the tokenizer is smaller, and a warning says so (it was said as a count alone).
+  auto fewer = run(train.substr(0, train.find("--vocab-size")) + "--vocab-size 8000 --family bert --output " + (dir / "big"));
+  INFO(fewer.out);
+  CHECK(fewer.code == 0);
+  CHECK_THAT(fewer.out, Catch::Contains("warning: --vocab-size 8000: the training text gives ") &&
+                            Catch::Contains(" pieces, so the tokenizer has "));
+  // Below SentencePiece's 0.98 its trainer failed with "tokenizer training failed: " and nothing after it.
+  auto coverage = run(train + (dir / "c") + " --character-coverage 0.9");
+  CHECK(coverage.code == 2);
+  CHECK_THAT(coverage.out, Catch::StartsWith("error: --character-coverage: 0.9 is out of range: must be in [0.98, 1]"));
 }
 
 namespace {

@@ -413,8 +413,14 @@ void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>&
     throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
                      " --vocab-size asks for: lower --vocab-size or give more text");
   }
-  const size_t tag = message.find("] ");
-  if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) message = message.substr(tag + 2);
+  // "Internal: FILE(LINE) [CHECK] TEXT": the text, or the failed check where there is none.
+  const size_t open = message.find(" ["), tag = message.find("] ");
+  if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) {
+    const std::string text = message.substr(tag + 2);
+    message = text.find_first_not_of(" \n") != std::string::npos || open == std::string::npos || open > tag
+                  ? text
+                  : "SentencePiece's check " + message.substr(open + 1, tag - open) + " failed";
+  }
   throw InputError("tokenizer training failed: " + message);
 }
 

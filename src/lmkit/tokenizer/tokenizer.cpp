@@ -127,6 +127,8 @@ void check_training_options(const TrainOptions& o, const FamilySpec& spec) {
   check_input(ends_with(o.output, ".model") || !fs::exists(o.output) || fs::is_directory(o.output),
               "--output '" + o.output + "' is a file: name a directory or a .model file");
   check_input(o.model_type == "unigram" || o.model_type == "bpe", "--model-type must be unigram or bpe");
+  check_input(o.character_coverage >= 0.98 && o.character_coverage <= 1.0,
+              "--character-coverage " + std::to_string(o.character_coverage) + ": SentencePiece takes 0.98 to 1");
   check_input(o.vocab_size > spec.sentinels + 16, "--vocab-size " + std::to_string(o.vocab_size) + " is too small");
 }
 
@@ -153,6 +155,12 @@ Tokenizer Tokenizer::train(const TrainOptions& o) {
   parts.checksum = fnv1a64(parts.model_bytes);
   parts.source = model_path.string();
   Tokenizer t = assemble(std::move(parts), spec.name, model_path.string());
+  if (t.vocab_size() < o.vocab_size) {  // hard_vocab_limit false: SentencePiece stops where the text does
+    std::fprintf(stderr, "warning: --vocab-size %lld: the training text gives %lld pieces, so the tokenizer has %lld "
+                 "(SentencePiece learns no piece the text does not hold; more text gives more)\n",
+                 static_cast<long long>(o.vocab_size), static_cast<long long>(t.vocab_size()),
+                 static_cast<long long>(t.vocab_size()));
+  }
   try {
     t.write_sentencepiece(model_path.string(), model_path.parent_path().string());
   } catch (...) {
