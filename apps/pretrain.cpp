@@ -16,6 +16,7 @@
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/corpus.h"
 #include "lmkit/data/mixture.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/text_input.h"
@@ -87,8 +88,7 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
     }
     for (const auto& in : t.inputs) {
       check_input(!data::is_corpus(in), in + ": a corpus directory needs the --tokenizer it was encoded with");
-      check_input(fs::is_regular_file(in), in + ": no such text file or corpus directory");
-      check_readable_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
+      data::check_text_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
       data::check_plain_text(in, "the tokenizer lmkit-pretrain trains without --tokenizer");
     }
     t.vocab_size = a.vocab_size;
@@ -160,6 +160,22 @@ int64_t mixture_period(const Args& a, dist::Group* group) {
   return global * ((65536 + global - 1) / global);
 }
 
+// The sources of --train or --valid: a mixture's, or one unnamed source (none for "").
+std::vector<data::MixtureEntry> sources_of(const std::string& spec) {
+  std::vector<data::MixtureEntry> entries = data::parse_mixture(spec);
+  if (entries.empty() && !spec.empty()) entries.push_back({"", 1.0, spec});
+  return entries;
+}
+
+// Every text checked before any is encoded: a --valid that cannot be read is said before --train's minutes.
+void check_texts(const Args& a) {
+  for (const auto* spec : {&a.train, &a.valid}) {
+    for (const auto& e : sources_of(*spec)) {
+      if (!data::is_corpus(e.path)) data::check_text_file(e.path);
+    }
+  }
+}
+
 // Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
 // line) for parallel-text objectives, else the objective over a corpus or a weighted
 // mixture of corpora (raw text is encoded once into the run's cache, by rank 0).
@@ -188,11 +204,11 @@ PretrainingData pretraining_data(const Args& a, const data::ObjectiveSpec& objec
     d.valid = make(a.valid, nullptr, 12345);
     return d;
   }
+  check_texts(a);
   // Each source of --train / --valid (one path: one unnamed source), its corpus opened by rank 0 first.
   auto corpora = [&](const std::string& spec, const std::string& split) {
-    std::vector<data::MixtureEntry> entries = data::parse_mixture(spec);
-    const bool mixture = !entries.empty();
-    if (!mixture && !spec.empty()) entries.push_back({"", 1.0, spec});
+    std::vector<data::MixtureEntry> entries = sources_of(spec);
+    const bool mixture = !data::parse_mixture(spec).empty();
     std::vector<std::pair<data::MixtureEntry, std::shared_ptr<const data::Corpus>>> out;
     dist::leader_first(group, [&] {
       for (const auto& e : entries) {

@@ -2,6 +2,8 @@
 // a complete checkpoint; resumed runs equal uninterrupted ones; bad input is
 // one error line and exit 2.
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
 #include <caffe2/serialize/inline_container.h>
 
 #include <filesystem>
@@ -451,7 +453,14 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
       {"lmkit-pretrain --config " + (dir / "run.json") + " --model " + test::model_preset("bert-tiny") + " --train " +
            test::sample("valid.txt") + " --output " + (dir / "o7"),
        "run.json: unknown key 'batch-sise' (did you mean 'batch-size'?)"},
+      // A FIFO was "no such text file" (it is there); one as --valid was found after --train's encoding.
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "fifo") + " --output " + (dir / "o10"),
+       "fifo: not a regular file (a device, FIFO or socket)"},
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --valid " +
+           (dir / "fifo") + " --output " + (dir / "o11") + " --tokenizer " + bert_tok,
+       "fifo: not a regular file (a device, FIFO or socket)"},
   };
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
   // A second BERT tokenizer, for the corpus/tokenizer mismatch.
   REQUIRE(run("lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " +
               (dir / "other") + " --vocab-size 1500 --steps 1 --batch-size 2 --seq-len 16 --threads 1")
@@ -462,6 +471,7 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
     INFO(r.out);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains("error: " ) && Catch::Contains(message));
+    if (message.rfind("fifo", 0) == 0) CHECK_THAT(r.out, !Catch::Contains("encode "));  // before any text is encoded
   }
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/progress.h"
 #include "lmkit/core/runtime.h"
@@ -164,6 +165,15 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, cons
 
 bool is_corpus(const std::string& path) { return fs::is_directory(path) && fs::exists(path + "/header.json"); }
 
+void check_text_file(const std::string& path) {
+  check_input(!fs::is_directory(path), path + ": a directory but not a token corpus (it has no header.json); a directory "
+                                             "of shards is encoded into one first: lmkit-tokenize encode --input " + path +
+                                             " --output CORPUS");
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path + ": no such text file or corpus directory");
+  check_readable_file(path);  // a FIFO or a device is named as one, not as missing
+}
+
 std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tok,
                                           const std::string& cache_dir, const std::string& name) {
   if (is_corpus(path)) {
@@ -171,10 +181,7 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
     c->check_tokenizer(tok);
     return c;
   }
-  check_input(!fs::is_directory(path), path + ": a directory but not a token corpus (it has no header.json); a directory "
-                                             "of shards is encoded into one first: lmkit-tokenize encode --input " + path +
-                                             " --output CORPUS");
-  if (!fs::is_regular_file(path)) throw InputError(path + ": no such text file or corpus directory");
+  check_text_file(path);
   const auto stamp = fs::last_write_time(path).time_since_epoch().count();
   const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
                                           std::to_string(stamp) + "|" + std::to_string(tok.checksum()));

@@ -88,6 +88,10 @@ class Corpus {
 /// Whether `path` is a corpus directory (has header.json).
 bool is_corpus(const std::string& path);
 
+/// InputError unless `path` is a text file to read: a directory that is not a corpus, a
+/// missing path, a FIFO or a device, and an unreadable file are each named.
+void check_text_file(const std::string& path);
+
 /// `path` as a corpus: a corpus directory as it is (checked against `tokenizer`), or
 /// a text file encoded once into CACHE_DIR/NAME-KEY, where KEY hashes the file's
 /// path, size and time and the tokenizer: an edited file or another tokenizer
