@@ -53,6 +53,32 @@ TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the de
   CHECK(load_json_file(dir / "ft/best/finetune.json")["max_length"] == 16);
   CHECK(ev["max_length"] == 16);
   CHECK(ev["loss"].get<double>() == Approx(result["loss"].get<double>()).epsilon(1e-5));
+  // The same rows as .tsv.gz and .jsonl.gz (HF datasets' compressed files) score the same; a binary file is named
+  // as one (it was read as text: "no column 'sentence' (columns: ...its bytes...)").
+  {
+    std::ifstream in(dir / "train.tsv");
+    std::ofstream out(dir / "train.jsonl");
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      out << Json{{"sentence", line.substr(0, line.find('\t'))}, {"label", line.substr(line.find('\t') + 1)}}.dump() << "\n";
+    }
+  }
+  REQUIRE(test::run_shell("gzip -k " + (dir / "train.tsv") + " " + (dir / "train.jsonl")).code == 0);
+  for (const char* file : {"train.tsv.gz", "train.jsonl.gz"}) {
+    auto z = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + (dir / file) +
+                 " --metric classification --output " + (dir / (std::string(file) + ".json")) + " --threads 1");
+    INFO(z.out);
+    REQUIRE(z.code == 0);
+    const Json zj = load_json_file(dir / (std::string(file) + ".json"));
+    CHECK(zj["loss"] == ev["loss"]);
+    CHECK(zj["examples"] == ev["examples"]);
+  }
+  { std::ofstream(dir / "binary.tsv", std::ios::binary) << std::string("sentence\tlabel\n\x01\x00\xff\xfe\tpos\n", 20); }
+  auto b = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + (dir / "binary.tsv") +
+               " --metric classification --output " + (dir / "b.json") + " --threads 1");
+  CHECK(b.code == 2);
+  CHECK_THAT(b.out, Catch::StartsWith("error: ") && Catch::Contains("binary.tsv: holds NUL bytes: not a text file"));
 }
 
 TEST_CASE("finetune: --dtype bf16 trains under autocast and still separates the set", "[apps][finetune]") {

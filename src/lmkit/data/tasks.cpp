@@ -12,6 +12,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/tokenizer/families.h"
 
 namespace lmkit::data {
@@ -27,7 +28,7 @@ struct Record {
 // RFC 4180 (quoted fields may hold the separator, "" for a quote, and line breaks).
 // Blank lines are skipped; a line end is "\n" or "\r\n"; a UTF-8 byte-order mark is dropped.
 std::vector<Record> read_records(const std::string& path, char sep) {
-  std::string text = read_file(path);
+  std::string text = read_text(path);  // .gz and .zst too
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   std::vector<Record> records;
   Record r{1, {std::string()}};
@@ -86,7 +87,7 @@ bool finite_number(const std::string& s, double* value = nullptr) {
 }  // namespace
 
 std::vector<TextPair> read_parallel_files(const std::string& source_file, const std::string& target_file) {
-  const auto src = read_lines(source_file), tgt = read_lines(target_file);
+  const auto src = read_text_lines(source_file), tgt = read_text_lines(target_file);
   if (src.size() != tgt.size()) {
     throw InputError(source_file + " has " + std::to_string(src.size()) + " lines but " + target_file + " has " +
                      std::to_string(tgt.size()) + ": parallel files must align line by line");
@@ -166,7 +167,7 @@ namespace {
 std::vector<LabelledRow> read_jsonl_rows(const std::string& path, const ColumnSpec& c) {
   std::vector<LabelledRow> rows;
   const bool want_pair = !c.text_pair.empty();
-  const auto lines = read_lines(path);
+  const auto lines = read_text_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
     check_stop("the preparation of the examples");
@@ -240,9 +241,10 @@ std::vector<LabelledRow> read_delimited_rows(const std::string& path, const Colu
 
 std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& c) {
   std::string format = c.format;
+  const std::string name = strip_compression_suffix(path);  // train.jsonl.gz is JSONL
   auto ends = [&](const char* ext) {
     const std::string e(ext);
-    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+    return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
   };
   if (format == "auto") format = ends(".jsonl") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
   check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <streambuf>
+#include <iterator>
 #include <vector>
 
 #include "lmkit/core/error.h"
@@ -216,6 +217,25 @@ void check_plain_text(const std::string& path, const std::string& reader) {
   check_input(sniff_text_file(path) == Compression::kNone,
               path + ": compressed; " + reader + " reads plain text (decompress it, or a sample of it, first, and give the "
                      "tokenizer; lmkit-tokenize encode and lmkit-pretrain --train read .gz and .zst)");
+}
+
+std::string read_text(const std::string& path) {
+  if (sniff_text_file(path) == Compression::kNone) return read_file(path);
+  TextInput in(path);  // a damaged stream's InputError comes through the iterator
+  return std::string((std::istreambuf_iterator<char>(in.stream())), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> read_text_lines(const std::string& path) {
+  const std::string text = read_text(path);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at - (end > at && text[end - 1] == '\r' ? 1 : 0)));
+    at = end + 1;
+  }
+  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
+  return lines;
 }
 
 std::string strip_compression_suffix(const std::string& path) {

@@ -26,6 +26,13 @@ Compression sniff_text_file(const std::string& path);
 /// reads it ("lmkit-tokenize train", "the tokenizer lmkit-pretrain trains").
 void check_plain_text(const std::string& path, const std::string& reader);
 
+/// A whole text file (a dataset's TSV, CSV or JSONL), gzip or zstd decompressed by its first
+/// bytes as TextInput reads it; a binary file, Parquet or an archive is an InputError naming it.
+std::string read_text(const std::string& path);
+
+/// read_text's lines, each without its "\r" (CRLF files), the first without a UTF-8 byte-order mark.
+std::vector<std::string> read_text_lines(const std::string& path);
+
 /// `path` without a trailing ".gz" or ".zst" ("c4.json.gz" -> "c4.json").
 std::string strip_compression_suffix(const std::string& path);
 

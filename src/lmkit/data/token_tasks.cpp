@@ -9,6 +9,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/tokenizer/families.h"
 
 namespace lmkit::data {
@@ -20,7 +21,7 @@ bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == 
 std::vector<TaggedSentence> read_conll(const std::string& path, int64_t tag_column) {
   std::vector<TaggedSentence> out;
   TaggedSentence s;
-  const auto lines = read_lines(path);
+  const auto lines = read_text_lines(path);
   auto close = [&] {
     if (!s.words.empty()) out.push_back(std::move(s));
     s = TaggedSentence();
@@ -74,7 +75,7 @@ std::vector<std::string> string_list(const Json& j, const std::string& key, cons
 
 std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const TaggedFormat& f) {
   std::vector<TaggedSentence> out;
-  const auto lines = read_lines(path);
+  const auto lines = read_text_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (blank(lines[i])) continue;
     const std::string where = path + ":" + std::to_string(i + 1);
@@ -108,7 +109,8 @@ void set_tag_source(TaggedFormat& f, const std::string& label) {
 
 std::vector<TaggedSentence> read_tagged_sentences(const std::string& path, const TaggedFormat& f) {
   std::string format = f.format;
-  if (format == "auto") format = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0 ? "jsonl" : "conll";
+  const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSONL
+  if (format == "auto") format = name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 ? "jsonl" : "conll";
   check_input(format == "conll" || format == "jsonl", "unknown token-classification format '" + format + "' (conll or jsonl)");
   auto out = format == "jsonl" ? read_tagged_jsonl(path, f) : read_conll(path, f.tag_column);
   check_input(!out.empty(), path + ": no tagged sentences");

@@ -7,6 +7,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/data/token_tasks.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/eval/token_classification.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/model.h"
@@ -101,7 +102,7 @@ class TokenClassification : public Task {
 
   // CoNLL has no named fields: its word is the first column, its tag a column number.
   void check_columns(const Context& c, const std::string& path) const {
-    const bool conll = format_.format == "conll" || (format_.format == "auto" && std::filesystem::path(path).extension() != ".jsonl");
+    const bool conll = format_.format == "conll" || (format_.format == "auto" && std::filesystem::path(data::strip_compression_suffix(path)).extension() != ".jsonl");
     if (!conll) return;
     const std::string& label = c.columns.label;
     check_input(!c.given("--label-column") || (!label.empty() && label.find_first_not_of("0123456789") == std::string::npos),
