@@ -35,7 +35,8 @@ TEST_CASE("plugin boundary: whatever a plugin throws or hands back is one error 
   test::TempDir dir;
   const std::string preset = dir / "hostile.json", gpt = test::model_preset("gpt-mini");
   { std::ofstream(preset) << R"({"model_type": "hostile", "vocab_size": 100})"; }
-  const std::string train = " --train " + test::sample("valid.txt") + " --steps 2 --batch-size 2 --seq-len 32 --threads 1";
+  const std::string train =
+      " --train " + test::sample("valid.txt") + " --vocab-size 2000 --steps 2 --batch-size 2 --seq-len 32 --threads 1";
   const std::string p = std::regex_replace(kPlugin, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
   const std::vector<PluginCase> cases = {
       {"throw-int", "lmkit-info --plugin PLUGIN", 1, p + ": its registration threw something that is not a std::exception"},
