@@ -79,6 +79,16 @@ TEST_CASE("finetune: a separable set reaches 100% and evaluate reproduces the de
                " --metric classification --output " + (dir / "b.json") + " --threads 1");
   CHECK(b.code == 2);
   CHECK_THAT(b.out, Catch::StartsWith("error: ") && Catch::Contains("binary.tsv: holds NUL bytes: not a text file"));
+  {  // one past the first 64 KiB, which the format's sniff reads
+    std::ofstream late(dir / "late.tsv", std::ios::binary);
+    late << "sentence\tlabel\n";
+    for (int i = 0; i < 5000; ++i) late << "great wonderful excellent\tpos\n";
+    late << std::string("awful\0\tneg\n", 10);
+  }
+  auto l = run("lmkit-evaluate --checkpoint " + (dir / "ft/best") + " --data " + (dir / "late.tsv") +
+               " --metric classification --output " + (dir / "l.json") + " --threads 1");
+  CHECK(l.code == 2);
+  CHECK_THAT(l.out, Catch::StartsWith("error: ") && Catch::Contains("late.tsv:5002: a NUL byte: not a text file"));
 }
 
 TEST_CASE("finetune: --dtype bf16 trains under autocast and still separates the set", "[apps][finetune]") {

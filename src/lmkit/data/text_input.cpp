@@ -220,9 +220,21 @@ void check_plain_text(const std::string& path, const std::string& reader) {
 }
 
 std::string read_text(const std::string& path) {
-  if (sniff_text_file(path) == Compression::kNone) return read_file(path);
-  TextInput in(path);  // a damaged stream's InputError comes through the iterator
-  return std::string((std::istreambuf_iterator<char>(in.stream())), std::istreambuf_iterator<char>());
+  std::string text;
+  if (sniff_text_file(path) == Compression::kNone) {
+    text = read_file(path);
+  } else {
+    TextInput in(path);  // a damaged stream's InputError comes through the iterator
+    text.assign(std::istreambuf_iterator<char>(in.stream()), std::istreambuf_iterator<char>());
+  }
+  // The sniff saw the first 64 KiB; a NUL byte past them is refused as one in them is.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw InputError(path + ":" + std::to_string(line) + ": a NUL byte: not a text file (lmkit reads UTF-8 text, JSONL, and "
+                     "gzip- or zstd-compressed JSONL)");
+  }
+  return text;
 }
 
 std::vector<std::string> read_text_lines(const std::string& path) {
