@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <regex>
@@ -369,16 +370,18 @@ int train_in_child(const std::vector<const char*>& keys, const std::vector<const
   ::close(fds[1]);
   std::string got;
   bool finished = false;
+  std::exception_ptr failed;  // the parent's own failure (poll), said once the child is reaped
   try {
     finished = read_report(fds[0], got);
   } catch (...) {
-    ::kill(pid, SIGKILL);
+    failed = std::current_exception();
   }
   ::close(fds[0]);
   if (!finished) ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (failed) std::rethrow_exception(failed);
   if (!finished) check_stop("tokenizer training");
   if (got.size() < sizeof(int)) {
     const std::string how = WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status)) +
