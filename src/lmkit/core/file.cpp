@@ -162,19 +162,22 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  check_readable_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file (" + std::strerror(errno) + ")");
+std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at - (end > at && text[end - 1] == '\r' ? 1 : 0)));
+    at = end + 1;
   }
   // A UTF-8 byte-order mark (Excel, Notepad) is not part of the first line's text.
   if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
   return lines;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  check_readable_file(path);
+  return split_lines(read_file(path));
 }
 
 MappedFile::MappedFile(const std::string& path) {

@@ -52,8 +52,11 @@ void remove_stale_temporaries(const std::string& target);
 /// Reads a whole file; InputError naming the file if it cannot be opened.
 std::string read_file(const std::string& path);
 
-/// A text file's lines without their line ends ("\n" or "\r\n") and without a
-/// leading UTF-8 byte-order mark; InputError naming the file if it cannot be opened.
+/// A text's lines without their line ends ("\n" or "\r\n") and without a leading UTF-8
+/// byte-order mark; a last line end adds no empty line.
+std::vector<std::string> split_lines(const std::string& text);
+
+/// A text file's lines, as split_lines gives them; InputError naming the file if it cannot be opened.
 std::vector<std::string> read_lines(const std::string& path);
 
 /// A fresh directory under the system's temporary directory (PREFIX-PID-N),

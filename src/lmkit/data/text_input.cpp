@@ -237,18 +237,7 @@ std::string read_text(const std::string& path) {
   return text;
 }
 
-std::vector<std::string> read_text_lines(const std::string& path) {
-  const std::string text = read_text(path);
-  std::vector<std::string> lines;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(at, end - at - (end > at && text[end - 1] == '\r' ? 1 : 0)));
-    at = end + 1;
-  }
-  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
-  return lines;
-}
+std::vector<std::string> read_text_lines(const std::string& path) { return split_lines(read_text(path)); }
 
 std::string strip_compression_suffix(const std::string& path) {
   for (const std::string suffix : {".gz", ".zst"}) {

@@ -30,7 +30,7 @@ void check_plain_text(const std::string& path, const std::string& reader);
 /// bytes as TextInput reads it; a binary file, Parquet or an archive is an InputError naming it.
 std::string read_text(const std::string& path);
 
-/// read_text's lines, each without its "\r" (CRLF files), the first without a UTF-8 byte-order mark.
+/// read_text's lines, as split_lines (core/file.h) gives them.
 std::vector<std::string> read_text_lines(const std::string& path);
 
 /// `path` without a trailing ".gz" or ".zst" ("c4.json.gz" -> "c4.json").
