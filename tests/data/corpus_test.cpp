@@ -229,6 +229,15 @@ TEST_CASE("text input: a damaged Parquet file, other archives, NUL bytes and ano
   CHECK_THROWS_WITH(data::read_documents(dir / "a.txt.xz"), Catch::Contains("xz-compressed"));
   write_raw_bytes(dir / "model.bin", std::string("text\0\0\0\x01more", 12));
   CHECK_THROWS_WITH(data::read_documents(dir / "model.bin"), Catch::Contains("model.bin: holds NUL bytes"));
+  // A NUL byte past the sniffed first 64 KiB is refused with its line, in every line-read format.
+  std::string late;
+  for (int i = 0; i < 5000; ++i) late += "A sentence of text here .\n";
+  late += std::string("late\0byte .\n", 12) + "More .\n";
+  write_raw_bytes(dir / "late.txt", late);
+  CHECK_THROWS_WITH(data::read_documents(dir / "late.txt"), Catch::Contains("late.txt:5001: a NUL byte"));
+  CHECK_THROWS_WITH(data::read_documents(dir / "late.txt", data::TextFormat::kLines), Catch::Contains("late.txt:5001: a NUL byte"));
+  run_reference_writer("gzip -c " + (dir / "late.txt") + " > " + (dir / "late.txt.gz"));
+  CHECK_THROWS_WITH(data::read_documents(dir / "late.txt.gz"), Catch::Contains("late.txt.gz:5001: a NUL byte"));
   std::string latin1;
   for (int i = 0; i < 200; ++i) latin1 += "caf\xe9 cr\xe8me ";
   write_raw_bytes(dir / "latin1.txt", latin1);

@@ -86,6 +86,13 @@ void emit_text(std::string_view text, const std::function<void(Document&&)>& doc
   if (!doc.sentences.empty()) document(std::move(doc));
 }
 
+// A NUL byte past the first 64 KiB (which sniff_text_file checks) is refused with its line, as one in them is.
+void check_no_nul(const std::string& line, const std::string& path, int64_t line_no) {
+  check_input(line.find('\0') == std::string::npos,
+              path + ":" + std::to_string(line_no) + ": a NUL byte: not a text file (lmkit reads UTF-8 text, JSONL, "
+                     "gzip- or zstd-compressed JSONL, and Parquet)");
+}
+
 // Reports `bytes` read of a file to `progress` (when given) at most every 4 MiB.
 class ByteProgress {
  public:
@@ -107,8 +114,8 @@ void jsonl_documents(TextInput& input, const std::string& path, const std::strin
   std::string line;
   int64_t line_no = 0;
   while (std::getline(input.stream(), line)) {
-    ++line_no;
     progress.update(input);
+    check_no_nul(line, path, ++line_no);
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
     const nlohmann::json j = parse_json(line, where, /*with_line=*/false);
@@ -142,8 +149,10 @@ void blank_line_documents(const std::string& path, const std::function<void(Docu
     if (!doc.sentences.empty()) document(std::move(doc));
     doc = Document();
   };
+  int64_t line_no = 0;
   for (std::string line; std::getline(input.stream(), line);) {
     progress.update(input);
+    check_no_nul(line, path, ++line_no);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) {
       if (!wikitext) close();
@@ -178,8 +187,10 @@ void for_each_document(const std::string& path, TextFormat format_in, const std:
   TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
   ByteProgress bytes(progress);
   if (format == TextFormat::kJsonl) return jsonl_documents(input, path, text_field, document, bytes);
+  int64_t line_no = 0;
   for (std::string line; std::getline(input.stream(), line);) {  // lines: one document each
     bytes.update(input);
+    check_no_nul(line, path, ++line_no);
     Document doc;
     add_paragraph(doc, line);
     if (!doc.sentences.empty()) document(std::move(doc));
