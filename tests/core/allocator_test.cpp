@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "lmkit/core/allocator.h"
 
 using namespace lmkit;
@@ -59,4 +63,31 @@ TEST_CASE("caching CPU allocator: a block no request takes for a long time is re
   REQUIRE(cpu_cache_stats().cached_bytes >= (size_t{32} << 20));
   for (int i = 0; i < 9000; ++i) at::Tensor busy = at::empty({1 << 19});  // 2 MiB, reused every time
   CHECK(cpu_cache_stats().cached_bytes < (size_t{32} << 20));
+}
+
+TEST_CASE("caching CPU allocator: a block larger than the memory left is refused as out of memory, not mapped",
+          "[core][allocator]") {
+  install_caching_cpu_allocator();
+  std::ifstream meminfo("/proc/meminfo");
+  const std::string text((std::istreambuf_iterator<char>(meminfo)), std::istreambuf_iterator<char>());
+  auto kib = [&](const std::string& key) {
+    const auto at = text.find(key + ":");
+    return at == std::string::npos ? int64_t{0} : std::stoll(text.substr(at + key.size() + 1));
+  };
+  const int64_t total = kib("MemTotal"), available = kib("MemAvailable") + kib("SwapFree");
+  REQUIRE(total > 0);
+  REQUIRE(available > 0);
+  // Between what is left and what the machine has: the kernel maps it (its overcommit heuristic
+  // refuses only more than RAM and swap), and writing it would end in its out-of-memory killer.
+  const int64_t floats = (available + (total + kib("SwapFree") - available) / 2) * 1024 / 4;
+  try {
+    at::Tensor t = at::empty({floats});
+    FAIL("a tensor of " << floats * 4 / (1 << 20) << " MiB was allocated with " << available / 1024 << " MiB left");
+  } catch (const c10::OutOfMemoryError& e) {
+    CHECK_THAT(std::string(e.what_without_backtrace()),
+               Catch::Contains("tried to allocate ") && Catch::Contains(" MiB of this machine's memory left"));
+  }
+  // What fits is allocated as before.
+  at::Tensor fits = at::ones({int64_t{32} << 20});  // 128 MiB
+  CHECK(fits.sum().item<double>() == Approx(32.0 * (1 << 20)));
 }

@@ -7,7 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <map>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 
@@ -25,6 +29,48 @@ size_t size_class(size_t n) {
   while ((size_t{2} << octave) <= n) ++octave;  // 2^octave <= n < 2^(octave+1)
   const size_t step = size_t{1} << (octave - 3);
   return (n + step - 1) / step * step;
+}
+
+constexpr size_t kMinChecked = size_t{64} << 20;  // larger new blocks: checked against the memory left
+
+// A number from /proc/meminfo ("MemAvailable:   12345 kB"), in bytes; 0 when absent.
+size_t meminfo_bytes(const std::string& text, const std::string& key) {
+  const auto at = text.find(key + ":");
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size() + 1)) * 1024;
+}
+
+// What a new block may take: the memory the kernel says it can still give (MemAvailable,
+// page cache it can drop included, and free swap), and under a cgroup v2 limit (a
+// container's) what the limit leaves. SIZE_MAX when neither can be read.
+size_t memory_available() {
+  size_t available = std::numeric_limits<size_t>::max();
+  try {
+    std::ifstream meminfo("/proc/meminfo");
+    const std::string text((std::istreambuf_iterator<char>(meminfo)), std::istreambuf_iterator<char>());
+    if (text.find("MemAvailable:") != std::string::npos) {
+      available = meminfo_bytes(text, "MemAvailable") + meminfo_bytes(text, "SwapFree");
+    }
+    std::ifstream max("/sys/fs/cgroup/memory.max"), current("/sys/fs/cgroup/memory.current");
+    std::string limit;
+    size_t used = 0;
+    if (max >> limit && limit != "max" && current >> used) {
+      const size_t cap = std::stoull(limit);
+      available = std::min(available, cap > used ? cap - used : 0);
+    }
+  } catch (const std::exception&) {  // an unreadable figure checks nothing
+  }
+  return available;
+}
+
+// A block larger than the memory left would be taken page by page as it is written, until the
+// kernel's out-of-memory killer ends the process (SIGKILL, no line: a config's size mistyped
+// by a few digits, an --batch-size meant for a GPU). Refused here instead, as LibTorch's
+// own allocator refuses what the kernel will not map.
+void check_memory_left(size_t size) {
+  if (size < kMinChecked) return;
+  const size_t available = memory_available();
+  TORCH_CHECK_WITH(OutOfMemoryError, size <= available, "tried to allocate ", size >> 20, " MiB with ", available >> 20,
+                   " MiB of this machine's memory left");
 }
 
 class CachingCpuAllocator final : public c10::Allocator {
@@ -89,9 +135,11 @@ class CachingCpuAllocator final : public c10::Allocator {
     }
     void* p = nullptr;
     try {
+      check_memory_left(size);
       p = c10::alloc_cpu(size);
     } catch (const c10::Error&) {
       release_all();  // out of memory: give the cache back and try once more
+      check_memory_left(size);
       p = c10::alloc_cpu(size);
     }
     std::lock_guard<std::mutex> lock(mutex_);
