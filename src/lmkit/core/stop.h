@@ -48,6 +48,10 @@ class Interrupted : public Error {
 /// the work ("generation", "dev evaluation") for the message.
 void check_stop(const char* during);
 
+/// The phase check_stop names while a finetuning or evaluation set is read and tokenized
+/// (every task's reader and dataset checks under it, so the message is one).
+inline constexpr const char kPreparingExamples[] = "the preparation of the examples";
+
 /// Whether check_stop would throw now: for work that must first wind down (worker threads joined).
 bool stop_pending();
 

@@ -217,7 +217,7 @@ QuestionAnsweringDataset::QuestionAnsweringDataset(SquadSet set, const tokenizer
   std::vector<ContextTokens> contexts;
   for (size_t c = 0; c < set_.contexts.size(); ++c) contexts.push_back(tokenize_context(tok, set_.contexts[c], set_.words[c]));
   for (size_t qi = 0; qi < set_.questions.size(); ++qi) {
-    check_stop("the preparation of the examples");
+    check_stop(kPreparingExamples);
     const SquadQuestion& q = set_.questions[qi];
     const ContextTokens& c = contexts[static_cast<size_t>(q.context)];
     const std::vector<int32_t> question = encode_question(tok, q.question, o.max_query_length);

@@ -50,7 +50,7 @@ std::vector<Record> read_records(const std::string& path, char sep) {
     }
     if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
     if (c == '\n') {
-      if (++line % 4096 == 0) check_stop("the preparation of the examples");  // a stop signal while a large file is read
+      if (++line % 4096 == 0) check_stop(kPreparingExamples);  // a stop signal while a large file is read
       end_record();
       continue;
     }
@@ -129,7 +129,7 @@ Seq2SeqDataset::Seq2SeqDataset(const std::vector<TextPair>& pairs, const std::st
 
 void Seq2SeqDataset::add(const TextPair& pair, const tokenizer::Tokenizer& tok, const Seq2SeqOptions& o, int32_t eos,
                          const std::vector<int32_t>& separator) {
-  check_stop("the preparation of the examples");
+  check_stop(kPreparingExamples);
   // The source keeps its start; the encoder's EOS or the decoder-only separator always ends it.
   const size_t tail = o.decoder_only ? separator.size() : 1;
   auto source = tok.encode(o.source_prefix + pair.source);
@@ -170,7 +170,7 @@ std::vector<LabelledRow> read_jsonl_rows(const std::string& path, const ColumnSp
   const auto lines = read_text_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
-    check_stop("the preparation of the examples");
+    check_stop(kPreparingExamples);
     const std::string where = path + ":" + std::to_string(i + 1);
     const nlohmann::json j = parse_json(lines[i], where, /*with_line=*/false);
     auto field = [&](const std::string& name, bool label) -> std::string {
@@ -359,7 +359,7 @@ ClassificationDataset::ClassificationDataset(const std::string& path, const Colu
   auto rows = read_labelled_rows(path, columns);
   if (max_rows > 0 && rows.size() > static_cast<size_t>(max_rows)) rows.resize(static_cast<size_t>(max_rows));
   for (const auto& row : rows) {
-    check_stop("the preparation of the examples");  // SIGTERM under StopSignals (lmkit-finetune, -evaluate)
+    check_stop(kPreparingExamples);  // SIGTERM under StopSignals (lmkit-finetune, -evaluate)
     Example e;
     if (columns.regression) {
       char* end = nullptr;

@@ -170,7 +170,7 @@ TokenClassificationDataset::TokenClassificationDataset(std::vector<TaggedSentenc
   const int64_t offset = sequence_offset(tok.post_processor());
   const std::vector<int64_t> continued = continuation_tags(tag_map);
   for (size_t si = 0; si < sentences_.size(); ++si) {
-    check_stop("the preparation of the examples");
+    check_stop(kPreparingExamples);
     const TaggedSentence& s = sentences_[si];
     std::vector<std::vector<int32_t>> pieces;
     std::vector<int64_t> tags;

@@ -247,7 +247,7 @@ Prepared prepare_stoppable(Task& task, const Context& c, const FinetuneOptions& 
   try {
     StopSignals signals;
     Prepared p = task.prepare(c, a.train, a.dev);
-    check_stop("the preparation of the examples");
+    check_stop(kPreparingExamples);
     return p;
   } catch (const Interrupted& e) {
     throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": training had not started, so there is nothing to " +
