@@ -442,10 +442,19 @@ struct Trainer::Loop {
     std::ifstream in(metrics->path());
     for (std::string line; std::getline(in, line);) events->record(Json::parse(line), t);
   }
-  // One metrics.jsonl record, and its scalars in TensorBoard.
+  // One metrics.jsonl record, and its scalars in TensorBoard. A TensorBoard file that can no
+  // longer be written (its disk or quota full) ends the events, not the run: metrics.jsonl holds
+  // every record, and a resumed run rewrites the event file from it.
   void log(const Json& line) {
     metrics->write(line);
-    if (events) events->record(line, tensorboard::now());
+    if (!events) return;
+    try {
+      events->record(line, tensorboard::now());
+    } catch (const Error& e) {
+      bar.message(std::string("warning: ") + e.what() + "; no more TensorBoard events in this run (training goes on; "
+                  "metrics.jsonl has every record, and --resume rewrites the event file from it)");
+      events.reset();
+    }
   }
 };
 
