@@ -11,8 +11,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <string>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace lmkit {

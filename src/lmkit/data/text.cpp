@@ -86,13 +86,6 @@ void emit_text(std::string_view text, const std::function<void(Document&&)>& doc
   if (!doc.sentences.empty()) document(std::move(doc));
 }
 
-// A NUL byte past the first 64 KiB (which sniff_text_file checks) is refused with its line, as one in them is.
-void check_no_nul(const std::string& line, const std::string& path, int64_t line_no) {
-  check_input(line.find('\0') == std::string::npos,
-              path + ":" + std::to_string(line_no) + ": a NUL byte: not a text file (lmkit reads UTF-8 text, JSONL, "
-                     "gzip- or zstd-compressed JSONL, and Parquet)");
-}
-
 // Reports `bytes` read of a file to `progress` (when given) at most every 4 MiB.
 class ByteProgress {
  public:

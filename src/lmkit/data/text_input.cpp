@@ -230,11 +230,15 @@ std::string read_text(const std::string& path) {
   // The sniff saw the first 64 KiB; a NUL byte past them is refused as one in them is.
   const size_t nul = text.find('\0');
   if (nul != std::string::npos) {
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
-    throw InputError(path + ":" + std::to_string(line) + ": a NUL byte: not a text file (lmkit reads UTF-8 text, JSONL, and "
-                     "gzip- or zstd-compressed JSONL)");
+    check_no_nul(text, path, 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
   }
   return text;
+}
+
+void check_no_nul(std::string_view line, const std::string& path, int64_t line_no) {
+  check_input(line.find('\0') == std::string_view::npos,
+              path + ":" + std::to_string(line_no) + ": a NUL byte: not a text file (lmkit reads UTF-8 text, JSONL, "
+                     "gzip- or zstd-compressed JSONL, and Parquet)");
 }
 
 std::vector<std::string> read_text_lines(const std::string& path) { return split_lines(read_text(path)); }

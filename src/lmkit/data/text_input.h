@@ -10,6 +10,7 @@
 #include <istream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lmkit::data {
@@ -29,6 +30,10 @@ void check_plain_text(const std::string& path, const std::string& reader);
 /// A whole text file (a dataset's TSV, CSV or JSONL), gzip or zstd decompressed by its first
 /// bytes as TextInput reads it; a binary file, Parquet or an archive is an InputError naming it.
 std::string read_text(const std::string& path);
+
+/// Refuses a NUL byte in `line` (line `line_no` of `path`) as not text: the sniff sees a file's
+/// first 64 KiB, the readers check every line past them.
+void check_no_nul(std::string_view line, const std::string& path, int64_t line_no);
 
 /// read_text's lines, as split_lines (core/file.h) gives them.
 std::vector<std::string> read_text_lines(const std::string& path);
