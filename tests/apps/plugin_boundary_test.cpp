@@ -56,6 +56,8 @@ TEST_CASE("plugin boundary: whatever a plugin throws or hands back is one error 
       {"task", "lmkit-finetune --plugin PLUGIN --help", 1, p + ": task 'hostile-task': create returned no task"},
       {"", "lmkit-info --plugin=", 2, "--plugin needs a FILE \\(it was given an empty one\\)"},
       {"", "lmkit-info --plugin", 2, "--plugin needs a FILE"},
+      {"", "lmkit-info --plugin OUT", 2, ".*/run-[0-9]+: no such plugin file"},
+      {"", "lmkit-info --plugin .", 2, "\\.: a directory, not a plugin file \\(name its \\.so\\)"},
   };
   int n = 0;
   for (const PluginCase& c : cases) {

@@ -73,6 +73,7 @@ std::string real_path(const std::string& path) {
 }
 
 void load_plugin(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(path + ": a directory, not a plugin file (name its .so)");
   if (!std::filesystem::is_regular_file(path)) throw InputError(path + ": no such plugin file");
   const std::string real = real_path(path);
   for (const auto& done : loaded()) {
