@@ -51,27 +51,6 @@ void add_run_flags(CLI::App& app, tasks::FinetuneOptions& a) {
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, predictions and results)");
 }
 
-// The optimisation.
-void add_training_flags(CLI::App& app, tasks::FinetuneOptions& a) {
-  app.add_option("--epochs", a.epochs, "passes over the training data")->check(positive());
-  app.add_option("--max-train-examples", a.max_train_examples,
-                 "train on the first N examples only (a long sentence's windows count one each; 0: all)")
-      ->check(non_negative());
-  app.add_option("--max-dev-examples", a.max_dev_examples,
-                 "evaluate on the dev file's first N examples (rows, sentences or pairs; 0: all)")
-      ->check(non_negative());
-  app.add_option("--lr", a.lr, "peak learning rate (linear warmup and decay)")->check(positive());
-  app.add_option("--batch-size", a.batch_size, "examples per batch")->check(positive());
-  app.add_option("--max-length", a.max_length, "tokens per example, special tokens included")->check(in_range(4, 1 << 16));
-  app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
-  app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(in_range(0.0, 1.0));
-  app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
-  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
-  app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
-      ->check(non_negative());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,7 +63,7 @@ int main(int argc, char** argv) {
   add_run_flags(app, a);
   tasks::TaskFlags task_flags;
   if (const int rc = guard([&] { task_flags = tasks::add_task_flags(app, tasks::Mode::kFinetune); })) return rc;
-  add_training_flags(app, a);
+  tasks::add_training_flags(app, a);
   train::OptimizerFlags optimizer_flags;
   train::add_optimizer_flags(app, optimizer_flags);
   train::add_shard_flag(app, a.parallel);

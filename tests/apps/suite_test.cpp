@@ -154,6 +154,9 @@ TEST_CASE("suite: bad suite files, flags and failing runs are one error line and
       {suite_file("d.json", ok_task + "," + ok_task), "tasks[1]: a second task named 's'"},
       {suite_file("v.json", R"({"name": "s", "type": "classification", "train": "a.tsv", "dev": "a.tsv", "epochs": "3"})"),
        "tasks[0].epochs must be an integer"},
+      // Out of lmkit-finetune's range: refused before the first task runs, not when this one starts.
+      {suite_file("e.json", ok_task + R"(, {"name": "z", "type": "classification", "train": "a.tsv", "dev": "a.tsv", "epochs": 0})"),
+       "e.json: tasks[1].epochs: 0 is out of range: must be > 0"},
       {suite_file("p.json", R"({"name": "s", "type": "pair-classification", "train": "a.tsv", "dev": "a.tsv"})"),
        "a pair-classification task needs text_pair_column"},
       {suite_file("a.json", R"({"name": "s", "type": "in-context", "data": "x.jsonl", "epochs": 2})"),

@@ -70,6 +70,34 @@ TEST_CASE("suite: keys become the apps' flags, defaults fill in where they apply
                     Catch::Contains("seeds lists seed 1 twice"));
 }
 
+TEST_CASE("suite: a value lmkit-finetune or lmkit-evaluate would refuse is refused when the file is read, naming the task's key",
+          "[eval][suite]") {
+  test::TempDir dir;
+  const std::string ok = R"({"name": "ok", "type": "classification", "train": "t", "dev": "d"}, )";
+  auto second = [&](const std::string& keys) {
+    return suite_of(dir, R"({"tasks": [)" + ok + R"({"name": "b", "type": "classification", "train": "t", "dev": "d", )" +
+                             keys + "}]}");
+  };
+  CHECK_THROWS_WITH(second(R"("epochs": 0)"), Catch::Contains("s.json: tasks[1].epochs: 0 is out of range: must be > 0"));
+  CHECK_THROWS_WITH(second(R"("max_length": 70000)"),
+                    Catch::Contains("tasks[1].max_length: 70000 is out of range: must be in [4, 65536]"));
+  CHECK_THROWS_WITH(second(R"("warmup_ratio": 1.5)"), Catch::Contains("tasks[1].warmup_ratio: 1.5 is out of range"));
+  CHECK_THROWS_WITH(second(R"("lr": -0.001)"), Catch::Contains("tasks[1].lr: -0.001 is out of range: must be > 0"));
+  CHECK_THROWS_WITH(second(R"("patience": -1)"), Catch::Contains("tasks[1].patience: -1 is out of range: must be >= 0"));
+  // A default reaches every finetuned task: the first one names it.
+  CHECK_THROWS_WITH(suite_of(dir, R"({"defaults": {"batch_size": 0}, "tasks": [)" + ok.substr(0, ok.size() - 2) + "]}"),
+                    Catch::Contains("tasks[0].batch_size: 0 is out of range: must be > 0"));
+  // An in-context task's, as lmkit-evaluate checks them.
+  CHECK_THROWS_WITH(suite_of(dir, R"({"tasks": [{"name": "f", "type": "in-context", "data": "x", "shots": -2}]})"),
+                    Catch::Contains("tasks[0].shots: -2 is out of range: must be >= 0"));
+  CHECK_THROWS_WITH(suite_of(dir, R"({"tasks": [{"name": "f", "type": "in-context", "data": "x", "batch_size": 0}]})"),
+                    Catch::Contains("tasks[0].batch_size: 0 is out of range: must be > 0"));
+  // The limits themselves are values it takes.
+  const Suite s = second(R"("max_length": 65536, "warmup_ratio": 1, "clip": 0, "max_train_examples": 0)");
+  CHECK(s.tasks[1].finetune_flags == std::vector<std::string>{"--max-length", "65536", "--max-train-examples", "0",
+                                                              "--warmup-ratio", "1", "--clip", "0"});
+}
+
 TEST_CASE("suite: figures in %, mean and sample sd, the average over task scores, the difference of two rows", "[eval][suite]") {
   CHECK(mean_sd({}).first == 0);
   CHECK(mean_sd({5}).second == 0);

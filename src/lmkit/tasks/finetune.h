@@ -34,6 +34,10 @@ struct FinetuneOptions {
   bool resume = false, overwrite = false;
 };
 
+/// The optimisation flags of lmkit-finetune (--epochs, --lr, --batch-size, --max-length, ...) with their
+/// range checks; lmkit-suite checks a suite's values through them when it reads the file.
+void add_training_flags(CLI::App& app, FinetuneOptions& a);
+
 /// Finetunes `task` (the instance whose flags were parsed). `resolved` is the run's
 /// flags (OUTPUT/config.json; --resume checks them), `app` says which flags were given.
 /// Prints the best dev figures on rank 0 and returns result.json's content ({} elsewhere).

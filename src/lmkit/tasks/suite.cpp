@@ -9,6 +9,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/names.h"
+#include "lmkit/tasks/finetune.h"
 #include "lmkit/tasks/metric.h"
 #include "lmkit/tasks/task.h"
 
@@ -185,6 +186,28 @@ std::vector<int64_t> read_seeds(const Json& v, const std::string& where) {
   return seeds;
 }
 
+// A key's value checked as the app its task runs checks it (lmkit-finetune's training flags, the
+// metrics' flags of lmkit-evaluate: their ranges) when the suite is read, not hours later, when the
+// task's run starts after the tasks before it. --batch-size is lmkit-finetune's (evaluate's range is the same).
+void check_flag_value(const std::string& flag, const std::string& value, const std::string& where) {
+  CLI::App training, metrics;
+  FinetuneOptions unused;
+  add_training_flags(training, unused);
+  add_metric_flags(metrics);
+  CLI::App* app = training.get_option_no_throw(flag) != nullptr  ? &training
+                  : metrics.get_option_no_throw(flag) != nullptr ? &metrics
+                                                                 : nullptr;
+  if (app == nullptr) return;  // a task's own key: its run checks it
+  std::vector<std::string> args = {value, flag};  // CLI11 takes the arguments last first
+  try {
+    app->parse(args);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    if (message.rfind(flag + ": ", 0) == 0) message.erase(0, flag.size() + 2);
+    throw InputError(where + ": " + message);
+  }
+}
+
 // The task's flags from its keys and the suite's defaults (a default that does not apply to a task type is not given to it).
 void read_flags(SuiteTask& t, const Json& task, const Json& defaults, const std::string& where) {
   const std::vector<FlagKey> keys = keys_of(t.task);
@@ -196,6 +219,7 @@ void read_flags(SuiteTask& t, const Json& task, const Json& defaults, const std:
     const bool own = task.contains(k.key);
     if (!own && !defaults.contains(k.key)) continue;
     const std::string value = flag_value(own ? task[k.key] : defaults[k.key], k.value, where + "." + k.key);
+    if (k.value != KeyValue::kBool) check_flag_value(k.flag, value, where + "." + k.key);
     std::vector<std::string> flag = {k.flag};
     if (k.value != KeyValue::kBool) flag.push_back(value);
     else if (value == "false") flag.clear();
