@@ -141,6 +141,17 @@ TEST_CASE("document mask: models that mix positions refuse document_ids, and pos
   auto gpt = models::create_model(packing_config("gpt2"), "gpt2.json");
   b = packed_row(at::randint(5, 50, {1, 14}, at::kLong), 30);  // positions 30 .. 35 of a 32-position model
   CHECK_THROWS_WITH(gpt->check_batch(b), Catch::Contains("position_ids") && Catch::Contains("outside [0, 32)"));
+  b = packed_row(at::randint(5, 50, {1, 14}, at::kLong), 0);
+  b.extra[kPositionIds][0][2] = -2;  // below zero: the lowest is named
+  CHECK_THROWS_WITH(gpt->check_batch(b), Catch::Contains("position_ids (the model's positions) holds id -2 outside [0, 32)"));
+  b = packed_row(at::randint(5, 50, {1, 14}, at::kLong), 0);
+  b.input_ids[0][3] = 50;  // the vocabulary's first id past its end, in int32 as in int64
+  CHECK_THROWS_WITH(gpt->check_batch(b), Catch::Contains("holds id 50 outside [0, 50)"));
+  b.input_ids = b.input_ids.to(at::kInt);
+  CHECK_THROWS_WITH(gpt->check_batch(b), Catch::Contains("holds id 50 outside [0, 50)"));
+  b.input_ids[0][3] = 49;
+  CHECK_NOTHROW(gpt->check_batch(b));
+  b = packed_row(at::randint(5, 50, {1, 14}, at::kLong), 30);
   b.extra[kPositionIds] = at::zeros({1, 13}, at::kLong);
   CHECK_THROWS_WITH(gpt->check_batch(b), Catch::Contains("position_ids"));
 }

@@ -22,7 +22,10 @@ void check_integer_dtype(const at::Tensor& t, bool int32_ok, const std::string& 
 
 void check_range(const at::Tensor& ids, int64_t limit, const std::string& what) {
   if (ids.numel() == 0) return;
-  const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  // One pass and, on a GPU, one copy to the host (min() and max() would be two passes and two syncs each forward).
+  const auto [min, max] = at::aminmax(ids);
+  const at::Tensor both = at::stack({min, max}).to(at::kCPU, at::kLong).contiguous();
+  const int64_t lo = both.data_ptr<int64_t>()[0], hi = both.data_ptr<int64_t>()[1];
   if (lo < 0 || hi >= limit) {
     throw InputError(what + " holds id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " + std::to_string(limit) + ")");
   }
