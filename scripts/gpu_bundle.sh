@@ -41,5 +41,6 @@ cp -P build/lib/liblmkit.so* build/lib/liblmkit_spm.so "$stage/lib/"
   grep -vE '/torch/lib/|/nvidia/|/liblmkit|/(libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 for d in "$@"; do cp -r "$d" "$stage/data/"; done
+mkdir -p "$(dirname "$out")"
 tar -C "$stage" -cf - . | xz -T0 -"$level" > "$out"
 echo "$out: $(du -h "$out" | cut -f1) ($(ls "$stage/deps" | tr '\n' ' '))"
