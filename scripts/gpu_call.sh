@@ -12,7 +12,8 @@
 #      (the full Catch report for the test binary) comes back in OUT/failures/.
 #   B, measure: bench/compare_hf.sh, bf16, one round, lmkit with its fused kernels
 #      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact
-#      GPT-2 (eager and compiled) for gpt2-small B16x1024, then bert-base and t5-base B32x512;
+#      GPT-2 (eager and compiled) for gpt2-small B16x1024, then t5-base and bert-base B32x512
+#      (t5-base before bert-base: both GPU calls so far spent the phase's time before reaching it);
 #      gpt2-small with the fused path's pre-norm hand-over on and off (bench/levers.sh, fused_prenorm);
 #      then a kernel-time profile of one gpt2-small step fused and unfused.
 #   AB: A then B in one call (when a machine may not come back for a second).
@@ -21,7 +22,7 @@
 #   DEVICE=cpu bash scripts/gpu_call.sh A                    (its own check here: build/bin, small shapes)
 #   VERIFY_S=5 DEVICE=cpu bash scripts/gpu_call.sh A         (a cut-off, reported as one)
 #
-# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 230, LEVERS_S 60, PROFILE_S 30 each);
+# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 270, LEVERS_S 60, PROFILE_S 30 each);
 # a phase cut off by it is reported as "did not finish" and the call exits 1. OUT gets small
 # files only (call.log, verify.md, failures/, bench.txt, levers.txt, profile.txt); checkpoints and traces
 # stay in WORK (/tmp/lmkit-call). Optional: SHAPES, PLUGIN, PYTHON.
@@ -134,7 +135,7 @@ verify() {
 measure() {
   local phase=$SECONDS shapes profile_shape compile=0 lever_shape lever_steps
   if [ "$DEVICE" = cuda ]; then
-    shapes=${SHAPES:-"gpt2-small-b16x1024 bert-base-b32x512 t5-base-b32x512"} compile=1
+    shapes=${SHAPES:-"gpt2-small-b16x1024 t5-base-b32x512 bert-base-b32x512"} compile=1
     profile_shape=(--model models/gpt2-small.json --batch-size 16 --seq-len 1024)
     lever_shape=gpt2-small lever_steps=10
   else
@@ -146,9 +147,9 @@ measure() {
   local rc=0
   PYTHON=$PY LMKIT_BENCH=$BIN/lmkit-bench DEVICE=$DEVICE DTYPES=$dtype HF_COMPILE=$compile \
     HF_PEERS=$([ $compile = 1 ] && echo ' ' || echo sdpa) ROUNDS=1 STEPS=10 FUSED=1 SHAPES=$shapes THREADS=8 \
-    timeout -k 5 "${BENCH_S:-230}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 || rc=$?
+    timeout -k 5 "${BENCH_S:-270}" bash bench/compare_hf.sh "$WORK/bench" >"$OUT/bench.txt" 2>&1 || rc=$?
   if [ $rc != 0 ]; then
-    echo "(compare_hf.sh stopped: exit $rc, limit ${BENCH_S:-230} s)" >>"$OUT/bench.txt"
+    echo "(compare_hf.sh stopped: exit $rc, limit ${BENCH_S:-270} s)" >>"$OUT/bench.txt"
     failed=$((failed + 1))
   fi
   say "B. bench: $((SECONDS - phase)) s ($OUT/bench.txt)"
