@@ -21,6 +21,7 @@
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/data/tasks.h"
+#include "lmkit/data/tokenizer_text.h"
 #include "lmkit/dist/start.h"
 #include "lmkit/models/family.h"
 #include "lmkit/models/registry.h"
@@ -89,14 +90,13 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
     for (const auto& in : t.inputs) {
       check_input(!data::is_corpus(in), in + ": a corpus directory needs the --tokenizer it was encoded with");
       data::check_text_file(in);  // said here, not as SentencePiece's "Not found: ... Permission denied Error #13"
-      data::check_plain_text(in, "the tokenizer lmkit-pretrain trains without --tokenizer");
     }
     t.vocab_size = a.vocab_size;
     t.family = kind;
     t.output = tok_path;
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
                  family.tokenizer_family.c_str(), a.train.c_str());
-    tokenizer::Tokenizer::train(t);
+    data::train_tokenizer(t);  // JSONL's texts, Parquet's column, compressed text: as the corpus reads them
   });
   return tokenizer::Tokenizer::load(tok_path, kind);
 }

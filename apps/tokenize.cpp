@@ -18,6 +18,7 @@
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
 #include "lmkit/data/text_input.h"
+#include "lmkit/data/tokenizer_text.h"
 #include "lmkit/io/safetensors.h"
 #include "lmkit/models/model.h"
 #include "lmkit/tokenizer/families.h"
@@ -87,15 +88,41 @@ void describe(const tokenizer::Tokenizer& tok) {
   std::printf("template    %s  |  %s\n", render(tok.post_processor().single).c_str(), render(tok.post_processor().pair).c_str());
 }
 
+// A --format or --text-field that no input would use is refused, not ignored (train and encode).
+void check_text_flags_apply(const std::vector<std::string>& files, const std::string& format, data::TextFormat f,
+                            const std::string& text_field, bool text_field_given) {
+  if (f == data::TextFormat::kAuto && !text_field_given) return;
+  bool text = false, fields = false;
+  for (const auto& in : files) {
+    const auto resolved = data::resolve_format(in, f);
+    text = text || resolved.has_value();
+    fields = fields || !resolved || *resolved == data::TextFormat::kJsonl;
+  }
+  check_input(f == data::TextFormat::kAuto || text, "--format " + format + ": every input is Parquet, which is read by "
+                                                    "its column whatever the format (leave --format out)");
+  check_input(!text_field_given || fields,
+              "--text-field " + text_field + ": no input has fields to name (JSONL or Parquet): " +
+                  (f == data::TextFormat::kAuto
+                       ? files.front() + " is read as plain text (JSONL is *.jsonl, *.json.gz or *.json.zst, or "
+                                         "give --format jsonl)"
+                       : "--format " + format + " reads each input as plain text (give --format jsonl, or leave "
+                                                "--format out)"));
+}
+
 // lmkit-tokenize train: a SentencePiece tokenizer with a family's special tokens.
 struct TrainCommand {
   tokenizer::TrainOptions options;
-  std::string family;
+  std::string family, format = "auto", text_field = "text";
   CLI::Option* model_type = nullptr;
+  CLI::Option* text_field_given = nullptr;
   bool overwrite = false;
   CLI::App* add(CLI::App& app) {
     auto* t = app.add_subcommand("train", "train a SentencePiece tokenizer with a model family's special tokens");
-    t->add_option("--input", options.inputs, "text files")->required()->expected(1, -1);
+    t->add_option("--input", options.inputs, "text files (plain, .gz or .zst) or Parquet files with a text column, "
+                                              "directories of them or quoted glob patterns, as encode takes them")
+        ->required()->expected(1, -1);
+    t->add_option("--format", format, "auto, blank-line, lines or jsonl (as encode reads them)");
+    text_field_given = t->add_option("--text-field", text_field, "JSONL field or Parquet column holding the text");
     t->add_option("--vocab-size", options.vocab_size, "vocabulary size, special tokens included")->required();
     std::vector<std::string> families;
     for (const auto& f : tokenizer::family_specs()) families.push_back(f.name);
@@ -118,15 +145,24 @@ struct TrainCommand {
   tokenizer::Tokenizer train_stoppable(const std::string& made) const {
     try {
       StopSignals signals;
-      return tokenizer::Tokenizer::train(options);
+      return data::train_tokenizer(options, data::parse_text_format(format), text_field);
     } catch (const Interrupted& e) {
       std::error_code ec;
       if (!made.empty()) std::filesystem::remove(made, ec);  // only when empty
       throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": nothing written (" + options.output + " is as it was)");
+    } catch (...) {  // a bad line deep in an input: the folder made for the tokenizer goes too
+      std::error_code ec;
+      if (!made.empty()) std::filesystem::remove(made, ec);  // only when empty
+      throw;
     }
   }
   void run() {
     namespace fs = std::filesystem;
+    // Inputs as encode reads them: plain text goes to SentencePiece's trainer as it is; JSONL's field,
+    // Parquet's column and compressed text as their sentences (data::train_tokenizer).
+    const std::vector<std::string> files = data::expand_inputs(options.inputs);
+    for (const auto& in : files) check_readable_file(in);
+    check_text_flags_apply(files, format, data::parse_text_format(format), text_field, text_field_given->count() > 0);
     // The files of a tokenizer already there are replaced only with --overwrite.
     // Its folders are made as encode's are: DIR itself, or PATH.model's folder.
     std::error_code ec;
@@ -141,9 +177,6 @@ struct TrainCommand {
     } else {
       check_output_file(options.output, overwrite);
     }
-    // SentencePiece's trainer reads the files itself, as plain text: a compressed or binary input is
-    // refused here by name (its bytes were learned as text).
-    for (const auto& in : options.inputs) data::check_plain_text(in, "lmkit-tokenize train");
     options.family = tokenizer::parse_family(family);
     // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
     for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {
@@ -204,32 +237,13 @@ struct EncodeCommand {
     }
     check_input(overwrite, "--output " + output + ": a token corpus is already there; give --overwrite to replace it");
   }
-  // A --format or --text-field that no input would use is refused, not ignored.
-  void check_flags_apply(const std::vector<std::string>& files, data::TextFormat f) const {
-    if (f == data::TextFormat::kAuto && text_field_given->count() == 0) return;
-    bool text = false, fields = false;
-    for (const auto& in : files) {
-      const auto resolved = data::resolve_format(in, f);
-      text = text || resolved.has_value();
-      fields = fields || !resolved || *resolved == data::TextFormat::kJsonl;
-    }
-    check_input(f == data::TextFormat::kAuto || text, "--format " + format + ": every input is Parquet, which is read by "
-                                                      "its column whatever the format (leave --format out)");
-    check_input(text_field_given->count() == 0 || fields,
-                "--text-field " + text_field + ": no input has fields to name (JSONL or Parquet): " +
-                    (f == data::TextFormat::kAuto
-                         ? files.front() + " is read as plain text (JSONL is *.jsonl, *.json.gz or *.json.zst, or "
-                                           "give --format jsonl)"
-                         : "--format " + format + " reads each input as plain text (give --format jsonl, or leave "
-                                                  "--format out)"));
-  }
   void run() const {
     const OutputLock lock(output);  // one writer of --output at a time
     check_output();
     const std::vector<std::string> files = data::expand_inputs(inputs);  // directories and patterns: their files
     for (const auto& in : files) check_readable_file(in);
     const data::TextFormat parsed = data::parse_text_format(format);
-    check_flags_apply(files, parsed);
+    check_text_flags_apply(files, format, parsed, text_field, text_field_given->count() > 0);
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     Json h;
     try {

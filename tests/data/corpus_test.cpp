@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "lmkit/data/parquet.h"
 #include "lmkit/data/text.h"
 #include "lmkit/data/text_input.h"
+#include "lmkit/data/tokenizer_text.h"
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -289,7 +291,69 @@ TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, a directory or pattern o
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
   CHECK(r.code == (data::parquet_available() ? 2 : 1));  // damaged input, or a build without Parquet (sanitizers')
   CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains("Parquet file"));
-  r = test::run("lmkit-tokenize train --family bert --vocab-size 200 --output " + (dir / "t") + " --input " + (dir / "a.jsonl.gz"));
-  CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("compressed; lmkit-tokenize train reads plain text"));
+}
+
+TEST_CASE("tokenizer text: the sentences of JSONL, compressed and sampled inputs, as the trainer reads lines", "[data][text]") {
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  std::vector<std::string> sentences;
+  for (const auto& d : data::read_documents(plain)) sentences.insert(sentences.end(), d.sentences.begin(), d.sentences.end());
+  // No more than --max-sentences: every sentence, in order, a line each.
+  CHECK(data::write_training_sentences({plain}, data::TextFormat::kAuto, "text", 1 << 20, dir / "all.txt") ==
+        static_cast<int64_t>(sentences.size()));
+  CHECK(read_lines(dir / "all.txt") == sentences);
+  // More: a uniform sample of that many, kept in input order, the same on every call.
+  CHECK(data::write_training_sentences({plain}, data::TextFormat::kAuto, "text", 50, dir / "s1.txt") ==
+        static_cast<int64_t>(sentences.size()));
+  const auto sample = read_lines(dir / "s1.txt");
+  REQUIRE(sample.size() == 50);
+  size_t at = 0, last = 0;
+  for (const auto& line : sample) {
+    while (at < sentences.size() && sentences[at] != line) ++at;
+    REQUIRE(at < sentences.size());  // a sentence of the input, after the one before it
+    last = at++;
+  }
+  CHECK(last > sentences.size() / 2);  // drawn from the whole input, not its first 50
+  data::write_training_sentences({plain}, data::TextFormat::kAuto, "text", 50, dir / "s2.txt");
+  CHECK(read_file(dir / "s2.txt") == read_file(dir / "s1.txt"));
+  // Plain text goes to the trainer as it is; JSONL, compressed text and Parquet through the sentences.
+  CHECK(data::trainer_reads_directly(test::sample("train.txt"), data::TextFormat::kAuto));
+  CHECK_FALSE(data::trainer_reads_directly(plain, data::TextFormat::kAuto));
+  run_reference_writer("gzip -c " + test::sample("train.txt") + " > " + (dir / "train.txt.gz"));
+  CHECK_FALSE(data::trainer_reads_directly(dir / "train.txt.gz", data::TextFormat::kAuto));
+  { std::ofstream(dir / "none.jsonl") << "{\"text\": null}\n\n"; }
+  CHECK_THROWS_WITH(data::write_training_sentences({dir / "none.jsonl"}, data::TextFormat::kAuto, "text", 10, dir / "n.txt"),
+                    Catch::Contains("none.jsonl: no text to train a tokenizer on"));
+  CHECK_FALSE(fs::exists(dir / "n.txt"));
+}
+
+TEST_CASE("apps: a tokenizer trained on JSONL learns its texts, the same from .jsonl.gz, and lmkit-pretrain trains one on it", "[apps][text]") {
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  run_reference_writer("gzip -c " + plain + " > " + (dir / "a.jsonl.gz"));
+  auto train = [&](const std::string& input, const std::string& out) {
+    // The thread count pretrain's tokenizer takes too (SentencePiece's trainer gives other pieces on another).
+    const auto r = test::run("lmkit-tokenize train --family gpt2 --vocab-size 400 --output " + (dir / out) +
+                             " --input " + input);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return read_file(dir / (out + "/tokenizer.json"));
+  };
+  const std::string from_jsonl = train(plain, "t-jsonl");
+  // SentencePiece's trainer, reading the JSONL file itself, learned '{"text": ' and the JSON escapes.
+  for (const auto& [piece, _] : Json::parse(from_jsonl)["model"]["vocab"].get<std::vector<std::pair<std::string, double>>>()) {
+    INFO(piece);
+    CHECK(piece.find('{') == std::string::npos);
+    CHECK(piece.find("text\"") == std::string::npos);
+  }
+  CHECK(train(dir / "a.jsonl.gz", "t-gz") == from_jsonl);
+  // lmkit-pretrain without --tokenizer trains it on the same texts (it refused .jsonl.gz).
+  const auto r = test::run("lmkit-pretrain --model " + test::source_dir() + "/models/gpt-mini.json" + " --train " + (dir / "a.jsonl.gz") +
+                           " --output " + (dir / "run") + " --vocab-size 400 --steps 1 --batch-size 2 --seq-len 32 --threads 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(read_file(dir / "run/final/tokenizer.json") == from_jsonl);
+  CHECK(std::none_of(fs::directory_iterator(dir / "run"), fs::directory_iterator(), [](const fs::directory_entry& e) {
+    return e.path().filename().string().find(".text.tmp") != std::string::npos;  // the scratch text is gone
+  }));
 }

@@ -2,7 +2,8 @@
 """Parquet shards as they are shipped, written by the reference writer (pyarrow), encode to the
 same token corpus as the same texts as plain JSONL, byte for byte (CTest "parquet: ..."):
 several row groups, snappy / zstd / gzip / uncompressed pages, dictionary-encoded, large_string
-and null texts, another column name (--text-field), a directory of shards; and what is wrong is
+and null texts, another column name (--text-field), a directory of shards — and train the same
+tokenizer as that JSONL (lmkit-tokenize train); and what is wrong is
 one error naming it: a column that holds no text (its type), a missing column (the columns there
 are), a truncated file, a damaged page header (its row group). Damage inside a page's values is
 not detectable where the writer stored no page checksum (Parquet's default)."""
@@ -93,6 +94,28 @@ def main():
     pq.write_table(pa.table({"text": texts[half:]}), w("shards", "train-00001-of-00002.parquet"), compression="zstd")
     r = encode([w("shards")], "sharded")
     check(r.returncode == 0 and corpus("sharded") == reference, "a directory of two Parquet shards: the whole corpus")
+
+    # A tokenizer learns the texts, whatever they ship in: the Parquet shards' tokenizer is the plain
+    # JSONL's, and neither learned the JSON around the texts (SentencePiece's trainer, reading a
+    # JSONL file itself, made pieces of '{"text": ').
+    def train(inputs, out, *extra):
+        r = subprocess.run([tokenize, "train", "--family", "bert", "--vocab-size", "600", "--threads", "1",
+                            "--output", w(out), "--input", *inputs, *extra], capture_output=True, text=True)
+        return r, (open(w(out, "tokenizer.json"), encoding="utf-8").read() if r.returncode == 0 else "")
+
+    r, from_jsonl = train([w("plain.jsonl")], "tok-jsonl")
+    vocab = json.loads(from_jsonl)["model"]["vocab"] if from_jsonl else []
+    check(r.returncode == 0 and vocab and not any("{" in piece or "text\"" in piece for piece, _ in vocab),
+          f"a tokenizer trained on JSONL learns its texts, no piece of the JSON around them {r.stderr[-300:]}")
+    r, from_shards = train([w("shards")], "tok-shards")
+    check(r.returncode == 0 and from_shards == from_jsonl,
+          f"a tokenizer trained on the directory of Parquet shards equals the JSONL's {r.stderr[-300:]}")
+    r, from_nulls = train([w("nulls.parquet")], "tok-nulls", "--text-field", "content")
+    _, from_kept = train([w("kept.jsonl")], "tok-kept")
+    check(r.returncode == 0 and from_nulls == from_kept, f"null texts are no training text {r.stderr[-300:]}")
+    r, _ = train([w("snappy.parquet")], "tok-refused", "--text-field", "id")
+    check(r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error:") and "holds int64" in r.stderr
+          and not os.path.exists(w("tok-refused")), f"a column of numbers is refused, nothing written: {r.stderr[-300:]!r}")
 
     def refused(path, want, *extra):
         r = encode([path], "refused", *extra)

@@ -213,12 +213,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
-void check_plain_text(const std::string& path, const std::string& reader) {
-  check_input(sniff_text_file(path) == Compression::kNone,
-              path + ": compressed; " + reader + " reads plain text (decompress it, or a sample of it, first, and give the "
-                     "tokenizer; lmkit-tokenize encode and lmkit-pretrain --train read .gz and .zst)");
-}
-
 std::string read_text(const std::string& path) {
   std::string text;
   if (sniff_text_file(path) == Compression::kNone) {

@@ -22,11 +22,6 @@ enum class Compression { kNone, kGzip, kZstd };
 /// invalid UTF-8). Reads at most the first 64 KiB.
 Compression sniff_text_file(const std::string& path);
 
-/// InputError unless `path` is plain text (sniff_text_file): SentencePiece's trainer reads its
-/// files itself, as plain text, and would learn a compressed file's bytes. `reader` names who
-/// reads it ("lmkit-tokenize train", "the tokenizer lmkit-pretrain trains").
-void check_plain_text(const std::string& path, const std::string& reader);
-
 /// A whole text file (a dataset's TSV, CSV or JSONL), gzip or zstd decompressed by its first
 /// bytes as TextInput reads it; a binary file, Parquet or an archive is an InputError naming it.
 std::string read_text(const std::string& path);

@@ -64,7 +64,10 @@ struct Template {
 };
 
 struct TrainOptions {
-  std::vector<std::string> inputs;  ///< text files, one sentence or paragraph per line
+  /// Plain text files, one sentence or paragraph per line, which SentencePiece's trainer reads
+  /// itself (JSONL as JSON, compressed files as bytes): data::train_tokenizer takes corpora as
+  /// shipped (JSONL, gzip, zstd, Parquet, directories, patterns) and hands it their sentences.
+  std::vector<std::string> inputs;
   int64_t vocab_size = 8000;        ///< including special tokens (and T5's 100 sentinels)
   Family family = "bert";
   std::string model_type = "unigram";  ///< unigram or bpe
