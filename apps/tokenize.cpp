@@ -103,7 +103,7 @@ void check_text_flags_apply(const std::vector<std::string>& files, const std::st
   check_input(!text_field_given || fields,
               "--text-field " + text_field + ": no input has fields to name (JSONL or Parquet): " +
                   (f == data::TextFormat::kAuto
-                       ? files.front() + " is read as plain text (JSONL is *.jsonl, *.json.gz or *.json.zst, or "
+                       ? files.front() + " is read as plain text (JSONL is *.jsonl or *.json, compressed or not, or "
                                          "give --format jsonl)"
                        : "--format " + format + " reads each input as plain text (give --format jsonl, or leave "
                                                 "--format out)"));

@@ -52,6 +52,13 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
   CHECK(data::read_documents(dir / "e.jsonl").size() == 2);
   { std::ofstream(dir / "d.jsonl") << "{not json\n"; }
   CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: malformed JSON"));
+  // *.json is JSON lines, compressed or not (a C4 shard decompressed): it was read as plain text, one
+  // document of '{"text": ...' lines.
+  fs::copy_file(dir / "b.jsonl", dir / "b.json");
+  CHECK(data::read_documents(dir / "b.json").size() == 2);
+  { std::ofstream(dir / "p.json") << "[\n  {\"text\": \"One .\"}\n]\n"; }
+  CHECK_THROWS_WITH(data::read_documents(dir / "p.json"),
+                    Catch::Contains("p.json:1: '[' alone on a line: a JSON document over several lines, not JSON lines"));
 }
 
 TEST_CASE("corpus: encoding is identical whatever the thread count and matches the tokenizer", "[data][corpus]") {

@@ -111,6 +111,10 @@ void jsonl_documents(TextInput& input, const std::string& path, const std::strin
     check_no_nul(line, path, ++line_no);
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
+    // A JSON document written over several lines (an indented array or object) is not JSON lines.
+    check_input(trim(line) != "[" && trim(line) != "{",
+                where + ": '" + std::string(trim(line)) + "' alone on a line: a JSON document over several lines, not JSON "
+                        "lines (one object a line; jq -c '.[]' writes an array's objects so)");
     const nlohmann::json j = parse_json(line, where, /*with_line=*/false);
     check_input(j.is_object(), where + ": a JSON " + std::string(j.type_name()) + ", not an object with a field '" + text_field + "'");
     const auto field = j.find(text_field);
@@ -162,9 +166,10 @@ void blank_line_documents(const std::string& path, const std::function<void(Docu
 std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format) {
   if (is_parquet_file(path)) return std::nullopt;  // its column, whatever the format
   if (format != TextFormat::kAuto) return format;
-  // *.jsonl, and compressed *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz).
+  // *.jsonl, and *.json as C4 and Dolma ship their JSON lines (c4-train.00000-of-01024.json.gz), compressed or
+  // not: a decompressed shard's JSON was read as plain text, one document of '{"text": ...' lines.
   const std::string name = strip_compression_suffix(path);
-  const bool jsonl = ends_with(name, ".jsonl") || (sniff_text_file(path) != Compression::kNone && ends_with(name, ".json"));
+  const bool jsonl = ends_with(name, ".jsonl") || ends_with(name, ".json");
   return jsonl ? TextFormat::kJsonl : TextFormat::kBlankLine;
 }
 

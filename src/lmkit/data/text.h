@@ -31,8 +31,8 @@ void for_each_document(const std::string& path, TextFormat format, const std::st
                        const std::function<void(Document&&)>& document,
                        const std::function<void(int64_t)>& progress = nullptr);
 
-/// The format `format` reads `path` in: kAuto resolved (jsonl for *.jsonl and compressed *.json,
-/// else blank-line); std::nullopt for a Parquet file, which is read by its column whatever the
+/// The format `format` reads `path` in: kAuto resolved (jsonl for *.jsonl and *.json, compressed
+/// or not, else blank-line); std::nullopt for a Parquet file, which is read by its column whatever the
 /// format. lmkit-tokenize encode refuses a --format or --text-field that no input would use.
 std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format);
 
