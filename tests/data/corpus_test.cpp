@@ -54,6 +54,16 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
   CHECK_THROWS_WITH(data::read_documents(dir / "d.jsonl"), Catch::Contains("d.jsonl:1: malformed JSON"));
   // *.json is JSON lines, compressed or not (a C4 shard decompressed): it was read as plain text, one
   // document of '{"text": ...' lines.
+  // A leading UTF-8 byte-order mark (Windows editors write one) is no text, plain or compressed: it
+  // reached the corpus as three byte tokens before the first word.
+  { std::ofstream(dir / "bom.txt") << "\xEF\xBB\xBF" << "First doc . Second sentence .\n\nSecond doc .\n"; }
+  REQUIRE(test::run_shell("gzip -c " + (dir / "bom.txt") + " > " + (dir / "bom.txt.gz")).code == 0);
+  for (const std::string bom : {dir / "bom.txt", dir / "bom.txt.gz"}) {
+    INFO(bom);
+    const auto with_bom = data::read_documents(bom);
+    REQUIRE(with_bom.size() == 2);
+    CHECK(with_bom[0].sentences == data::read_documents(dir / "a.txt")[0].sentences);
+  }
   fs::copy_file(dir / "b.jsonl", dir / "b.json");
   CHECK(data::read_documents(dir / "b.json").size() == 2);
   { std::ofstream(dir / "p.json") << "[\n  {\"text\": \"One .\"}\n]\n"; }
@@ -328,6 +338,8 @@ TEST_CASE("tokenizer text: the sentences of JSONL, compressed and sampled inputs
   CHECK_FALSE(data::trainer_reads_directly(plain, data::TextFormat::kAuto));
   run_reference_writer("gzip -c " + test::sample("train.txt") + " > " + (dir / "train.txt.gz"));
   CHECK_FALSE(data::trainer_reads_directly(dir / "train.txt.gz", data::TextFormat::kAuto));
+  { std::ofstream(dir / "bom.txt") << "\xEF\xBB\xBF" << "A document .\n"; }
+  CHECK_FALSE(data::trainer_reads_directly(dir / "bom.txt", data::TextFormat::kAuto));
   { std::ofstream(dir / "none.jsonl") << "{\"text\": null}\n\n"; }
   CHECK_THROWS_WITH(data::write_training_sentences({dir / "none.jsonl"}, data::TextFormat::kAuto, "text", 10, dir / "n.txt"),
                     Catch::Contains("none.jsonl: no text to train a tokenizer on"));

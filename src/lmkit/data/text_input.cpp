@@ -26,6 +26,8 @@ constexpr size_t kSniffBytes = 64 * 1024;
 
 bool starts_with(const std::string& s, const char* magic, size_t n) { return s.size() >= n && std::memcmp(s.data(), magic, n) == 0; }
 
+constexpr char kByteOrderMark[] = "\xEF\xBB\xBF";
+
 // Refuses bytes that are not text: NULs, or more than 5% invalid UTF-8 (at least 16 sequences).
 void check_text_bytes(const std::string& sample, const std::string& path, const std::string& what) {
   if (sample.find('\0') != std::string::npos) {
@@ -80,12 +82,14 @@ class DecompressBuf : public std::streambuf {
       }
       produced = kind_ == Compression::kGzip ? inflate_some() : zstd_some();
     }
+    bool bom = false;
     if (!sniffed_) {
       sniffed_ = true;
       check_text_bytes(std::string(out_.data(), std::min(produced, kSniffBytes)), path_, "its decompressed data ");
+      bom = starts_with(std::string(out_.data(), std::min<size_t>(produced, 3)), kByteOrderMark, 3);
     }
-    setg(out_.data(), out_.data(), out_.data() + produced);
-    return traits_type::to_int_type(*gptr());
+    setg(out_.data(), out_.data() + (bom ? 3 : 0), out_.data() + produced);  // a leading byte-order mark is no text
+    return gptr() < egptr() ? traits_type::to_int_type(*gptr()) : underflow();
   }
 
  public:
@@ -256,6 +260,14 @@ TextInput::TextInput(const std::string& path) : impl_(std::make_unique<Impl>()) 
   if (impl_->compression == Compression::kNone) {
     impl_->plain.open(path, std::ios::binary);
     if (!impl_->plain) throw InputError(path + ": cannot open file");
+    // A leading UTF-8 byte-order mark (Windows editors write one) is no text: it reached the corpus
+    // as three byte tokens before the first word.
+    char head[3] = {};
+    impl_->plain.read(head, 3);
+    if (impl_->plain.gcount() != 3 || std::memcmp(head, kByteOrderMark, 3) != 0) {
+      impl_->plain.clear();
+      impl_->plain.seekg(0);
+    }
     return;
   }
   impl_->buf = std::make_unique<detail::DecompressBuf>(path, impl_->compression);

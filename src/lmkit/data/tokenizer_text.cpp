@@ -45,7 +45,10 @@ bool trainer_reads_directly(const std::string& path, TextFormat format) {
   if (is_parquet_file(path)) return false;
   const std::optional<TextFormat> resolved = resolve_format(path, format);
   // sniff_text_file refuses what is not text at all (NUL bytes, archives) by name.
-  return resolved && *resolved != TextFormat::kJsonl && sniff_text_file(path) == Compression::kNone;
+  if (!resolved || *resolved == TextFormat::kJsonl || sniff_text_file(path) != Compression::kNone) return false;
+  char head[3] = {};
+  std::ifstream(path, std::ios::binary).read(head, 3);
+  return std::string(head, 3) != "\xEF\xBB\xBF";  // a byte-order mark, which TextInput leaves out, the trainer would learn
 }
 
 int64_t write_training_sentences(const std::vector<std::string>& inputs, TextFormat format, const std::string& text_field,
