@@ -340,6 +340,8 @@ TEST_CASE("tokenizer text: the sentences of JSONL, compressed and sampled inputs
   CHECK_FALSE(data::trainer_reads_directly(dir / "train.txt.gz", data::TextFormat::kAuto));
   { std::ofstream(dir / "bom.txt") << "\xEF\xBB\xBF" << "A document .\n"; }
   CHECK_FALSE(data::trainer_reads_directly(dir / "bom.txt", data::TextFormat::kAuto));
+  { std::ofstream(dir / "crlf.txt") << "A document .\r\nIts second line .\r\n"; }
+  CHECK_FALSE(data::trainer_reads_directly(dir / "crlf.txt", data::TextFormat::kAuto));  // '\r' would be a piece
   { std::ofstream(dir / "none.jsonl") << "{\"text\": null}\n\n"; }
   CHECK_THROWS_WITH(data::write_training_sentences({dir / "none.jsonl"}, data::TextFormat::kAuto, "text", 10, dir / "n.txt"),
                     Catch::Contains("none.jsonl: no text to train a tokenizer on"));

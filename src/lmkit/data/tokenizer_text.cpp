@@ -46,9 +46,13 @@ bool trainer_reads_directly(const std::string& path, TextFormat format) {
   const std::optional<TextFormat> resolved = resolve_format(path, format);
   // sniff_text_file refuses what is not text at all (NUL bytes, archives) by name.
   if (!resolved || *resolved == TextFormat::kJsonl || sniff_text_file(path) != Compression::kNone) return false;
-  char head[3] = {};
-  std::ifstream(path, std::ios::binary).read(head, 3);
-  return std::string(head, 3) != "\xEF\xBB\xBF";  // a byte-order mark, which TextInput leaves out, the trainer would learn
+  // What the readers leave out and the trainer would learn as characters: a byte-order mark, and
+  // Windows line ends' '\r' (a piece of its own). The first 64 KiB decide, as the format's sniff does.
+  std::string head(64 * 1024, '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.rfind("\xEF\xBB\xBF", 0) != 0 && head.find('\r') == std::string::npos;
 }
 
 int64_t write_training_sentences(const std::vector<std::string>& inputs, TextFormat format, const std::string& text_field,
