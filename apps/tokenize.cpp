@@ -140,21 +140,28 @@ struct TrainCommand {
     t->add_flag("--overwrite", overwrite, "replace a tokenizer already at --output");
     return t;
   }
-  // SIGTERM/SIGINT end the training at once (SentencePiece's trainer runs in a child process), exit 3;
-  // `made`, the folder made for it, goes again.
-  tokenizer::Tokenizer train_stoppable(const std::string& made) const {
+  // SIGTERM/SIGINT end the training at once (SentencePiece's trainer runs in a child process), exit 3.
+  tokenizer::Tokenizer train_stoppable() const {
     try {
       StopSignals signals;
       return data::train_tokenizer(options, data::parse_text_format(format), text_field);
     } catch (const Interrupted& e) {
-      std::error_code ec;
-      if (!made.empty()) std::filesystem::remove(made, ec);  // only when empty
       throw Error(ExitCode::kInterrupted, std::string(e.what()) + ": nothing written (" + options.output + " is as it was)");
-    } catch (...) {  // a bad line deep in an input: the folder made for the tokenizer goes too
-      std::error_code ec;
-      if (!made.empty()) std::filesystem::remove(made, ec);  // only when empty
-      throw;
     }
+  }
+  // Under the output's lock: the folder `into`, an earlier tokenizer replaced only with --overwrite, the training.
+  tokenizer::Tokenizer train_locked(const std::string& into) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const OutputLock lock(options.output);  // one tokenizer training into --output at a time
+    if (!into.empty()) make_output_directory(into);
+    if (fs::is_directory(options.output, ec)) {
+      check_input(overwrite || !tokenizer::Tokenizer::present(options.output),
+                  "--output " + options.output + ": holds a tokenizer; give --overwrite to replace it");
+    } else {
+      check_output_file(options.output, overwrite);
+    }
+    return train_stoppable();
   }
   void run() {
     namespace fs = std::filesystem;
@@ -163,27 +170,25 @@ struct TrainCommand {
     const std::vector<std::string> files = data::expand_inputs(options.inputs);
     for (const auto& in : files) check_readable_file(in);
     check_text_flags_apply(files, format, data::parse_text_format(format), text_field, text_field_given->count() > 0);
-    // The files of a tokenizer already there are replaced only with --overwrite.
-    // Its folders are made as encode's are: DIR itself, or PATH.model's folder.
-    std::error_code ec;
-    const OutputLock lock(options.output);  // one tokenizer training into --output at a time
-    const bool model_file = fs::path(options.output).extension() == ".model";
-    const std::string into = model_file ? fs::path(options.output).parent_path().string() : options.output;
-    const bool made = !into.empty() && !fs::exists(into, ec);
-    if (!into.empty()) make_output_directory(into);
-    if (fs::is_directory(options.output, ec)) {
-      check_input(overwrite || !tokenizer::Tokenizer::present(options.output),
-                  "--output " + options.output + ": holds a tokenizer; give --overwrite to replace it");
-    } else {
-      check_output_file(options.output, overwrite);
-    }
     options.family = tokenizer::parse_family(family);
     // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
     for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {
       check_input(key != "model_type" || model_type->count() == 0 || value == options.model_type,
                   "--model-type " + options.model_type + ": the " + options.family + " family trains " + value);
     }
-    auto tok = train_stoppable(made ? into : "");
+    // Its folders are made as encode's are: DIR itself, or PATH.model's folder. One that this command
+    // made goes again when it fails or is stopped (once its lock is released, when it is empty).
+    std::error_code ec;
+    const bool model_file = fs::path(options.output).extension() == ".model";
+    const std::string into = model_file ? fs::path(options.output).parent_path().string() : options.output;
+    const bool made = !into.empty() && !fs::exists(into, ec);
+    tokenizer::Tokenizer tok;
+    try {
+      tok = train_locked(into);
+    } catch (...) {
+      if (made) fs::remove(into, ec);  // only when empty
+      throw;
+    }
     std::printf("%s: %lld tokens (%s family; specials", options.output.c_str(), static_cast<long long>(tok.vocab_size()),
                 family.c_str());
     // Every named special, the unknown piece included (it is not a control token, so special_ids() leaves it out).

@@ -81,6 +81,10 @@ TEST_CASE("tokenizer: training refuses bad requests", "[tokenizer]") {
   { std::ofstream(dir / "empty.txt"); }
   o.inputs = {dir / "empty.txt"};
   CHECK_THROWS_WITH(tokenizer::Tokenizer::train(o), Catch::Contains("empty"));
+  // Blank lines alone: SentencePiece's "check [!sentences_.empty()] failed", in the user's terms.
+  { std::ofstream(dir / "blank.txt") << "\n\n\n"; }
+  o.inputs = {dir / "blank.txt"};
+  CHECK_THROWS_WITH(tokenizer::Tokenizer::train(o), Catch::StartsWith("tokenizer training: no sentence to learn from"));
   o.inputs = {test::sample("valid.txt")};
   { std::ofstream(dir / "t.bin") << "a file"; }
   o.output = dir / "t.bin";

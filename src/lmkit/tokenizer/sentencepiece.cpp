@@ -421,6 +421,11 @@ void train_sentencepiece(const std::vector<std::pair<std::string, std::string>>&
     throw InputError("the training text can give at most " + m[2].str() + " pieces, fewer than the " + m[1].str() +
                      " --vocab-size asks for: lower --vocab-size or give more text");
   }
+  // Its sentences are the input's lines, less the empty ones and those past max_sentence_length.
+  if (message.find("[!sentences_.empty()]") != std::string::npos) {
+    throw InputError("tokenizer training: no sentence to learn from (every line of the input is empty, or longer "
+                     "than SentencePiece's 65,536 bytes)");
+  }
   // "Internal: FILE(LINE) [CHECK] TEXT": the text, or the failed check where there is none.
   const size_t open = message.find(" ["), tag = message.find("] ");
   if (message.rfind("Internal:", 0) == 0 && tag != std::string::npos) {
