@@ -14,7 +14,8 @@
 #      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact
 #      GPT-2 (eager and compiled) for gpt2-small B16x1024, then t5-base and bert-base B32x512
 #      (t5-base before bert-base: both GPU calls so far spent the phase's time before reaching it);
-#      gpt2-small with the fused path's pre-norm hand-over on and off (bench/levers.sh, fused_prenorm);
+#      gpt2-small with the fused path's pre-norm hand-over on and off (bench/levers.sh, fused_prenorm),
+#      and with --dtype bf16-weights against autocast (bf16);
 #      then a kernel-time profile of one gpt2-small step fused and unfused.
 #   AB: A then B in one call (when a machine may not come back for a second).
 #
@@ -22,7 +23,8 @@
 #   DEVICE=cpu bash scripts/gpu_call.sh A                    (its own check here: build/bin, small shapes)
 #   VERIFY_S=5 DEVICE=cpu bash scripts/gpu_call.sh A         (a cut-off, reported as one)
 #
-# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 270, LEVERS_S 60, PROFILE_S 30 each);
+# Every phase runs under its own limit (FUSED_S 60, VERIFY_S 170, BENCH_S 270, LEVERS_S 60, DTYPE_S 45 and
+# PROFILE_S 30 each);
 # a phase cut off by it is reported as "did not finish" and the call exits 1. OUT gets small
 # files only (call.log, verify.md, failures/, bench.txt, levers.txt, profile.txt); checkpoints and traces
 # stay in WORK (/tmp/lmkit-call). Optional: SHAPES, PLUGIN, PYTHON.
@@ -164,6 +166,21 @@ measure() {
     failed=$((failed + 1))
   fi
   say "B. levers: $((SECONDS - phase)) s ($OUT/levers.txt)"
+  phase=$SECONDS
+  # bf16 weights in the step with float32 masters (--dtype bf16-weights) against autocast over float32
+  # weights, whose per-step bf16 copies of the weights the profile books under copies: never run on a GPU.
+  local weights_dtype
+  {
+    echo; echo "dtype (${profile_shape[*]}, ${lever_steps} steps): tokens/s, peak GPU memory"
+    for weights_dtype in "$dtype" bf16-weights; do
+      rc=0
+      timeout -k 5 "${DTYPE_S:-45}" "$BIN/lmkit-bench" train "${profile_shape[@]}" --steps "$lever_steps" \
+        --dtype "$weights_dtype" --device "$DEVICE" --threads 8 >"$WORK/dtype-$weights_dtype.log" 2>&1 || rc=$?
+      echo "$weights_dtype: $(grep -E '^tokens_per_sec' "$WORK/dtype-$weights_dtype.log") $(grep -E 'peak GPU memory' "$WORK/dtype-$weights_dtype.log")$([ $rc = 0 ] || echo " (stopped: exit $rc)")"
+      [ $rc = 0 ] || tail -5 "$WORK/dtype-$weights_dtype.log"
+    done
+  } >>"$OUT/levers.txt"
+  say "B. dtype: $((SECONDS - phase)) s ($OUT/levers.txt)"
   phase=$SECONDS
   : >"$OUT/profile.txt"
   local mode
