@@ -58,7 +58,7 @@ TEST_CASE("text: blank-line, lines and JSONL formats and their errors", "[data][
   // reached the corpus as three byte tokens before the first word.
   { std::ofstream(dir / "bom.txt") << "\xEF\xBB\xBF" << "First doc . Second sentence .\n\nSecond doc .\n"; }
   REQUIRE(test::run_shell("gzip -c " + (dir / "bom.txt") + " > " + (dir / "bom.txt.gz")).code == 0);
-  for (const std::string bom : {dir / "bom.txt", dir / "bom.txt.gz"}) {
+  for (const std::string& bom : {dir / "bom.txt", dir / "bom.txt.gz"}) {
     INFO(bom);
     const auto with_bom = data::read_documents(bom);
     REQUIRE(with_bom.size() == 2);
@@ -308,6 +308,21 @@ TEST_CASE("apps: lmkit-tokenize encode reads .jsonl.gz, a directory or pattern o
   r = test::run("lmkit-tokenize encode --tokenizer " + tok + " --output " + (dir / "pq") + " --input " + (dir / "shard.parquet"));
   CHECK(r.code == (data::parquet_available() ? 2 : 1));  // damaged input, or a build without Parquet (sanitizers')
   CHECK_THAT(r.out, Catch::StartsWith("error: ") && Catch::Contains("Parquet file"));
+}
+
+TEST_CASE("text: text_bytes counts the text, not its compression or the JSON around it", "[data][text]") {
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  int64_t expected = 0;  // each text and one byte for its end
+  for (const auto& line : read_lines(plain)) expected += static_cast<int64_t>(Json::parse(line)["text"].get<std::string>().size()) + 1;
+  run_reference_writer("gzip -c " + plain + " > " + (dir / "a.jsonl.gz") + " && zstd -q -c " + plain + " > " + (dir / "a.jsonl.zst") +
+                       " && gzip -c " + test::sample("valid.txt") + " > " + (dir / "valid.txt.gz"));
+  // bits per byte divided by the compressed size (3.0x too high for .gz) or by the JSON's bytes.
+  CHECK(data::text_bytes(plain) == expected);
+  CHECK(data::text_bytes(dir / "a.jsonl.gz") == expected);
+  CHECK(data::text_bytes(dir / "a.jsonl.zst") == expected);
+  CHECK(data::text_bytes(test::sample("valid.txt")) == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
+  CHECK(data::text_bytes(dir / "valid.txt.gz") == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
 }
 
 TEST_CASE("tokenizer text: the sentences of JSONL, compressed and sampled inputs, as the trainer reads lines", "[data][text]") {

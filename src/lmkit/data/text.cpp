@@ -1,6 +1,8 @@
 #include "lmkit/data/text.h"
 
 #include <cctype>
+#include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -101,9 +103,9 @@ class ByteProgress {
   int64_t reported_ = 0, calls_ = 0;
 };
 
-// One document per line's string field; paragraphs inside it are separated by newlines.
-void jsonl_documents(TextInput& input, const std::string& path, const std::string& text_field,
-                     const std::function<void(Document&&)>& document, ByteProgress& progress) {
+// Each line's string field, as it is (a null field is no text).
+void jsonl_texts(TextInput& input, const std::string& path, const std::string& text_field,
+                 const std::function<void(std::string_view)>& text, ByteProgress& progress) {
   std::string line;
   int64_t line_no = 0;
   while (std::getline(input.stream(), line)) {
@@ -121,7 +123,7 @@ void jsonl_documents(TextInput& input, const std::string& path, const std::strin
     check_input(field != j.end(), where + ": no field '" + text_field + "' (--text-field names the field of texts)");
     if (field->is_null()) continue;  // no text: no document, as a null in a Parquet column of texts
     check_input(field->is_string(), where + ": field '" + text_field + "' holds a " + std::string(field->type_name()) + ", not text");
-    emit_text(field->get<std::string>(), document);
+    text(field->get_ref<const std::string&>());
   }
 }
 
@@ -176,15 +178,16 @@ std::optional<TextFormat> resolve_format(const std::string& path, TextFormat for
 void for_each_document(const std::string& path, TextFormat format_in, const std::string& text_field,
                        const std::function<void(Document&&)>& document, const std::function<void(int64_t)>& progress) {
   const std::optional<TextFormat> resolved = resolve_format(path, format_in);
+  const auto emit = [&](std::string_view text) { emit_text(text, document); };  // one document a JSONL or Parquet text
   if (!resolved) {
-    read_parquet_texts(path, text_field, [&](std::string_view text) { emit_text(text, document); });
+    read_parquet_texts(path, text_field, emit);
     return;
   }
   const TextFormat format = *resolved;
   if (format == TextFormat::kBlankLine) return blank_line_documents(path, document, progress);
   TextInput input(path);  // plain, gzip or zstd; anything else that is not text refused by name
   ByteProgress bytes(progress);
-  if (format == TextFormat::kJsonl) return jsonl_documents(input, path, text_field, document, bytes);
+  if (format == TextFormat::kJsonl) return jsonl_texts(input, path, text_field, emit, bytes);
   int64_t line_no = 0;
   for (std::string line; std::getline(input.stream(), line);) {  // lines: one document each
     bytes.update(input);
@@ -193,6 +196,31 @@ void for_each_document(const std::string& path, TextFormat format_in, const std:
     add_paragraph(doc, line);
     if (!doc.sentences.empty()) document(std::move(doc));
   }
+}
+
+int64_t text_bytes(const std::string& path, TextFormat format_in, const std::string& text_field) {
+  const std::optional<TextFormat> format = resolve_format(path, format_in);
+  int64_t bytes = 0;
+  const auto count = [&](std::string_view text) { bytes += static_cast<int64_t>(text.size()) + 1; };
+  if (!format) {
+    read_parquet_texts(path, text_field, count);
+    return bytes;
+  }
+  if (*format != TextFormat::kJsonl && sniff_text_file(path) == Compression::kNone) {
+    return static_cast<int64_t>(std::filesystem::file_size(path));
+  }
+  TextInput input(path);
+  if (*format == TextFormat::kJsonl) {
+    const std::function<void(int64_t)> no_report;
+    ByteProgress none(no_report);
+    jsonl_texts(input, path, text_field, count, none);
+    return bytes;
+  }
+  std::vector<char> buffer(1 << 16);  // compressed plain text: its decompressed bytes
+  while (input.stream().read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || input.stream().gcount() > 0) {
+    bytes += input.stream().gcount();
+  }
+  return bytes;
 }
 
 std::vector<Document> read_documents(const std::string& path, TextFormat format, const std::string& text_field) {

@@ -6,6 +6,7 @@
 //   jsonl:      one JSON object per line, the document in a text field
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,6 +36,12 @@ void for_each_document(const std::string& path, TextFormat format, const std::st
 /// or not, else blank-line); std::nullopt for a Parquet file, which is read by its column whatever the
 /// format. lmkit-tokenize encode refuses a --format or --text-field that no input would use.
 std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format);
+
+/// The UTF-8 bytes of the text lmkit reads from `path` (a figure's denominator: bits per byte):
+/// a plain text file's bytes (decompressed, for gzip and zstd), or a JSONL file's or Parquet
+/// column's texts with one byte for each one's end — not the JSON or Parquet around them, nor
+/// a compressed file's size.
+int64_t text_bytes(const std::string& path, TextFormat format = TextFormat::kAuto, const std::string& text_field = "text");
 
 /// Reads a file's documents. kAuto: jsonl for *.jsonl, otherwise blank-line.
 /// A missing file, an unreadable JSONL line or a missing text field is an

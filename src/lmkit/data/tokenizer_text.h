@@ -16,7 +16,7 @@ namespace lmkit::data {
 
 /// Whether SentencePiece's trainer learns what lmkit reads of `path` by reading it itself: an
 /// uncompressed text file that `format` does not read by a field (not JSONL, not Parquet), with
-/// no byte-order mark and no '\r' (Windows line ends) in its first 64 KiB, which the readers
+/// no byte-order mark and no carriage return (Windows line ends) in its first 64 KiB, which the readers
 /// leave out and the trainer would learn.
 bool trainer_reads_directly(const std::string& path, TextFormat format);
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 
 #include "lmkit/core/error.h"
@@ -16,13 +15,11 @@
 #include "lmkit/models/family.h"
 #include "lmkit/nn/eval_mode.h"
 
-namespace fs = std::filesystem;
-
 namespace lmkit::eval {
 
 TextStats text_stats(const std::string& path) {
   TextStats s;
-  s.bytes = static_cast<int64_t>(fs::file_size(path));
+  s.bytes = data::text_bytes(path);  // the text's, not a compressed file's or the JSON around JSONL's texts
   for (const auto& doc : data::read_documents(path)) {
     for (const auto& sentence : doc.sentences) {
       std::istringstream in(sentence);
