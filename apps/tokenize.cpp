@@ -296,7 +296,7 @@ struct IdsCommand {
   void run() const {
     const auto tok = tokenizer::Tokenizer::load(tokenizer_path);
     for (const auto& path : inputs) {
-      const auto lines = read_lines(path);
+      const auto lines = data::read_text_lines(path);  // gzip or zstd decompressed; a binary file refused by name
       for (size_t n = 0; n < lines.size(); ++n) {
         std::string_view text = lines[n];
         std::optional<std::string_view> pair;

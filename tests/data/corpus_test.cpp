@@ -383,6 +383,12 @@ TEST_CASE("apps: a tokenizer trained on JSONL learns its texts, the same from .j
     CHECK(piece.find("text\"") == std::string::npos);
   }
   CHECK(train(dir / "a.jsonl.gz", "t-gz") == from_jsonl);
+  // lmkit-tokenize ids reads a compressed file's lines (it tokenized the gzip bytes, exit 0).
+  run_reference_writer("gzip -c " + test::sample("valid.txt") + " > " + (dir / "valid.txt.gz"));
+  const auto ids_plain = test::run("lmkit-tokenize ids --tokenizer " + (dir / "t-jsonl") + " --input " + test::sample("valid.txt"));
+  const auto ids_gz = test::run("lmkit-tokenize ids --tokenizer " + (dir / "t-jsonl") + " --input " + (dir / "valid.txt.gz"));
+  CHECK(ids_gz.code == 0);
+  CHECK(ids_gz.out == ids_plain.out);
   // lmkit-pretrain without --tokenizer trains it on the same texts (it refused .jsonl.gz).
   const auto r = test::run("lmkit-pretrain --model " + test::source_dir() + "/models/gpt-mini.json" + " --train " + (dir / "a.jsonl.gz") +
                            " --output " + (dir / "run") + " --vocab-size 400 --steps 1 --batch-size 2 --seq-len 32 --threads 1");

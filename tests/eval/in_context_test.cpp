@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "app_runner.h"
 #include "../data/data_fixture.h"
 #include "lmkit/core/error.h"
 #include "lmkit/eval/in_context.h"
@@ -51,6 +52,12 @@ TEST_CASE("in-context: the four layouts read, and bad lines are named", "[icl]")
   CHECK(lambada.format == eval::IclFormat::kCompletion);
   CHECK(lambada.examples[0].continuations[0].find(' ') == std::string::npos);  // the last word alone
   test::TempDir dir;
+  // A gzip-compressed task file reads as the plain one (its bytes were parsed as JSON: "malformed").
+  REQUIRE(test::run_shell("gzip -c " + icl("multiple_choice.jsonl") + " > " + (dir / "multiple_choice.jsonl.gz")).code == 0);
+  const auto gz = eval::read_icl_task(dir / "multiple_choice.jsonl.gz");
+  CHECK(gz.name == "multiple_choice");
+  REQUIRE(gz.examples.size() == mc.examples.size());
+  CHECK(gz.examples.back().source == mc.examples.back().source);
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"query": "q", "choices": ["a", "b"]})", ":1: missing field 'gold'"},
       {R"({"query": "q", "choices": ["a", "b"], "gold": 2})", ":1: gold 2 is outside the 2 options"},

@@ -15,6 +15,7 @@
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/nn/eval_mode.h"
 #include "lmkit/tokenizer/unicode.h"
 
@@ -242,8 +243,8 @@ Request encode_pair(const tokenizer::Tokenizer& tok, std::string context, std::s
 IclTask read_icl_task(const std::string& path) {
   IclTask task;
   task.path = path;
-  task.name = std::filesystem::path(path).stem().string();
-  const auto lines = read_lines(path);
+  task.name = std::filesystem::path(data::strip_compression_suffix(path)).stem().string();  // lambada.jsonl.gz: lambada
+  const auto lines = data::read_text_lines(path);  // gzip or zstd decompressed, as a task file is
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(i + 1);

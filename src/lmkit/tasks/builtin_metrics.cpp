@@ -10,6 +10,7 @@
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/eval/fill_mask.h"
 #include "lmkit/eval/generation.h"
 #include "lmkit/eval/in_context.h"
@@ -126,7 +127,8 @@ Json objective(const MetricInputs& in) {
 Json bleu(const MetricInputs& in) {
   const std::string references = in.flag<std::string>("--references", "");
   check_input(!references.empty(), "--metric bleu needs --references FILE (one reference per source line)");
-  auto sources = read_lines(data_file(in)), refs = read_lines(references);
+  // gzip or zstd decompressed (their bytes were read as text); a binary file refused by name.
+  auto sources = data::read_text_lines(data_file(in)), refs = data::read_text_lines(references);
   check_input(sources.size() == refs.size(), data_file(in) + " and " + references + " differ in line count");
   if (in.max_examples > 0 && sources.size() > static_cast<size_t>(in.max_examples)) {
     sources.resize(static_cast<size_t>(in.max_examples)), refs.resize(static_cast<size_t>(in.max_examples));
