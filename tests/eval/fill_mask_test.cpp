@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "app_runner.h"
 #include "../data/data_fixture.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
@@ -42,6 +43,10 @@ TEST_CASE("cloze: CRLF lines score as LF lines; an empty answer, a too-long temp
   CHECK(lf["probes"].get<int64_t>() + lf["skipped_multi_piece"].get<int64_t>() == 2);
   CHECK(lf["probes"].get<int64_t>() >= 1);
   CHECK(crlf == lf);
+  // A byte-order mark (a Windows editor's) before the header, and gzip: the same figures.
+  CHECK(eval::cloze_scores(*model, *f.tok, probes("bom.tsv", "\xEF\xBB\xBFtemplate\tanswer\n" + rows), at::kCPU) == lf);
+  REQUIRE(test::run_shell("gzip -c " + (dir / "lf.tsv") + " > " + (dir / "lf.tsv.gz")).code == 0);
+  CHECK(eval::cloze_scores(*model, *f.tok, dir / "lf.tsv.gz", at::kCPU) == lf);
 
   const std::string empty = probes("empty.tsv", "template\tanswer\n" + rows + "The [MASK] is.\t \n");
   CHECK_THROWS_WITH(eval::cloze_scores(*model, *f.tok, empty, at::kCPU), Catch::Equals(empty + ":4: the answer is empty"));

@@ -2,10 +2,9 @@
 
 #include <ATen/ATen.h>
 
-#include <fstream>
-
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/nn/eval_mode.h"
 
 namespace lmkit::eval {
@@ -76,12 +75,13 @@ std::vector<std::vector<MaskCandidate>> fill_mask(models::Model& model, const to
 
 Json cloze_scores(models::Model& model, const tokenizer::Tokenizer& tok, const std::string& probes_tsv, c10::Device device) {
   check_readable_file(probes_tsv);  // a directory read as an empty file said "expected the header"
-  std::ifstream in(probes_tsv);
-  check_input(in.good(), probes_tsv + ": cannot read the cloze probes");
-  // A line without the '\r' a file saved on Windows ends it with (else the answer "the\r" is no token).
+  // As every text input: gzip or zstd decompressed, a Windows editor's byte-order mark (the header was
+  // "expected") and '\r' line ends (the answer "the\r" is no token) left out, a binary file named.
+  const std::vector<std::string> lines = data::read_text_lines(probes_tsv);
+  size_t next = 0;
   auto next_line = [&](std::string& line) {
-    if (!std::getline(in, line)) return false;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (next == lines.size()) return false;
+    line = lines[next++];
     return true;
   };
   std::string line;
