@@ -271,7 +271,7 @@ struct IdsCommand {
   CLI::App* add(CLI::App& app) {
     auto* d = app.add_subcommand("ids", "print each line's token ids as JSON, as HF's tokenizer(text) gives them");
     d->add_option("--tokenizer", tokenizer_path, "tokenizer directory, PATH.model or tokenizer.json")->required();
-    d->add_option("--input", inputs, "text files, one text per line")->required()->expected(1, -1);
+    d->add_option("--input", inputs, "text files, one text per line (plain, .gz or .zst)")->required()->expected(1, -1);
     d->add_flag("--pairs", pairs, "each line is TEXT<TAB>PAIR: a text pair");
     d->add_flag("--no-special", no_special, "no special tokens (no template)");
     d->add_flag("--decode", with_text, "also give the ids decoded back to text (special tokens dropped)");
