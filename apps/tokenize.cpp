@@ -170,6 +170,7 @@ struct TrainCommand {
     const std::vector<std::string> files = data::expand_inputs(options.inputs);
     for (const auto& in : files) check_readable_file(in);
     check_text_flags_apply(files, format, data::parse_text_format(format), text_field, text_field_given->count() > 0);
+    options.inputs = files;  // listed and matched once
     options.family = tokenizer::parse_family(family);
     // A family that fixes the algorithm (Llama's BPE) refuses another, rather than ignore it.
     for (const auto& [key, value] : tokenizer::family_spec(options.family).training_arguments) {
