@@ -53,7 +53,7 @@ void run(const Args& a, const CLI::App& app, tasks::TaskFlags& task_flags, const
 void add_io_flags(CLI::App& app, Args& a) {
   app.add_option("--checkpoint", a.request.checkpoint, "checkpoint directory (lmkit's or HuggingFace's, with its tokenizer)")->required();
   app.add_option("--data", a.request.data,
-                 "text file, corpus directory, labelled file, source sentences (bleu); in-context: task files or "
+                 "text (a file, a directory of shards or a quoted pattern), corpus directory, labelled file, source sentences (bleu); in-context: task files or "
                  "directories of them, repeatable")
       ->required()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -505,10 +505,11 @@ int main(int argc, char** argv) {
   app.add_option("--model", a.model, "model preset JSON (one of models/)");
   app.add_option("--init", a.init, "continue pretraining from a checkpoint directory");
   app.add_option("--train", a.train,
-                 "training text file or token corpus directory, or a weighted mixture of them: "
-                 "NAME=WEIGHT:PATH,... (docs/data.md); mae: an IDX image file")
+                 "training text (a file, a directory of shards or a quoted pattern such as 'data/*.jsonl.zst') or "
+                 "token corpus directory, or a weighted mixture of them: NAME=WEIGHT:PATH,... (docs/data.md); mae: "
+                 "an IDX image file")
       ->required();
-  app.add_option("--valid", a.valid, "validation text file or token corpus directory, or a mixture as --train's");
+  app.add_option("--valid", a.valid, "validation text (file, directory or pattern) or token corpus directory, or a mixture as --train's");
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--objective", a.objective, "the pretraining objective: " + objectives_by_family() +
                                                  "; default: the model type's first");

@@ -429,8 +429,10 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
        "none.txt: no such text file or corpus directory"},
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "tok/final") + " --output " +
            (dir / "o9") + " --tokenizer " + bert_tok,
-       "final: a directory but not a token corpus (it has no header.json); a directory of shards is encoded into one "
-       "first: lmkit-tokenize encode --input "},
+       "final: a model checkpoint directory, not text or a token corpus (no header.json)"},
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train '" + (dir / "shards-*.jsonl.gz") + "' --output " +
+           (dir / "o12") + " --tokenizer " + bert_tok,
+       "shards-*.jsonl.gz': the pattern matches no file"},
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "empty.txt") + " --output " + (dir / "o2") +
            " --tokenizer " + bert_tok,
        "empty corpus"},

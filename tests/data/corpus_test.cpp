@@ -14,6 +14,7 @@
 #include "lmkit/data/text.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/data/tokenizer_text.h"
+#include "lmkit/eval/perplexity.h"
 
 using namespace lmkit;
 namespace fs = std::filesystem;
@@ -323,6 +324,49 @@ TEST_CASE("text: text_bytes counts the text, not its compression or the JSON aro
   CHECK(data::text_bytes(dir / "a.jsonl.zst") == expected);
   CHECK(data::text_bytes(test::sample("valid.txt")) == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
   CHECK(data::text_bytes(dir / "valid.txt.gz") == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
+}
+
+TEST_CASE("corpus: a directory or pattern of shards opens as one corpus, cached by every shard's path, size and time", "[data][corpus]") {
+  const auto& f = test::data_fixture("bert");
+  test::TempDir dir;
+  const std::string plain = shipped_jsonl(dir);
+  fs::create_directories(dir / "shards");
+  run_reference_writer("cd " + (dir / "shards") + " && split -l 20 -d --additional-suffix=.jsonl " + plain +
+                       " part- && for f in part-*; do zstd -q --rm $f; done && touch .hidden");
+  const std::string cache = dir / "cache";
+  auto whole = data::open_corpus(plain, *f.tok, cache, "file");
+  auto shards = data::open_corpus(dir / "shards", *f.tok, cache, "dir");
+  auto pattern = data::open_corpus((dir / "shards") + "/part-*.zst", *f.tok, cache, "glob");
+  CHECK(data::text_files(dir / "shards").size() > 2);
+  CHECK(shards->name() == dir / "shards");
+  for (const auto* c : {shards.get(), pattern.get()}) {
+    CHECK(read_file(c->path() + "/tokens.bin") == read_file(whole->path() + "/tokens.bin"));
+    CHECK(read_file(c->path() + "/documents.bin") == read_file(whole->path() + "/documents.bin"));
+  }
+  // Opened again: the cached corpus; one shard more: another corpus, the longer by that shard.
+  CHECK(data::open_corpus(dir / "shards", *f.tok, cache, "dir")->path() == shards->path());
+  fs::copy_file(dir / "shards/part-00.jsonl.zst", dir / "shards/part-99.jsonl.zst");
+  auto more = data::open_corpus(dir / "shards", *f.tok, cache, "dir");
+  CHECK(more->path() != shards->path());
+  CHECK(more->num_documents() == shards->num_documents() + 20);
+  // A file's key is as before shards were read: a run's cached corpus is found again.
+  const auto stamp = fs::last_write_time(plain).time_since_epoch().count();
+  CHECK(whole->path() == cache + "/file-" + std::to_string(tokenizer::fnv1a64(fs::absolute(plain).string() + "|" +
+                                                                         std::to_string(fs::file_size(plain)) + "|" +
+                                                                         std::to_string(stamp) + "|" +
+                                                                         std::to_string(f.tok->checksum()))));
+  fs::remove(dir / "shards/part-99.jsonl.zst");
+  // Per-word and per-byte figures count the shards' texts as the file's.
+  const eval::TextStats a = eval::text_stats(plain), b = eval::text_stats(dir / "shards");
+  CHECK(a.words == b.words);
+  CHECK(a.bytes == b.bytes);
+  CHECK(a.words > 100);
+  // What is not text, by name.
+  fs::create_directories(dir / "ckpt");
+  { std::ofstream(dir / "ckpt/config.json") << "{}\n"; }
+  CHECK_THROWS_WITH(data::text_files(dir / "ckpt"), Catch::Contains("ckpt: a model checkpoint directory, not text or a token corpus"));
+  CHECK_THROWS_WITH(data::text_files(dir / "missing.txt"), Catch::EndsWith("missing.txt: no such text file or corpus directory"));
+  CHECK_THROWS_WITH(data::text_files((dir / "shards") + "/*.parquet"), Catch::Contains("the pattern matches no file"));
 }
 
 TEST_CASE("tokenizer text: the sentences of JSONL, compressed and sampled inputs, as the trainer reads lines", "[data][text]") {

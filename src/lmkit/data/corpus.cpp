@@ -13,6 +13,7 @@
 #include "lmkit/core/progress.h"
 #include "lmkit/core/runtime.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/text_input.h"
 #include "lmkit/io/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -165,14 +166,21 @@ Json encode_corpus(const tokenizer::Tokenizer& tok, const EncodeOptions& o, cons
 
 bool is_corpus(const std::string& path) { return fs::is_directory(path) && fs::exists(path + "/header.json"); }
 
-void check_text_file(const std::string& path) {
-  check_input(!fs::is_directory(path), path + ": a directory but not a token corpus (it has no header.json); a directory "
-                                             "of shards is encoded into one first: lmkit-tokenize encode --input " + path +
-                                             " --output CORPUS");
+std::vector<std::string> text_files(const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(path + ": no such text file or corpus directory");
-  check_readable_file(path);  // a FIFO or a device is named as one, not as missing
+  if (fs::is_directory(path, ec)) {
+    // A run's or finetuning's output read as shards would fail on config.json's lines: say what it is.
+    check_input(!fs::exists(fs::path(path) / "config.json", ec),
+                path + ": a model checkpoint directory, not text or a token corpus (no header.json)");
+  } else if (path.find_first_of("*?[") == std::string::npos && !fs::exists(path, ec)) {
+    throw InputError(path + ": no such text file or corpus directory");
+  }
+  std::vector<std::string> files = expand_inputs({path});  // a directory's shards, a pattern's matches
+  for (const auto& f : files) check_readable_file(f);  // a FIFO or a device is named as one, not as missing
+  return files;
 }
+
+void check_text_file(const std::string& path) { text_files(path); }
 
 std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tok,
                                           const std::string& cache_dir, const std::string& name) {
@@ -181,13 +189,16 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
     c->check_tokenizer(tok);
     return c;
   }
-  check_text_file(path);
-  const auto stamp = fs::last_write_time(path).time_since_epoch().count();
-  const uint64_t key = tokenizer::fnv1a64(fs::absolute(path).string() + "|" + std::to_string(fs::file_size(path)) + "|" +
-                                          std::to_string(stamp) + "|" + std::to_string(tok.checksum()));
+  const std::vector<std::string> files = text_files(path);
+  std::string identity;  // one file: "PATH|SIZE|TIME|", the key of the corpora cached before shards were read
+  for (const auto& f : files) {
+    identity += fs::absolute(f).string() + "|" + std::to_string(fs::file_size(f)) + "|" +
+                std::to_string(fs::last_write_time(f).time_since_epoch().count()) + "|";
+  }
+  const uint64_t key = tokenizer::fnv1a64(identity + std::to_string(tok.checksum()));
   const std::string dir = cache_dir + "/" + name + "-" + std::to_string(key);
   if (!is_corpus(dir)) {
-    encode_corpus(tok, {{path}, TextFormat::kAuto, "text", dir, 0}, "encode " + name);
+    encode_corpus(tok, {files, TextFormat::kAuto, "text", dir, 0}, "encode " + name);
   }
   return std::make_shared<const Corpus>(dir, path);
 }

@@ -88,14 +88,19 @@ class Corpus {
 /// Whether `path` is a corpus directory (has header.json).
 bool is_corpus(const std::string& path);
 
-/// InputError unless `path` is a text file to read: a directory that is not a corpus, a
-/// missing path, a FIFO or a device, and an unreadable file are each named.
+/// The text files `path` names: itself, a directory's files (shards; not its subdirectories),
+/// or a pattern's matches ('shards/*.jsonl.zst'), sorted. InputError unless each is a file to
+/// read: a missing path, a pattern that matches nothing, a model checkpoint directory, a FIFO
+/// or a device, and an unreadable file are each named. A corpus directory is not text.
+std::vector<std::string> text_files(const std::string& path);
+
+/// text_files(path), for its checks alone.
 void check_text_file(const std::string& path);
 
 /// `path` as a corpus: a corpus directory as it is (checked against `tokenizer`), or
-/// a text file encoded once into CACHE_DIR/NAME-KEY, where KEY hashes the file's
-/// path, size and time and the tokenizer: an edited file or another tokenizer
-/// encodes anew, a second run on the same text reuses the corpus.
+/// its text files (text_files) encoded once into CACHE_DIR/NAME-KEY, where KEY hashes each
+/// file's path, size and time and the tokenizer: an edited, added or removed file or another
+/// tokenizer encodes anew, a second run on the same text reuses the corpus.
 std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tokenizer,
                                           const std::string& cache_dir, const std::string& name);
 

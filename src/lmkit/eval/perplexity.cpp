@@ -19,14 +19,16 @@ namespace lmkit::eval {
 
 TextStats text_stats(const std::string& path) {
   TextStats s;
-  s.bytes = data::text_bytes(path);  // the text's, not a compressed file's or the JSON around JSONL's texts
-  for (const auto& doc : data::read_documents(path)) {
-    for (const auto& sentence : doc.sentences) {
-      std::istringstream in(sentence);
-      std::string w;
-      while (in >> w) ++s.words;
-    }
-    ++s.words;  // the document's end
+  for (const auto& file : data::text_files(path)) {  // a directory's or a pattern's shards, in the corpus's order
+    s.bytes += data::text_bytes(file);  // the text's, not a compressed file's or the JSON around JSONL's texts
+    data::for_each_document(file, data::TextFormat::kAuto, "text", [&](data::Document&& doc) {
+      for (const auto& sentence : doc.sentences) {
+        std::istringstream in(sentence);
+        std::string w;
+        while (in >> w) ++s.words;
+      }
+      ++s.words;  // the document's end
+    });
   }
   return s;
 }

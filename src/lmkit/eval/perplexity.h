@@ -13,7 +13,8 @@
 
 namespace lmkit::eval {
 
-/// What a text file holds besides its tokens, for per-word and per-byte figures.
+/// What a text file, or a directory or pattern of shards (data::text_files), holds besides its
+/// tokens, for per-word and per-byte figures.
 struct TextStats {
   int64_t words = 0;  ///< whitespace-separated words, plus one per document end (the end-of-text token there)
   int64_t bytes = 0;  ///< UTF-8 bytes

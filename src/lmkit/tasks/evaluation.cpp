@@ -169,8 +169,7 @@ void check_request(const EvaluationRequest& a, const MetricSpec& m) {
               "--max-eval-examples applies to --metric " + join_names(with_max, ", ") + ", not " + m.name +
                   " (give a shorter --data file" + (m.name == "pseudo-perplexity" ? ", or --max-sequences)" : ")"));
   if (m.corpus_data) {
-    check_input(fs::exists(a.data.back()), a.data.back() + ": no such file or corpus directory");
-    if (!data::is_corpus(a.data.back())) check_readable_file(a.data.back());
+    if (!data::is_corpus(a.data.back())) data::check_text_file(a.data.back());  // a file, a directory or pattern of shards
   }
   check_result_file(a, m.many_data);
   check_input(fs::is_directory(a.checkpoint), "--checkpoint " + a.checkpoint + ": no such checkpoint directory");
