@@ -324,6 +324,13 @@ TEST_CASE("text: text_bytes counts the text, not its compression or the JSON aro
   CHECK(data::text_bytes(dir / "a.jsonl.zst") == expected);
   CHECK(data::text_bytes(test::sample("valid.txt")) == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
   CHECK(data::text_bytes(dir / "valid.txt.gz") == static_cast<int64_t>(fs::file_size(test::sample("valid.txt"))));
+  // A byte-order mark is no text: the readers leave it out, and so does the count (it was 3 bytes more, plain).
+  write_raw_bytes(dir / "bom.txt", "\xEF\xBB\xBFSome text .\n");
+  run_reference_writer("gzip -c " + (dir / "bom.txt") + " > " + (dir / "bom.txt.gz"));
+  CHECK(data::text_bytes(dir / "bom.txt") == 12);
+  CHECK(data::text_bytes(dir / "bom.txt.gz") == 12);
+  CHECK(data::read_text(dir / "bom.txt") == "Some text .\n");
+  CHECK(data::read_text(dir / "bom.txt.gz") == "Some text .\n");
 }
 
 TEST_CASE("corpus: a directory or pattern of shards opens as one corpus, cached by every shard's path, size and time", "[data][corpus]") {

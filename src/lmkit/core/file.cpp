@@ -162,6 +162,8 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+bool starts_with_byte_order_mark(std::string_view text) { return text.substr(0, 3) == "\xEF\xBB\xBF"; }
+
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   for (size_t at = 0; at < text.size();) {
@@ -171,7 +173,7 @@ std::vector<std::string> split_lines(const std::string& text) {
     at = end + 1;
   }
   // A UTF-8 byte-order mark (Excel, Notepad) is not part of the first line's text.
-  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
+  if (!lines.empty() && starts_with_byte_order_mark(lines[0])) lines[0].erase(0, 3);
   return lines;
 }
 

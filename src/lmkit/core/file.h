@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lmkit {
@@ -51,6 +52,10 @@ void remove_stale_temporaries(const std::string& target);
 
 /// Reads a whole file; InputError naming the file if it cannot be opened.
 std::string read_file(const std::string& path);
+
+/// Whether `text` starts with a UTF-8 byte-order mark (EF BB BF; Windows editors and Excel write
+/// one), which is no text: every reader leaves it out.
+bool starts_with_byte_order_mark(std::string_view text);
 
 /// A text's lines without their line ends ("\n" or "\r\n") and without a leading UTF-8
 /// byte-order mark; a last line end adds no empty line.

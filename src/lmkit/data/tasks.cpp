@@ -28,8 +28,7 @@ struct Record {
 // RFC 4180 (quoted fields may hold the separator, "" for a quote, and line breaks).
 // Blank lines are skipped; a line end is "\n" or "\r\n"; a UTF-8 byte-order mark is dropped.
 std::vector<Record> read_records(const std::string& path, char sep) {
-  std::string text = read_text(path);  // .gz and .zst too
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  const std::string text = read_text(path);  // .gz and .zst too, without a byte-order mark
   std::vector<Record> records;
   Record r{1, {std::string()}};
   int64_t line = 1;

@@ -2,12 +2,14 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
+#include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/data/parquet.h"
 #include "lmkit/data/text_input.h"
@@ -207,7 +209,11 @@ int64_t text_bytes(const std::string& path, TextFormat format_in, const std::str
     return bytes;
   }
   if (*format != TextFormat::kJsonl && sniff_text_file(path) == Compression::kNone) {
-    return static_cast<int64_t>(std::filesystem::file_size(path));
+    std::ifstream in(path, std::ios::binary);
+    char head[3] = {};
+    in.read(head, 3);
+    const bool bom = in.gcount() == 3 && starts_with_byte_order_mark(std::string_view(head, 3));  // no text: the readers leave it out
+    return static_cast<int64_t>(std::filesystem::file_size(path)) - (bom ? 3 : 0);
   }
   TextInput input(path);
   if (*format == TextFormat::kJsonl) {

@@ -26,7 +26,6 @@ constexpr size_t kSniffBytes = 64 * 1024;
 
 bool starts_with(const std::string& s, const char* magic, size_t n) { return s.size() >= n && std::memcmp(s.data(), magic, n) == 0; }
 
-constexpr char kByteOrderMark[] = "\xEF\xBB\xBF";
 
 // Refuses bytes that are not text: NULs, or more than 5% invalid UTF-8 (at least 16 sequences).
 void check_text_bytes(const std::string& sample, const std::string& path, const std::string& what) {
@@ -86,7 +85,7 @@ class DecompressBuf : public std::streambuf {
     if (!sniffed_) {
       sniffed_ = true;
       check_text_bytes(std::string(out_.data(), std::min(produced, kSniffBytes)), path_, "its decompressed data ");
-      bom = starts_with(std::string(out_.data(), std::min<size_t>(produced, 3)), kByteOrderMark, 3);
+      bom = starts_with_byte_order_mark(std::string_view(out_.data(), produced));
     }
     setg(out_.data(), out_.data() + (bom ? 3 : 0), out_.data() + produced);  // a leading byte-order mark is no text
     return gptr() < egptr() ? traits_type::to_int_type(*gptr()) : underflow();
@@ -221,6 +220,7 @@ std::string read_text(const std::string& path) {
   std::string text;
   if (sniff_text_file(path) == Compression::kNone) {
     text = read_file(path);
+    if (starts_with_byte_order_mark(text)) text.erase(0, 3);  // as TextInput leaves it out
   } else {
     TextInput in(path);  // a damaged stream's InputError comes through the iterator
     text.assign(std::istreambuf_iterator<char>(in.stream()), std::istreambuf_iterator<char>());
@@ -264,7 +264,7 @@ TextInput::TextInput(const std::string& path) : impl_(std::make_unique<Impl>()) 
     // as three byte tokens before the first word.
     char head[3] = {};
     impl_->plain.read(head, 3);
-    if (impl_->plain.gcount() != 3 || std::memcmp(head, kByteOrderMark, 3) != 0) {
+    if (impl_->plain.gcount() != 3 || !starts_with_byte_order_mark(std::string_view(head, 3))) {
       impl_->plain.clear();
       impl_->plain.seekg(0);
     }

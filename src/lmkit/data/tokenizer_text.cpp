@@ -52,7 +52,7 @@ bool trainer_reads_directly(const std::string& path, TextFormat format) {
   std::ifstream in(path, std::ios::binary);
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
-  return head.rfind("\xEF\xBB\xBF", 0) != 0 && head.find('\r') == std::string::npos;
+  return !starts_with_byte_order_mark(head) && head.find('\r') == std::string::npos;
 }
 
 int64_t write_training_sentences(const std::vector<std::string>& inputs, TextFormat format, const std::string& text_field,
