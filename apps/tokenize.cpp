@@ -136,7 +136,11 @@ struct TrainCommand {
         ->check(in_range(0.98, 1.0));
     t->add_flag("!--no-byte-fallback", options.byte_fallback, "map unknown characters to [UNK] instead of UTF-8 bytes");
     t->add_option("--max-sentences", options.max_sentences, "lines sampled for training")->check(positive());
-    t->add_option("--threads", options.threads, "threads (0: OMP_NUM_THREADS where set, else every core)")->check(non_negative());
+    t->add_option("--threads", options.threads,
+                  "SentencePiece's threads; the pieces' scores and ids depend on the count, so 0 is " +
+                      std::to_string(tokenizer::TrainOptions::kTrainingThreads) +
+                      " on every machine (the same tokenizer wherever it is trained)")
+        ->check(non_negative());
     t->add_flag("--overwrite", overwrite, "replace a tokenizer already at --output");
     return t;
   }

@@ -237,3 +237,20 @@ TEST_CASE("tokenize: --family llama trains Llama's BPE with <unk> <s> </s>, and 
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::StartsWith("error: --model-type unigram: the llama family trains bpe"));
 }
+
+TEST_CASE("tokenize: a trained tokenizer is the same whatever the machine's cores or OMP_NUM_THREADS", "[apps][tokenize]") {
+  test::TempDir dir;
+  // SentencePiece sums its threads' counts: 1 thread and 2 order some pieces differently. The default
+  // was every core, or OMP_NUM_THREADS (torchrun's 1 a rank): a tokenizer that depended on the machine.
+  const std::string train = test::bin_dir() + "/lmkit-tokenize train --input " + test::sample("valid.txt") +
+                            " --vocab-size 1000 --family gpt2 --output ";
+  for (const char* threads : {"1", "2"}) {
+    const auto r = test::run_shell("OMP_NUM_THREADS=" + std::string(threads) + " " + train + (dir / threads) + " 2>&1");
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+  }
+  REQUIRE(test::run(train.substr(test::bin_dir().size() + 1) + (dir / "one") + " --threads 1").code == 0);
+  const std::string json = "/tokenizer.json";
+  CHECK(read_file(dir / "1" + json) == read_file(dir / "2" + json));
+  CHECK(read_file(dir / "one" + json) != read_file(dir / "2" + json));  // the count matters: --threads 1 is another tokenizer
+}

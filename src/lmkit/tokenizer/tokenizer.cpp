@@ -103,7 +103,7 @@ std::vector<std::pair<std::string, std::string>> training_arguments(const TrainO
       {"shuffle_input_sentence", "true"},
       {"max_sentence_length", "65536"},
       {"hard_vocab_limit", "false"},
-      {"num_threads", std::to_string(resolve_threads(o.threads))},
+      {"num_threads", std::to_string(o.threads > 0 ? resolve_threads(o.threads) : TrainOptions::kTrainingThreads)},
       {"minloglevel", "2"},
       {"bos_id", "-1"},
   };

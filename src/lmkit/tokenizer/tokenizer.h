@@ -68,13 +68,19 @@ struct TrainOptions {
   /// itself (JSONL as JSON, compressed files as bytes): data::train_tokenizer takes corpora as
   /// shipped (JSONL, gzip, zstd, Parquet, directories, patterns) and hands it their sentences.
   std::vector<std::string> inputs;
+  /// TrainOptions::threads' default: 2, the reference machine's cores, where every tokenizer in
+  /// lmkit's tests and documented results was trained.
+  static constexpr int kTrainingThreads = 2;
   int64_t vocab_size = 8000;        ///< including special tokens (and T5's 100 sentinels)
   Family family = "bert";
   std::string model_type = "unigram";  ///< unigram or bpe
   double character_coverage = 0.9995;
   bool byte_fallback = true;           ///< unknown characters become UTF-8 bytes, never [UNK]
   int64_t max_sentences = 2000000;     ///< lines sampled for training
-  int threads = 0;                     ///< 0: every core
+  /// SentencePiece's threads. Its trainer sums each thread's share of the expected counts, so the
+  /// pieces' scores, and with them their order (the ids), depend on the count: 0 is
+  /// kTrainingThreads on every machine, never its cores or OMP_NUM_THREADS (torchrun's 1 a rank).
+  int threads = 0;
   /// A directory (it becomes a tokenizer directory, as save() writes one), or
   /// PATH.model: PATH.model, PATH.lmkit.json and PATH.tokenizer.json, plus
   /// HuggingFace's directory files for the folder (the last trained tokenizer's).
