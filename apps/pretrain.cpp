@@ -505,9 +505,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", a.model, "model preset JSON (one of models/)");
   app.add_option("--init", a.init, "continue pretraining from a checkpoint directory");
   app.add_option("--train", a.train,
-                 "training text (a file, a directory of shards or a quoted pattern such as 'data/*.jsonl.zst') or "
-                 "token corpus directory, or a weighted mixture of them: NAME=WEIGHT:PATH,... (docs/data.md); mae: "
-                 "an IDX image file")
+                 "training text (a file, a directory of shards or a quoted pattern: 'data/*.jsonl.zst') or token corpus "
+                 "directory, or a weighted mixture of them: NAME=WEIGHT:PATH,... (docs/data.md); mae: an IDX image file")
       ->required();
   app.add_option("--valid", a.valid, "validation text (file, directory or pattern) or token corpus directory, or a mixture as --train's");
   app.add_option("--output", a.output, "run directory")->required();
