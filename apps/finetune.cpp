@@ -35,7 +35,7 @@ void add_run_flags(CLI::App& app, tasks::FinetuneOptions& a) {
   app.add_option("--model", a.model, "model preset for --init random");
   app.add_option("--tokenizer", a.tokenizer, "tokenizer directory, PATH.model or tokenizer.json (default: the checkpoint's)");
   app.add_option("--task", a.task, task_help())->check(CLI::IsMember(task_choices()));
-  app.add_option("--train", a.train, "training file: TSV, CSV or JSONL (token classification: CoNLL or JSONL)")->required();
+  app.add_option("--train", a.train, "training file: TSV, CSV, JSONL or Parquet (token classification: CoNLL, JSONL or Parquet)")->required();
   app.add_option("--dev", a.dev, "dev file, same format")->required();
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--text-column", a.columns.text, "text column: header name or 0-based index (token classification: "

@@ -7,33 +7,19 @@ tokenizer as that JSONL (lmkit-tokenize train); and what is wrong is
 one error naming it: a column that holds no text (its type), a missing column (the columns there
 are), a truncated file, a damaged page header (its row group). Damage inside a page's values is
 not detectable where the writer stored no page checksum (Parquet's default)."""
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
+from checks import arguments, check, status
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bin", required=True)
-    p.add_argument("--source", required=True)
-    p.add_argument("--work", required=True)
-    a = p.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = arguments()
     w = lambda *names: os.path.join(a.work, *names)
     tokenize = os.path.join(a.bin, "lmkit-tokenize")
 
@@ -148,8 +134,7 @@ def main():
     with open(w("header.parquet"), "wb") as f:
         f.write(bytes(damaged))
     refused(w("header.parquet"), ["header.parquet", "row group 1 of 16", "damaged"])
-    print(f"{len(failures)} failed" if failures else "all checks passed")
-    sys.exit(1 if failures else 0)
+    sys.exit(status())
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "lmkit/data/parquet.h"
 
 #include <fstream>
+#include <set>
 #include <vector>
 
 #include "lmkit/core/error.h"
@@ -98,15 +99,9 @@ int text_column(const arrow::Schema& schema, const std::string& path, const std:
   return index;
 }
 
-}  // namespace
-
-bool parquet_available() { return true; }
-
-ParquetCounts read_parquet_texts(const std::string& path, const std::string& column,
-                                 const std::function<void(std::string_view)>& text) {
-  ParquetCounts counts;
+// The file's reader and schema; InputError naming the file where Arrow cannot read them.
+std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::string& path, std::shared_ptr<arrow::Schema>& schema) {
   std::unique_ptr<parquet::arrow::FileReader> reader;
-  std::shared_ptr<arrow::Schema> schema;
   try {
     auto file = arrow_value(arrow::io::ReadableFile::Open(path), path + ": cannot open");
     // Arrow checks the CRC of a page whose writer stored one (pyarrow's write_page_checksum); most
@@ -121,16 +116,91 @@ ParquetCounts read_parquet_texts(const std::string& path, const std::string& col
   } catch (const parquet::ParquetException& e) {
     throw InputError(path + ": not a readable Parquet file, damaged or truncated (" + one_line(e.what()) + ")");
   }
+  return reader;
+}
+
+// Row group `g` of the columns `columns` (all where empty); InputError naming the group where it is damaged.
+std::shared_ptr<arrow::Table> read_row_group(parquet::arrow::FileReader& reader, int g, const std::vector<int>& columns,
+                                             const std::string& path) {
+  const std::string where = path + ": row group " + std::to_string(g) + " of " + std::to_string(reader.num_row_groups());
+  try {
+    return columns.empty() ? arrow_value(reader.ReadRowGroup(g), where + ": damaged")
+                           : arrow_value(reader.ReadRowGroup(g, columns), where + ": damaged");
+  } catch (const parquet::ParquetException& e) {
+    throw InputError(where + ": damaged (" + one_line(e.what()) + ")");
+  }
+}
+
+// A signed integer as JSON parsing gives it: unsigned where it is not negative (is_number_unsigned()).
+Json integer(int64_t v) { return v >= 0 ? Json(static_cast<uint64_t>(v)) : Json(v); }
+
+// Value `i` of `array` as JSON, as a JSONL line of the same data holds it.
+Json json_value(const arrow::Array& array, int64_t i) {
+  if (array.IsNull(i)) return nullptr;
+  switch (array.type_id()) {
+    case arrow::Type::BOOL: return static_cast<const arrow::BooleanArray&>(array).Value(i);
+    case arrow::Type::INT8: return integer(static_cast<const arrow::Int8Array&>(array).Value(i));
+    case arrow::Type::INT16: return integer(static_cast<const arrow::Int16Array&>(array).Value(i));
+    case arrow::Type::INT32: return integer(static_cast<const arrow::Int32Array&>(array).Value(i));
+    case arrow::Type::INT64: return integer(static_cast<const arrow::Int64Array&>(array).Value(i));
+    case arrow::Type::UINT8: return static_cast<const arrow::UInt8Array&>(array).Value(i);
+    case arrow::Type::UINT16: return static_cast<const arrow::UInt16Array&>(array).Value(i);
+    case arrow::Type::UINT32: return static_cast<const arrow::UInt32Array&>(array).Value(i);
+    case arrow::Type::UINT64: return static_cast<const arrow::UInt64Array&>(array).Value(i);
+    case arrow::Type::FLOAT: return static_cast<const arrow::FloatArray&>(array).Value(i);
+    case arrow::Type::DOUBLE: return static_cast<const arrow::DoubleArray&>(array).Value(i);
+    case arrow::Type::STRING: return std::string(static_cast<const arrow::StringArray&>(array).GetView(i));
+    case arrow::Type::LARGE_STRING: return std::string(static_cast<const arrow::LargeStringArray&>(array).GetView(i));
+    case arrow::Type::STRING_VIEW: return std::string(static_cast<const arrow::StringViewArray&>(array).GetView(i));
+    case arrow::Type::DICTIONARY: {
+      const auto& dict = static_cast<const arrow::DictionaryArray&>(array);
+      return json_value(*dict.dictionary(), dict.GetValueIndex(i));
+    }
+    case arrow::Type::LIST:
+    case arrow::Type::LARGE_LIST:
+    case arrow::Type::FIXED_SIZE_LIST: {
+      int64_t begin = 0, length = 0;
+      std::shared_ptr<arrow::Array> values;
+      if (array.type_id() == arrow::Type::LIST) {
+        const auto& list = static_cast<const arrow::ListArray&>(array);
+        begin = list.value_offset(i), length = list.value_length(i), values = list.values();
+      } else if (array.type_id() == arrow::Type::LARGE_LIST) {
+        const auto& list = static_cast<const arrow::LargeListArray&>(array);
+        begin = list.value_offset(i), length = list.value_length(i), values = list.values();
+      } else {
+        const auto& list = static_cast<const arrow::FixedSizeListArray&>(array);
+        begin = list.value_offset(i), length = list.value_length(i), values = list.values();
+      }
+      Json out = Json::array();
+      for (int64_t k = 0; k < length; ++k) out.push_back(json_value(*values, begin + k));
+      return out;
+    }
+    case arrow::Type::STRUCT: {
+      const auto& st = static_cast<const arrow::StructArray&>(array);
+      Json out = Json::object();
+      for (int f = 0; f < st.num_fields(); ++f) out[st.struct_type()->field(f)->name()] = json_value(*st.field(f), i);
+      return out;
+    }
+    default: {  // dates, decimals, binary, ...: as Arrow prints them
+      const auto scalar = array.GetScalar(i);
+      return scalar.ok() ? Json((*scalar)->ToString()) : Json(nullptr);
+    }
+  }
+}
+
+}  // namespace
+
+bool parquet_available() { return true; }
+
+ParquetCounts read_parquet_texts(const std::string& path, const std::string& column,
+                                 const std::function<void(std::string_view)>& text) {
+  ParquetCounts counts;
+  std::shared_ptr<arrow::Schema> schema;
+  const std::unique_ptr<parquet::arrow::FileReader> reader = open_reader(path, schema);
   const int index = text_column(*schema, path, column);
   counts.row_groups = reader->num_row_groups();
   for (int g = 0; g < reader->num_row_groups(); ++g) {
-    const std::string where = path + ": row group " + std::to_string(g) + " of " + std::to_string(counts.row_groups);
-    std::shared_ptr<arrow::Table> table;
-    try {
-      table = arrow_value(reader->ReadRowGroup(g, {index}), where + ": damaged");
-    } catch (const parquet::ParquetException& e) {
-      throw InputError(where + ": damaged (" + one_line(e.what()) + ")");
-    }
+    const std::shared_ptr<arrow::Table> table = read_row_group(*reader, g, {index}, path);
     for (const auto& chunk : table->column(0)->chunks()) {
       counts.rows += chunk->length();
       counts.nulls += visit_strings(*chunk, text);
@@ -139,14 +209,83 @@ ParquetCounts read_parquet_texts(const std::string& path, const std::string& col
   return counts;
 }
 
+int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>& row) {
+  std::shared_ptr<arrow::Schema> schema;
+  const std::unique_ptr<parquet::arrow::FileReader> reader = open_reader(path, schema);
+  std::set<std::string> names;
+  for (const auto& f : schema->fields()) {
+    check_input(names.insert(f->name()).second, path + ": two columns are named '" + f->name() + "'");
+  }
+  int64_t rows = 0;
+  for (int g = 0; g < reader->num_row_groups(); ++g) {
+    const std::shared_ptr<arrow::Table> table = read_row_group(*reader, g, {}, path);
+    arrow::TableBatchReader batches(*table);  // holds a reference: the table lives beside it
+    std::shared_ptr<arrow::RecordBatch> batch;
+    while (true) {
+      arrow_ok(batches.ReadNext(&batch), path + ": row group " + std::to_string(g) + ": damaged");
+      if (!batch) break;
+      for (int64_t i = 0; i < batch->num_rows(); ++i, ++rows) {
+        Json values = Json::object();
+        for (int c = 0; c < batch->num_columns(); ++c) values[batch->column_name(c)] = json_value(*batch->column(c), i);
+        row(std::move(values));
+      }
+    }
+  }
+  return rows;
+}
+
+std::map<std::string, std::vector<std::string>> parquet_class_labels(const std::string& path) {
+  std::shared_ptr<arrow::Schema> schema;
+  open_reader(path, schema);
+  std::map<std::string, std::vector<std::string>> out;
+  const auto& metadata = schema->metadata();
+  const int key = metadata ? metadata->FindKey("huggingface") : -1;
+  if (key < 0) return out;
+  const Json hf = Json::parse(metadata->value(key), nullptr, /*allow_exceptions=*/false);
+  if (!hf.is_object() || !hf.contains("info") || !hf["info"].is_object() || !hf["info"].contains("features") ||
+      !hf["info"]["features"].is_object()) {
+    return out;
+  }
+  // {"_type": "ClassLabel", "names": [...]}, or a list of them: {"_type": "List"|"Sequence", "feature": {...}}.
+  auto names_of = [](const Json& feature) -> const Json* {
+    const bool label = feature.is_object() && feature.value("_type", "") == "ClassLabel" && feature.contains("names") &&
+                       feature["names"].is_array();
+    return label ? &feature["names"] : nullptr;
+  };
+  for (const auto& [column, feature] : hf["info"]["features"].items()) {
+    const Json* names = names_of(feature);
+    if (!names && feature.is_object() && feature.contains("feature")) names = names_of(feature["feature"]);
+    if (!names) continue;
+    std::vector<std::string> list;
+    for (const auto& n : *names) {
+      if (!n.is_string()) break;
+      list.push_back(n.get<std::string>());
+    }
+    if (list.size() == names->size()) out[column] = std::move(list);
+  }
+  return out;
+}
+
 #else
 
 bool parquet_available() { return false; }
 
-ParquetCounts read_parquet_texts(const std::string& path, const std::string&, const std::function<void(std::string_view)>&) {
+namespace {
+
+[[noreturn]] void no_parquet(const std::string& path) {
   throw Error(ExitCode::kRuntime, path + ": a Parquet file, and this lmkit was built without Parquet: install pyarrow "
                                          "into the build's Python environment (bash scripts/setup.sh) and rebuild");
 }
+
+}  // namespace
+
+ParquetCounts read_parquet_texts(const std::string& path, const std::string&, const std::function<void(std::string_view)>&) {
+  no_parquet(path);
+}
+
+int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>&) { no_parquet(path); }
+
+std::map<std::string, std::vector<std::string>> parquet_class_labels(const std::string& path) { no_parquet(path); }
 
 #endif
 

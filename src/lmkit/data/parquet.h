@@ -6,8 +6,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "lmkit/core/config.h"
 
 namespace lmkit::data {
 
@@ -31,5 +35,18 @@ struct ParquetCounts {
 /// EnvironmentError when this build has no Parquet reader.
 ParquetCounts read_parquet_texts(const std::string& path, const std::string& column,
                                  const std::function<void(std::string_view)>& text);
+
+/// Calls `row(values)` for each row of the file, in order, one row group in memory at a time:
+/// an object of every column's value as JSON (strings, numbers, booleans, null, lists as arrays,
+/// structs as objects; other types as Arrow prints them), as a JSONL line of the same data would
+/// hold them (HF datasets' to_json and to_parquet of one split). Errors as read_parquet_texts';
+/// two columns of one name are an InputError.
+int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>& row);
+
+/// HF datasets' ClassLabel names of the file's columns, from its schema's `huggingface` metadata
+/// (which datasets' to_parquet and the Hub's Parquet conversions write): column -> names in id
+/// order, for a ClassLabel column and for a list of them (CoNLL-2003's ner_tags); empty where the
+/// file says none.
+std::map<std::string, std::vector<std::string>> parquet_class_labels(const std::string& path);
 
 }  // namespace lmkit::data

@@ -9,6 +9,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/names.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/rows.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/tokenizer/families.h"
 
@@ -73,24 +74,25 @@ std::vector<std::string> string_list(const Json& j, const std::string& key, cons
   return out;
 }
 
+// JSONL lines or Parquet rows (rows.h); a Parquet file's ClassLabel names its integer tags where
+// --label-names does not.
 std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const TaggedFormat& f) {
   std::vector<TaggedSentence> out;
-  const auto lines = read_text_lines(path);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (blank(lines[i])) continue;
-    const std::string where = path + ":" + std::to_string(i + 1);
-    const Json j = parse_json(lines[i], where, /*with_line=*/false);
+  const auto recorded = class_labels(path);
+  const auto names = f.label_names.empty() && recorded.count(f.tags_field) ? recorded.at(f.tags_field) : f.label_names;
+  for_each_json_row(path, [&](const Json& j, const RowPlace& place) {
+    const std::string& where = place.where;
     TaggedSentence s;
     s.words = string_list(j, f.tokens_field, where);
-    s.tags = string_list(j, f.tags_field, where, &f.label_names);
-    s.line = static_cast<int64_t>(i + 1);
+    s.tags = string_list(j, f.tags_field, where, &names);
+    s.line = place.number;
     if (s.words.size() != s.tags.size()) {
       throw InputError(where + ": " + std::to_string(s.words.size()) + " " + f.tokens_field + " but " +
                        std::to_string(s.tags.size()) + " " + f.tags_field);
     }
     for (const auto& w : s.words) check_input(!w.empty() && !blank(w), where + ": an empty word");
     if (!s.words.empty()) out.push_back(std::move(s));
-  }
+  });
   return out;
 }
 
@@ -110,7 +112,9 @@ void set_tag_source(TaggedFormat& f, const std::string& label) {
 std::vector<TaggedSentence> read_tagged_sentences(const std::string& path, const TaggedFormat& f) {
   std::string format = f.format;
   const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSONL
-  if (format == "auto") format = name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 ? "jsonl" : "conll";
+  if (format == "auto") {
+    format = parquet_rows(path) || (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0) ? "jsonl" : "conll";
+  }
   check_input(format == "conll" || format == "jsonl", "unknown token-classification format '" + format + "' (conll or jsonl)");
   auto out = format == "jsonl" ? read_tagged_jsonl(path, f) : read_conll(path, f.tag_column);
   check_input(!out.empty(), path + ": no tagged sentences");

@@ -1,4 +1,4 @@
-// --task token-classification: a tag per word (CoNLL or JSONL), scored by seqeval's entity F1.
+// --task token-classification: a tag per word (CoNLL, JSONL or Parquet), scored by seqeval's entity F1.
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -6,6 +6,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/data/rows.h"
 #include "lmkit/data/token_tasks.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/eval/token_classification.h"
@@ -102,7 +103,9 @@ class TokenClassification : public Task {
 
   // CoNLL has no named fields: its word is the first column, its tag a column number.
   void check_columns(const Context& c, const std::string& path) const {
-    const bool conll = format_.format == "conll" || (format_.format == "auto" && std::filesystem::path(data::strip_compression_suffix(path)).extension() != ".jsonl");
+    const bool conll = format_.format == "conll" ||
+                       (format_.format == "auto" && !data::parquet_rows(path) &&
+                        std::filesystem::path(data::strip_compression_suffix(path)).extension() != ".jsonl");
     if (!conll) return;
     const std::string& label = c.columns.label;
     check_input(!c.given("--label-column") || (!label.empty() && label.find_first_not_of("0123456789") == std::string::npos),
@@ -139,7 +142,7 @@ class TokenClassification : public Task {
 TaskSpec token_classification_task() {
   TaskSpec t;
   t.name = "token-classification";
-  t.summary = "a tag per word (CoNLL or JSONL), scored by seqeval's entity F1";
+  t.summary = "a tag per word (CoNLL, JSONL or Parquet), scored by seqeval's entity F1";
   t.head = models::kTokenClassificationHead;
   t.metric = "token-classification";
   t.predictions = "predictions.conll";
