@@ -4,7 +4,8 @@ to_parquet, with ClassLabel features as GLUE's and CoNLL-2003's conversions carr
 and evaluates exactly as the same rows as JSONL (CTest "parquet: finetuning data ..."): SST-2
 classification with integer ClassLabel ids, token classification whose integer tags are named by
 the file's own ClassLabel names (in another order than the sorted tags), evaluation on a Parquet
-dev set; and a test split's hidden labels (-1) are one error naming the row."""
+dev set, SQuAD v2.0 as squad_v2's rows (Parquet, and to_json's JSON lines) as its SQuAD JSON;
+and a test split's hidden labels (-1) are one error naming the row."""
 import hashlib
 import json
 import os
@@ -105,6 +106,45 @@ def main():
                                            json.load(open(w("ner-" + kind, "best", "config.json")))["id2label"])
     check(ner["parquet"] and ner["parquet"] == ner["jsonl"],
           "Parquet's ClassLabel ids named by its own names: the weights and labels of the JSONL's tag strings")
+    # SQuAD v2.0 as the Hub's squad_v2 Parquet and as to_json's JSON lines (named dev.json, as it writes them):
+    # rows of id, title, context, question, answers {text, answer_start}; no answer for an unanswerable one.
+    squad_features = datasets.Features({
+        "id": datasets.Value("string"), "title": datasets.Value("string"), "context": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answers": datasets.Sequence({"text": datasets.Value("string"), "answer_start": datasets.Value("int32")})})
+    for split in ("train", "dev"):
+        squad = json.load(open(os.path.join(a.source, "tests", "fixtures", "squad", split + ".json"), encoding="utf-8"))
+        rows = {k: [] for k in squad_features}
+        for article in squad["data"]:
+            for paragraph in article["paragraphs"]:
+                for qa in paragraph["qas"]:
+                    answers = [] if qa.get("is_impossible") else qa["answers"]
+                    for k, v in (("id", qa["id"]), ("title", article.get("title", "")), ("context", paragraph["context"]),
+                                 ("question", qa["question"]), ("answers", {"text": [x["text"] for x in answers],
+                                                                           "answer_start": [x["answer_start"] for x in answers]})):
+                        rows[k].append(v)
+        rows_set = datasets.Dataset.from_dict(rows, features=squad_features)
+        rows_set.to_parquet(w(f"squad-{split}.parquet"))
+        os.makedirs(w("rows"), exist_ok=True)
+        rows_set.to_json(w("rows", f"{split}.json"))
+    qa = {}
+    for kind, train, dev in (("json", os.path.join(a.source, "tests", "fixtures", "squad", "train.json"),
+                              os.path.join(a.source, "tests", "fixtures", "squad", "dev.json")),
+                             ("parquet", w("squad-train.parquet"), w("squad-dev.parquet")),
+                             ("rows", w("rows", "train.json"), w("rows", "dev.json"))):
+        r = app("lmkit-finetune", "--checkpoint", w("bert", "final"), "--task", "question-answering", "--train", train,
+                "--dev", dev, "--output", w("qa-" + kind), "--epochs", "1", "--batch-size", "8", "--max-length", "96",
+                "--doc-stride", "16", "--threads", "1")
+        check(r.returncode == 0, f"SQuAD v2.0 finetunes from {kind} ({r.stderr[-400:]})")
+        r2 = app("lmkit-evaluate", "--checkpoint", w("qa-json", "best"), "--metric", "squad", "--data", dev,
+                 "--output", w(f"qa-{kind}.json"))
+        check(r2.returncode == 0, f"and the JSON's checkpoint evaluates on its {kind} dev set ({r2.stderr[-400:]})")
+        if r.returncode == 0 and r2.returncode == 0:
+            result = json.load(open(w(f"qa-{kind}.json")))
+            qa[kind] = (digest(w("qa-" + kind, "best", "model.safetensors")),
+                        {k: result[k] for k in ("exact_match", "f1", "total", "squad_version", "NoAns_total")})
+    check(len(qa) == 3 and qa["parquet"] == qa["json"] and qa["rows"] == qa["json"],
+          f"SQuAD's JSON, the Hub's Parquet and to_json's rows: the same weights and dev scores {qa}")
     return status()
 
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <istream>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "lmkit/core/batch.h"
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/rows.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/data/token_tasks.h"
 
@@ -111,15 +113,54 @@ SquadQuestion read_question(const Json& qa, const std::string& at, const std::st
   return q;
 }
 
+// HF datasets' squad and squad_v2 as rows (the Hub's Parquet, to_json's JSONL): id, context,
+// question, answers {text: [...], answer_start: [...]}, no answer for an unanswerable question.
+// Each row becomes the SQuAD JSON entry it stands for; rows of one context share it.
+SquadSet read_squad_rows(const std::string& path) {
+  SquadSet set;
+  set.path = path;
+  std::set<std::string> ids;
+  std::map<std::string, int64_t> seen;  // context -> its index
+  for_each_json_row(path, [&](const Json& row, const RowPlace& place) {
+    check_input(row.is_object(), place.where + " is not an object");
+    const std::string context = text_field(row, "context", place.where);
+    const Json& answers = field(row, "answers", place.where);
+    check_input(answers.is_object(), place.where + ": \"answers\" is not {\"text\": [...], \"answer_start\": [...]} (HF's squad)");
+    const Json& texts = array_field(answers, "text", place.where + ": answers");
+    const Json& starts = array_field(answers, "answer_start", place.where + ": answers");
+    check_input(texts.size() == starts.size(), place.where + ": " + std::to_string(texts.size()) + " answer texts but " +
+                                                   std::to_string(starts.size()) + " answer_start");
+    Json qa = {{"id", field(row, "id", place.where)}, {"question", field(row, "question", place.where)},
+               {"answers", Json::array()}, {"is_impossible", texts.empty()}};
+    for (size_t k = 0; k < texts.size(); ++k) qa["answers"].push_back({{"text", texts[k]}, {"answer_start", starts[k]}});
+    const auto [it, fresh] = seen.emplace(context, static_cast<int64_t>(set.contexts.size()));
+    if (fresh) {
+      set.words.push_back(split_words(context));
+      set.contexts.push_back(context);
+    }
+    SquadQuestion q = read_question(qa, place.where, path, context, ids);
+    q.context = it->second;
+    set.with_negative = set.with_negative || q.impossible;
+    set.questions.push_back(std::move(q));
+  });
+  check_input(!set.questions.empty(), path + ": no questions");
+  return set;
+}
+
 }  // namespace
 
 SquadSet read_squad(const std::string& path) {
+  if (parquet_rows(path)) return read_squad_rows(path);
   SquadSet set;
   set.path = path;
   Json j;
   {
     TextInput in(path);
     const std::string bytes((std::istreambuf_iterator<char>(in.stream())), std::istreambuf_iterator<char>());
+    // A question a line (HF datasets' to_json writes JSON lines, whatever the name: dev.json), where
+    // SQuAD's own file is one object with "data" (on one line or many).
+    const Json first = Json::parse(bytes.substr(0, bytes.find('\n')), nullptr, /*allow_exceptions=*/false);
+    if (first.is_object() && first.contains("question")) return read_squad_rows(path);
     try {
       j = Json::parse(bytes);
     } catch (const Json::parse_error& e) {

@@ -41,7 +41,10 @@ struct SquadSet {
 };
 
 /// Reads SQuAD's JSON ({"data": [{"paragraphs": [{"context", "qas": [{"id", "question",
-/// "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}, plain or compressed). An
+/// "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}, plain or compressed), or HF
+/// datasets' squad / squad_v2 rows — a Parquet file (the Hub's) or JSON lines (to_json's), each
+/// {"id", "context", "question", "answers": {"text": [...], "answer_start": [...]}}, no answer
+/// for an unanswerable question — rows of one context sharing it. An
 /// InputError names the file and the question for a missing field, a duplicate id, an answer
 /// not found at its answer_start, or an answerable question without answers.
 SquadSet read_squad(const std::string& path);
