@@ -45,12 +45,14 @@ def main():
     for split, n in (("train", 48), ("dev", 32)):
         d = sst2(split, n)
         datasets.Dataset.from_dict(d, features=features).to_parquet(w(f"sst2-{split}-00000-of-00001.parquet"))
+        datasets.Dataset.from_dict(d, features=features).to_json(w(f"sst2-{split}.json"))  # JSON lines, named .json
         with open(w(f"sst2-{split}.jsonl"), "w", encoding="utf-8") as f:
             for s, l, i in zip(d["sentence"], d["label"], d["idx"]):
                 f.write(json.dumps({"sentence": s, "label": l, "idx": i}) + "\n")
     runs = {}
     for kind, train, dev in (("parquet", "sst2-train-00000-of-00001.parquet", "sst2-dev-00000-of-00001.parquet"),
-                             ("jsonl", "sst2-train.jsonl", "sst2-dev.jsonl")):
+                             ("jsonl", "sst2-train.jsonl", "sst2-dev.jsonl"),
+                             ("to_json", "sst2-train.json", "sst2-dev.json")):
         r = app("lmkit-finetune", "--checkpoint", w("bert", "final"), "--train", w(train), "--dev", w(dev), "--output",
                 w("sst2-" + kind), "--epochs", "1", "--batch-size", "8", "--max-length", "32", "--threads", "1")
         check(r.returncode == 0, f"SST-2 finetunes from {kind} ({r.stderr[-400:]})")
@@ -59,8 +61,8 @@ def main():
         check(r.returncode == 0, f"and evaluates on its {kind} dev set ({r.stderr[-400:]})")
         runs[kind] = r.returncode == 0 and (digest(w("sst2-" + kind, "best", "model.safetensors")),
                                             json.load(open(w(f"sst2-{kind}.json")))["accuracy"])
-    check(runs["parquet"] and runs["parquet"] == runs["jsonl"],
-          f"Parquet and JSONL: the same finetuned weights and dev accuracy {runs}")
+    check(runs["parquet"] and runs["parquet"] == runs["jsonl"] and runs["to_json"] == runs["jsonl"],
+          f"Parquet, JSONL and to_json's .json: the same finetuned weights and dev accuracy {runs}")
 
     # GLUE's test splits hide their labels as -1: no class of its own, an error naming the row.
     hidden = sst2("dev", 4)
@@ -93,19 +95,24 @@ def main():
                                       "ner_tags": datasets.Sequence(datasets.ClassLabel(names=names))})
     datasets.Dataset.from_dict({"tokens": [s[0] for s in sentences], "ner_tags": [[names.index(t) for t in s[1]] for s in sentences]},
                                features=ner_features).to_parquet(w("ner.parquet"))
+    datasets.Dataset.from_dict({"tokens": [s[0] for s in sentences], "ner_tags": [[names.index(t) for t in s[1]] for s in sentences]},
+                               features=ner_features).to_json(w("ner.json"))  # ids without their names: --label-names
+    with open(w("names.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(names) + "\n")
     with open(w("ner.jsonl"), "w", encoding="utf-8") as f:
         for ws, ts in sentences:
             f.write(json.dumps({"tokens": ws, "ner_tags": ts}) + "\n")
     ner = {}
-    for kind in ("parquet", "jsonl"):
+    for kind in ("parquet", "jsonl", "json"):
+        names_flag = ["--label-names", w("names.txt")] if kind == "json" else []
         r = app("lmkit-finetune", "--checkpoint", w("bert", "final"), "--task", "token-classification", "--train",
                 w("ner." + kind), "--dev", w("ner." + kind), "--label-column", "ner_tags", "--output", w("ner-" + kind), "--epochs", "1",
-                "--batch-size", "8", "--max-length", "32", "--threads", "1")
+                "--batch-size", "8", "--max-length", "32", "--threads", "1", *names_flag)
         check(r.returncode == 0, f"NER finetunes from {kind} ({r.stderr[-400:]})")
         ner[kind] = r.returncode == 0 and (digest(w("ner-" + kind, "best", "model.safetensors")),
                                            json.load(open(w("ner-" + kind, "best", "config.json")))["id2label"])
-    check(ner["parquet"] and ner["parquet"] == ner["jsonl"],
-          "Parquet's ClassLabel ids named by its own names: the weights and labels of the JSONL's tag strings")
+    check(ner["parquet"] and ner["parquet"] == ner["jsonl"] and ner["json"] == ner["jsonl"],
+          "Parquet's ClassLabel ids named by its own names, to_json's by --label-names: the weights and labels of the JSONL's tag strings")
     # SQuAD v2.0 as the Hub's squad_v2 Parquet and as to_json's JSON lines (named dev.json, as it writes them):
     # rows of id, title, context, question, answers {text, answer_start}; no answer for an unanswerable one.
     squad_features = datasets.Features({

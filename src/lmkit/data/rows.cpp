@@ -4,6 +4,7 @@
 #include "lmkit/core/file.h"
 #include "lmkit/core/stop.h"
 #include "lmkit/data/parquet.h"
+#include "lmkit/data/text.h"
 #include "lmkit/data/text_input.h"
 
 namespace lmkit::data {
@@ -25,6 +26,7 @@ void for_each_json_row(const std::string& path, const std::function<void(const J
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
     check_stop(kPreparingExamples);
     const RowPlace place{path + ":" + std::to_string(i + 1), static_cast<int64_t>(i + 1)};
+    check_json_line(lines[i], place.where);
     row(parse_json(lines[i], place.where, /*with_line=*/false), place);
   }
 }

@@ -247,8 +247,9 @@ std::vector<LabelledRow> read_labelled_rows(const std::string& path, const Colum
     const std::string e(ext);
     return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
   };
-  // Parquet by its first bytes, whatever its name (HF's train-00000-of-00001.parquet): rows of named fields, as JSONL.
-  if (format == "auto") format = parquet_rows(path) || ends(".jsonl") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
+  // Parquet by its first bytes, whatever its name (HF's train-00000-of-00001.parquet): rows of named fields, as JSONL;
+  // *.json is JSON lines, as HF datasets' to_json writes them.
+  if (format == "auto") format = parquet_rows(path) || ends(".jsonl") || ends(".json") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
   check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");
   std::vector<LabelledRow> rows = format == "jsonl" ? read_json_rows(path, c) : read_delimited_rows(path, c, format);
   check_input(!rows.empty(), path + ": no labelled rows");

@@ -105,6 +105,17 @@ class ByteProgress {
   int64_t reported_ = 0, calls_ = 0;
 };
 
+}  // namespace
+
+void check_json_line(std::string_view line, const std::string& where) {
+  // A JSON document written over several lines (an indented array or object) is not JSON lines.
+  check_input(trim(line) != "[" && trim(line) != "{",
+              where + ": '" + std::string(trim(line)) + "' alone on a line: a JSON document over several lines, not JSON "
+                      "lines (one object a line; jq -c '.[]' writes an array's objects so)");
+}
+
+namespace {
+
 // Each line's string field, as it is (a null field is no text).
 void jsonl_texts(TextInput& input, const std::string& path, const std::string& text_field,
                  const std::function<void(std::string_view)>& text, ByteProgress& progress) {
@@ -115,10 +126,7 @@ void jsonl_texts(TextInput& input, const std::string& path, const std::string& t
     check_no_nul(line, path, ++line_no);
     if (trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    // A JSON document written over several lines (an indented array or object) is not JSON lines.
-    check_input(trim(line) != "[" && trim(line) != "{",
-                where + ": '" + std::string(trim(line)) + "' alone on a line: a JSON document over several lines, not JSON "
-                        "lines (one object a line; jq -c '.[]' writes an array's objects so)");
+    check_json_line(line, where);
     const nlohmann::json j = parse_json(line, where, /*with_line=*/false);
     check_input(j.is_object(), where + ": a JSON " + std::string(j.type_name()) + ", not an object with a field '" + text_field + "'");
     const auto field = j.find(text_field);

@@ -32,6 +32,10 @@ void for_each_document(const std::string& path, TextFormat format, const std::st
                        const std::function<void(Document&&)>& document,
                        const std::function<void(int64_t)>& progress = nullptr);
 
+/// Refuses a line (at `where`) that opens a JSON document written over several lines: '[' or
+/// '{' alone on it, which JSON lines never hold.
+void check_json_line(std::string_view line, const std::string& where);
+
 /// The format `format` reads `path` in: kAuto resolved (jsonl for *.jsonl and *.json, compressed
 /// or not, else blank-line); std::nullopt for a Parquet file, which is read by its column whatever the
 /// format. lmkit-tokenize encode refuses a --format or --text-field that no input would use.

@@ -98,6 +98,11 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
 
 }  // namespace
 
+bool json_rows(const std::string& path) {
+  const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSONL
+  return parquet_rows(path) || ends_with(name, ".jsonl") || ends_with(name, ".json");  // to_json's JSON lines: *.json
+}
+
 void set_tag_source(TaggedFormat& f, const std::string& label) {
   const bool index = !label.empty() && label.find_first_not_of("0123456789") == std::string::npos;
   if (!index) {
@@ -111,10 +116,7 @@ void set_tag_source(TaggedFormat& f, const std::string& label) {
 
 std::vector<TaggedSentence> read_tagged_sentences(const std::string& path, const TaggedFormat& f) {
   std::string format = f.format;
-  const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSONL
-  if (format == "auto") {
-    format = parquet_rows(path) || (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0) ? "jsonl" : "conll";
-  }
+  if (format == "auto") format = json_rows(path) ? "jsonl" : "conll";
   check_input(format == "conll" || format == "jsonl", "unknown token-classification format '" + format + "' (conll or jsonl)");
   auto out = format == "jsonl" ? read_tagged_jsonl(path, f) : read_conll(path, f.tag_column);
   check_input(!out.empty(), path + ": no tagged sentences");

@@ -103,9 +103,7 @@ class TokenClassification : public Task {
 
   // CoNLL has no named fields: its word is the first column, its tag a column number.
   void check_columns(const Context& c, const std::string& path) const {
-    const bool conll = format_.format == "conll" ||
-                       (format_.format == "auto" && !data::parquet_rows(path) &&
-                        std::filesystem::path(data::strip_compression_suffix(path)).extension() != ".jsonl");
+    const bool conll = format_.format == "conll" || (format_.format == "auto" && !data::json_rows(path));
     if (!conll) return;
     const std::string& label = c.columns.label;
     check_input(!c.given("--label-column") || (!label.empty() && label.find_first_not_of("0123456789") == std::string::npos),
