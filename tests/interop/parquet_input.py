@@ -2,7 +2,7 @@
 """Parquet shards as they are shipped, written by the reference writer (pyarrow), encode to the
 same token corpus as the same texts as plain JSONL, byte for byte (CTest "parquet: ..."):
 several row groups, snappy / zstd / gzip / uncompressed pages, dictionary-encoded, large_string
-and null texts, another column name (--text-field), a directory of shards — and train the same
+and null texts, nested columns (a struct, a list) before the texts, another column name (--text-field), a directory of shards — and train the same
 tokenizer as that JSONL (lmkit-tokenize train); and what is wrong is
 one error naming it: a column that holds no text (its type), a missing column (the columns there
 are), a truncated file, a damaged page header (its row group). Damage inside a page's values is
@@ -54,6 +54,11 @@ def main():
         "gzip, large_string": (pa.table({"text": pa.array(texts, pa.large_string())}), dict(compression="gzip")),
         "uncompressed, no dictionary": (pa.table({"text": pa.array(texts, pa.string())}),
                                         dict(compression="none", use_dictionary=False, row_group_size=50)),
+        # Nested columns before the texts: a row group is read by leaf column, and the text column's
+        # leaf comes after the struct's two and the list's one (its second string was read as the texts).
+        "nested columns first, snappy": (pa.table({"meta": [{"source": "wiki", "url": f"u{i}"} for i in range(len(texts))],
+                                                   "tags": [["a", "b"]] * len(texts), "text": pa.array(texts, pa.string())}),
+                                         dict(compression="snappy", row_group_size=200)),
     }
     for name, (table, options) in cases.items():
         path = w(name.split(",")[0] + ".parquet")

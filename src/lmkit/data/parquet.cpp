@@ -1,5 +1,6 @@
 #include "lmkit/data/parquet.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
 #include <parquet/exception.h>
 #endif
 
@@ -119,13 +121,27 @@ std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::string& path,
   return reader;
 }
 
-// Row group `g` of the columns `columns` (all where empty); InputError naming the group where it is damaged.
-std::shared_ptr<arrow::Table> read_row_group(parquet::arrow::FileReader& reader, int g, const std::vector<int>& columns,
+// The Parquet leaf columns of the schema's top-level fields `fields`: a row group is read by leaf,
+// and a list or struct before a field shifts its leaves (taken as field indices, a struct of two
+// strings before the texts had its second string read as them).
+std::vector<int> leaf_columns(const parquet::arrow::FileReader& reader, const std::vector<int>& fields) {
+  std::vector<int> leaves;
+  std::function<void(const parquet::arrow::SchemaField&)> walk = [&](const parquet::arrow::SchemaField& f) {
+    if (f.is_leaf()) leaves.push_back(f.column_index);
+    for (const auto& child : f.children) walk(child);
+  };
+  for (const int field : fields) walk(reader.manifest().schema_fields.at(static_cast<size_t>(field)));
+  return leaves;
+}
+
+// Row group `g` of the schema's top-level fields `fields` (all where empty); InputError naming the
+// group where it is damaged.
+std::shared_ptr<arrow::Table> read_row_group(parquet::arrow::FileReader& reader, int g, const std::vector<int>& fields,
                                              const std::string& path) {
   const std::string where = path + ": row group " + std::to_string(g) + " of " + std::to_string(reader.num_row_groups());
   try {
-    return columns.empty() ? arrow_value(reader.ReadRowGroup(g), where + ": damaged")
-                           : arrow_value(reader.ReadRowGroup(g, columns), where + ": damaged");
+    return fields.empty() ? arrow_value(reader.ReadRowGroup(g), where + ": damaged")
+                          : arrow_value(reader.ReadRowGroup(g, leaf_columns(reader, fields)), where + ": damaged");
   } catch (const parquet::ParquetException& e) {
     throw InputError(where + ": damaged (" + one_line(e.what()) + ")");
   }
@@ -209,16 +225,23 @@ ParquetCounts read_parquet_texts(const std::string& path, const std::string& col
   return counts;
 }
 
-int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>& row) {
+int64_t read_parquet_rows(const std::string& path, const std::vector<std::string>& columns,
+                          const std::function<void(Json&&)>& row) {
   std::shared_ptr<arrow::Schema> schema;
   const std::unique_ptr<parquet::arrow::FileReader> reader = open_reader(path, schema);
   std::set<std::string> names;
   for (const auto& f : schema->fields()) {
     check_input(names.insert(f->name()).second, path + ": two columns are named '" + f->name() + "'");
   }
+  std::vector<int> wanted;  // the columns asked for, in the file's order; empty: every column
+  for (int c = 0; c < schema->num_fields(); ++c) {
+    if (std::find(columns.begin(), columns.end(), schema->field(c)->name()) != columns.end()) wanted.push_back(c);
+  }
+  // None there: rows of the first column alone, for the reader to name what is missing.
+  if (!columns.empty() && wanted.empty() && schema->num_fields() > 0) wanted.push_back(0);
   int64_t rows = 0;
   for (int g = 0; g < reader->num_row_groups(); ++g) {
-    const std::shared_ptr<arrow::Table> table = read_row_group(*reader, g, {}, path);
+    const std::shared_ptr<arrow::Table> table = read_row_group(*reader, g, wanted, path);
     arrow::TableBatchReader batches(*table);  // holds a reference: the table lives beside it
     std::shared_ptr<arrow::RecordBatch> batch;
     while (true) {
@@ -283,7 +306,9 @@ ParquetCounts read_parquet_texts(const std::string& path, const std::string&, co
   no_parquet(path);
 }
 
-int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>&) { no_parquet(path); }
+int64_t read_parquet_rows(const std::string& path, const std::vector<std::string>&, const std::function<void(Json&&)>&) {
+  no_parquet(path);
+}
 
 std::map<std::string, std::vector<std::string>> parquet_class_labels(const std::string& path) { no_parquet(path); }
 

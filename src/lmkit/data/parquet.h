@@ -39,9 +39,12 @@ ParquetCounts read_parquet_texts(const std::string& path, const std::string& col
 /// Calls `row(values)` for each row of the file, in order, one row group in memory at a time:
 /// an object of every column's value as JSON (strings, numbers, booleans, null, lists as arrays,
 /// structs as objects; other types as Arrow prints them), as a JSONL line of the same data would
-/// hold them (HF datasets' to_json and to_parquet of one split). Errors as read_parquet_texts';
-/// two columns of one name are an InputError.
-int64_t read_parquet_rows(const std::string& path, const std::function<void(Json&&)>& row);
+/// hold them (HF datasets' to_json and to_parquet of one split). Only `columns` are read where
+/// given (those the file has; a reader names a missing one): a dataset's other columns, images as
+/// bytes among them, are neither read nor converted. Errors as read_parquet_texts'; two columns of
+/// one name are an InputError.
+int64_t read_parquet_rows(const std::string& path, const std::vector<std::string>& columns,
+                          const std::function<void(Json&&)>& row);
 
 /// HF datasets' ClassLabel names of the file's columns, from its schema's `huggingface` metadata
 /// (which datasets' to_parquet and the Hub's Parquet conversions write): column -> names in id

@@ -11,10 +11,11 @@ namespace lmkit::data {
 
 bool parquet_rows(const std::string& path) { return is_parquet_file(path); }
 
-void for_each_json_row(const std::string& path, const std::function<void(const Json&, const RowPlace&)>& row) {
+void for_each_json_row(const std::string& path, const std::vector<std::string>& fields,
+                       const std::function<void(const Json&, const RowPlace&)>& row) {
   if (parquet_rows(path)) {
     int64_t n = 0;
-    read_parquet_rows(path, [&](Json&& values) {
+    read_parquet_rows(path, fields, [&](Json&& values) {
       check_stop(kPreparingExamples);
       ++n;
       row(values, {path + ": row " + std::to_string(n), n});

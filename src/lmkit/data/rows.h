@@ -21,9 +21,11 @@ struct RowPlace {
 };
 
 /// Calls `row(values, place)` for each non-blank line of a JSONL file, or each row of a Parquet
-/// file (by its first bytes, whatever its name). A line that is not JSON is an InputError naming
-/// the file and line; SIGTERM stops between rows (kPreparingExamples).
-void for_each_json_row(const std::string& path, const std::function<void(const Json&, const RowPlace&)>& row);
+/// file (by its first bytes, whatever its name; only the columns named in `fields` are read). A
+/// line that is not JSON is an InputError naming the file and line; SIGTERM stops between rows
+/// (kPreparingExamples).
+void for_each_json_row(const std::string& path, const std::vector<std::string>& fields,
+                       const std::function<void(const Json&, const RowPlace&)>& row);
 
 /// Whether for_each_json_row reads `path` as Parquet.
 bool parquet_rows(const std::string& path);

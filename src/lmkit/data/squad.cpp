@@ -121,7 +121,7 @@ SquadSet read_squad_rows(const std::string& path) {
   set.path = path;
   std::set<std::string> ids;
   std::map<std::string, int64_t> seen;  // context -> its index
-  for_each_json_row(path, [&](const Json& row, const RowPlace& place) {
+  for_each_json_row(path, {"id", "context", "question", "answers"}, [&](const Json& row, const RowPlace& place) {
     check_input(row.is_object(), place.where + " is not an object");
     const std::string context = text_field(row, "context", place.where);
     const Json& answers = field(row, "answers", place.where);

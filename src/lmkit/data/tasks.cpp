@@ -170,7 +170,9 @@ std::vector<LabelledRow> read_json_rows(const std::string& path, const ColumnSpe
   const bool want_pair = !c.text_pair.empty();
   // HF datasets write -1 for a ClassLabel with no label (GLUE's test splits hide theirs): no class.
   const bool class_label = class_labels(path).count(c.label) > 0;
-  for_each_json_row(path, [&](const Json& j, const RowPlace& place) {
+  std::vector<std::string> fields = {c.text, c.label};
+  if (want_pair) fields.push_back(c.text_pair);
+  for_each_json_row(path, fields, [&](const Json& j, const RowPlace& place) {
     const std::string& where = place.where;
     auto field = [&](const std::string& name, bool label) -> std::string {
       if (!j.is_object() || !j.contains(name)) throw InputError(where + ": missing field '" + name + "'");

@@ -80,7 +80,7 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
   std::vector<TaggedSentence> out;
   const auto recorded = class_labels(path);
   const auto names = f.label_names.empty() && recorded.count(f.tags_field) ? recorded.at(f.tags_field) : f.label_names;
-  for_each_json_row(path, [&](const Json& j, const RowPlace& place) {
+  for_each_json_row(path, {f.tokens_field, f.tags_field}, [&](const Json& j, const RowPlace& place) {
     const std::string& where = place.where;
     TaggedSentence s;
     s.words = string_list(j, f.tokens_field, where);
