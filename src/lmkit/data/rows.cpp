@@ -2,6 +2,7 @@
 
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/stop.h"
 #include "lmkit/data/parquet.h"
 #include "lmkit/data/text.h"
@@ -9,11 +10,14 @@
 
 namespace lmkit::data {
 
-bool parquet_rows(const std::string& path) { return is_parquet_file(path); }
+bool json_rows(const std::string& path) {
+  const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSON lines
+  return is_parquet_file(path) || ends_with(name, ".jsonl") || ends_with(name, ".json");
+}
 
 void for_each_json_row(const std::string& path, const std::vector<std::string>& fields,
                        const std::function<void(const Json&, const RowPlace&)>& row) {
-  if (parquet_rows(path)) {
+  if (is_parquet_file(path)) {
     int64_t n = 0;
     read_parquet_rows(path, fields, [&](Json&& values) {
       check_stop(kPreparingExamples);
@@ -33,7 +37,7 @@ void for_each_json_row(const std::string& path, const std::vector<std::string>& 
 }
 
 std::map<std::string, std::vector<std::string>> class_labels(const std::string& path) {
-  return parquet_rows(path) ? parquet_class_labels(path) : std::map<std::string, std::vector<std::string>>{};
+  return is_parquet_file(path) ? parquet_class_labels(path) : std::map<std::string, std::vector<std::string>>{};
 }
 
 }  // namespace lmkit::data

@@ -27,8 +27,10 @@ struct RowPlace {
 void for_each_json_row(const std::string& path, const std::vector<std::string>& fields,
                        const std::function<void(const Json&, const RowPlace&)>& row);
 
-/// Whether for_each_json_row reads `path` as Parquet.
-bool parquet_rows(const std::string& path);
+/// Whether a supervised reader's "auto" format takes `path` as rows of named fields: a Parquet
+/// file (by its first bytes), or JSON lines (*.jsonl, and *.json as HF datasets' to_json writes
+/// them; compressed or not) — not TSV, CSV or CoNLL columns.
+bool json_rows(const std::string& path);
 
 /// The ClassLabel names a Parquet file records for its columns (parquet_class_labels); none for JSONL.
 std::map<std::string, std::vector<std::string>> class_labels(const std::string& path);

@@ -10,6 +10,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/stop.h"
+#include "lmkit/data/parquet.h"
 #include "lmkit/data/rows.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/data/token_tasks.h"
@@ -150,23 +151,23 @@ SquadSet read_squad_rows(const std::string& path) {
 }  // namespace
 
 SquadSet read_squad(const std::string& path) {
-  if (parquet_rows(path)) return read_squad_rows(path);
+  if (is_parquet_file(path)) return read_squad_rows(path);
   SquadSet set;
   set.path = path;
   Json j;
   {
     TextInput in(path);
     const std::string bytes((std::istreambuf_iterator<char>(in.stream())), std::istreambuf_iterator<char>());
-    // A question a line (HF datasets' to_json writes JSON lines, whatever the name: dev.json), where
-    // SQuAD's own file is one object with "data" (on one line or many).
-    const Json first = Json::parse(bytes.substr(0, bytes.find('\n')), nullptr, /*allow_exceptions=*/false);
-    if (first.is_object() && first.contains("question")) return read_squad_rows(path);
     try {
-      j = Json::parse(bytes);
+      j = Json::parse(bytes);  // SQuAD's own file: one object with "data", on one line or many
     } catch (const Json::parse_error& e) {
+      // A question a line (HF datasets' to_json writes JSON lines, whatever the name: dev.json).
+      const Json first = Json::parse(bytes.substr(0, bytes.find('\n')), nullptr, /*allow_exceptions=*/false);
+      if (first.is_object() && first.contains("question")) return read_squad_rows(path);
       throw InputError(path + ": not SQuAD's JSON (" + std::string(e.what()) + ")");
     }
   }
+  if (j.is_object() && j.contains("question")) return read_squad_rows(path);  // JSON lines of one question
   check_input(j.is_object(), path + ": not SQuAD's JSON (an object with \"data\")");
   std::set<std::string> ids;
   const Json& data = array_field(j, "data", path);

@@ -11,6 +11,7 @@
 #include "lmkit/core/config.h"
 #include "lmkit/core/error.h"
 #include "lmkit/core/file.h"
+#include "lmkit/core/names.h"
 #include "lmkit/core/stop.h"
 #include "lmkit/data/rows.h"
 #include "lmkit/data/text_input.h"
@@ -244,14 +245,8 @@ std::vector<LabelledRow> read_delimited_rows(const std::string& path, const Colu
 
 std::vector<LabelledRow> read_labelled_rows(const std::string& path, const ColumnSpec& c) {
   std::string format = c.format;
-  const std::string name = strip_compression_suffix(path);  // train.jsonl.gz is JSONL
-  auto ends = [&](const char* ext) {
-    const std::string e(ext);
-    return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
-  };
-  // Parquet by its first bytes, whatever its name (HF's train-00000-of-00001.parquet): rows of named fields, as JSONL;
-  // *.json is JSON lines, as HF datasets' to_json writes them.
-  if (format == "auto") format = parquet_rows(path) || ends(".jsonl") || ends(".json") ? "jsonl" : ends(".csv") ? "csv" : "tsv";
+  // Parquet (HF's train-00000-of-00001.parquet) and JSON lines are rows of named fields alike; train.csv.gz is CSV.
+  if (format == "auto") format = json_rows(path) ? "jsonl" : ends_with(strip_compression_suffix(path), ".csv") ? "csv" : "tsv";
   check_input(format == "tsv" || format == "csv" || format == "jsonl", "unknown data format '" + format + "'");
   std::vector<LabelledRow> rows = format == "jsonl" ? read_json_rows(path, c) : read_delimited_rows(path, c, format);
   check_input(!rows.empty(), path + ": no labelled rows");

@@ -26,7 +26,6 @@ constexpr size_t kSniffBytes = 64 * 1024;
 
 bool starts_with(const std::string& s, const char* magic, size_t n) { return s.size() >= n && std::memcmp(s.data(), magic, n) == 0; }
 
-
 // Refuses bytes that are not text: NULs, or more than 5% invalid UTF-8 (at least 16 sequences).
 void check_text_bytes(const std::string& sample, const std::string& path, const std::string& what) {
   if (sample.find('\0') != std::string::npos) {

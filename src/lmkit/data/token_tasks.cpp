@@ -98,11 +98,6 @@ std::vector<TaggedSentence> read_tagged_jsonl(const std::string& path, const Tag
 
 }  // namespace
 
-bool json_rows(const std::string& path) {
-  const std::string name = strip_compression_suffix(path);  // train.jsonl.zst is JSONL
-  return parquet_rows(path) || ends_with(name, ".jsonl") || ends_with(name, ".json");  // to_json's JSON lines: *.json
-}
-
 void set_tag_source(TaggedFormat& f, const std::string& label) {
   const bool index = !label.empty() && label.find_first_not_of("0123456789") == std::string::npos;
   if (!index) {

@@ -23,7 +23,7 @@ struct TaggedSentence {
 
 /// Where the words and tags are.
 struct TaggedFormat {
-  std::string format = "auto";  ///< auto (json_rows: jsonl, else conll), conll, jsonl
+  std::string format = "auto";  ///< auto (data/rows.h json_rows: jsonl, else conll), conll, jsonl
   int64_t tag_column = -1;      ///< CoNLL: the tag's 0-based column; -1: the last
   std::string tokens_field = "tokens", tags_field = "tags";  ///< JSONL keys
   /// JSONL tags given as integers (HF datasets' ClassLabel ids) are these names, in id
@@ -34,10 +34,6 @@ struct TaggedFormat {
 /// Applies a --label-column value: digits name the CoNLL tag column (1 or more;
 /// InputError for 0, the word), anything else the JSONL tags field.
 void set_tag_source(TaggedFormat& format, const std::string& label_column);
-
-/// Whether the "auto" format reads `path` as rows of named fields (JSON lines: *.jsonl and *.json,
-/// compressed or not; Parquet), not as CoNLL columns.
-bool json_rows(const std::string& path);
 
 /// Reads sentences: CoNLL (one word per line, whitespace-separated columns, the word
 /// first; blank lines between sentences; -DOCSTART- lines skipped) or JSONL
