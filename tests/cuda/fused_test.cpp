@@ -18,15 +18,12 @@
 #include <iostream>
 #include <limits>
 #include <tuple>
-#include <vector>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/core/cuda.h"
 #include "lmkit/models/losses.h"
 #include "lmkit/models/registry.h"
-#include "lmkit/nn/dropout.h"
 #include "lmkit/nn/fused.h"
-#include "lmkit/nn/kernels.h"
 #include "lmkit/nn/position.h"
 #include "test_util.h"
 
@@ -468,16 +465,14 @@ std::pair<std::vector<at::Tensor>, bool> cpu_residual_step(bool on, nn::Norm& no
 
 }  // namespace
 
-TEST_CASE("the residual step's CPU path equals the composite, forward and backward, with dropout and without",
-          "[nn][fused]") {
+TEST_CASE("the residual step's CPU path equals the composite, forward and backward, without dropout", "[nn][fused]") {
   at::manual_seed(21);
   for (const nn::NormType type : {nn::NormType::kLayerNorm, nn::NormType::kRmsNorm}) {
     // under one SIMD block, a whole number of them, a tail, several slices of the column sums
     for (const auto& [rows, d] : std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {37, 64}, {111, 257}, {700, 48}}) {
-      for (const double p : {0.0, 0.1, 0.5}) {
-        const bool with_gs = rows % 2 == 1;
-        INFO((type == nn::NormType::kRmsNorm ? "RMSNorm" : "LayerNorm")
-             << " rows " << rows << " d " << d << " p " << p << (with_gs ? ", dL/ds too" : ", y alone"));
+      for (const bool with_gs : {true, false}) {
+        INFO((type == nn::NormType::kRmsNorm ? "RMSNorm" : "LayerNorm") << " rows " << rows << " d " << d
+                                                                        << (with_gs ? ", dL/ds too" : ", y alone"));
         nn::Norm norm(nn::NormOptions(d).type(type).eps(1e-6));
         {
           at::NoGradGuard no_grad;
@@ -486,19 +481,11 @@ TEST_CASE("the residual step's CPU path equals the composite, forward and backwa
         }
         const at::Tensor x = at::randn({rows, d}) * 3, h = at::randn({rows, d});
         const at::Tensor gs = with_gs ? at::randn({rows, d}) : at::Tensor(), gy = at::randn({rows, d});
-        at::manual_seed(77);  // the same dropout draw for both
-        const auto [cpu, took] = cpu_residual_step(true, norm, x, h, p, true, gs, gy);
-        const double after = at::rand({1}).item<double>();
-        at::manual_seed(77);
-        const auto [composite, composite_took] = cpu_residual_step(false, norm, x, h, p, true, gs, gy);
-        CHECK(at::rand({1}).item<double>() == after);  // the generator advanced as the composite's
+        const auto [cpu, took] = cpu_residual_step(true, norm, x, h, 0.0, true, gs, gy);
+        const auto [composite, composite_took] = cpu_residual_step(false, norm, x, h, 0.0, true, gs, gy);
         CHECK(took);
         CHECK_FALSE(composite_took);
-        CHECK(at::equal(cpu[0], composite[0]));  // s = x + dropout(h): the same elements, one rounding either way
-        if (p > 0) {
-          const double dropped = cpu[3].eq(0).to(at::kDouble).mean().item<double>();
-          CHECK(std::abs(dropped - p) < 0.1);
-        }
+        CHECK(at::equal(cpu[0], composite[0]));  // s = x + h: one rounding either way
         const char* names[] = {"s", "y", "dx", "dh", "dw", "db"};
         for (size_t i = 1; i < cpu.size(); ++i) {
           INFO(names[i]);
@@ -510,61 +497,32 @@ TEST_CASE("the residual step's CPU path equals the composite, forward and backwa
       }
     }
   }
-  SECTION("the composite where the CPU path does not apply: p = 1, bf16 autocast") {
+  SECTION("dropout in training is the composite's; without training it is no dropout") {
     nn::Norm norm(nn::NormOptions(16));
     const at::Tensor x = at::randn({4, 16}), h = at::randn({4, 16}), gy = at::randn({4, 16});
-    CHECK(cpu_residual_step(true, norm, x, h, 0.1, true, at::Tensor(), gy).second);
+    CHECK_FALSE(cpu_residual_step(true, norm, x, h, 0.1, true, at::Tensor(), gy).second);
     CHECK(cpu_residual_step(true, norm, x, h, 0.1, false, at::Tensor(), gy).second);
-    CHECK_FALSE(cpu_residual_step(true, norm, x, h, 1.0, true, at::Tensor(), gy).second);
     AutocastGuard autocast(kHost, true);  // bf16 autocast on the CPU: the composite
     CHECK_FALSE(cpu_residual_step(true, norm, x, h, 0.0, true, at::Tensor(), gy).second);
   }
 }
 
-TEST_CASE("the CPU dropout stream: any window of lanes is the stream's, and dropout drops those lanes",
-          "[nn][fused]") {
-  const uint64_t seed = 0x1234567890ABCDEFULL;
-  std::vector<uint16_t> whole(5000), part(1237);
-  nn::kernels::cpu::dropout_lanes(seed, 0, 5000, whole.data());
-  for (const int64_t first : {0, 1, 3, 6, 1023, 1025, 2500}) {
-    INFO("first " << first);
-    nn::kernels::cpu::dropout_lanes(seed, first, 1237, part.data());
-    CHECK(std::equal(part.begin(), part.end(), whole.begin() + first));
-  }
-  // nn::dropout keeps element i where lane i >= threshold, with the draw draw_counter_dropout makes
-  at::manual_seed(5);
-  const nn::kernels::cpu::Dropout d = nn::draw_counter_dropout(0.25);
-  at::manual_seed(5);
-  const at::Tensor kept = nn::dropout(at::ones({5000}), 0.25, true).ne(0);
-  CHECK(d.threshold == 16384);
-  nn::kernels::cpu::dropout_lanes(d.seed, 0, 5000, whole.data());
-  int64_t agree = 0;
-  for (int64_t i = 0; i < 5000; ++i) agree += (whole[static_cast<size_t>(i)] >= d.threshold) == kept[i].item<bool>();
-  CHECK(agree == 5000);
-}
-
-TEST_CASE("the residual step's CPU path gives the same bits on 1 and 2 threads, dropout too", "[nn][fused]") {
+TEST_CASE("the residual step's CPU path gives the same bits on 1 and 2 threads", "[nn][fused]") {
   at::manual_seed(22);
   const int threads = at::get_num_threads();
   nn::Norm norm(nn::NormOptions(96));
   const at::Tensor x = at::randn({1500, 96}), h = at::randn({1500, 96}), gs = at::randn({1500, 96});
   const at::Tensor gy = at::randn({1500, 96});
   std::vector<std::vector<at::Tensor>> runs;
-  for (const double p : {0.0, 0.1}) {
-    for (const int n : {1, 2}) {
-      at::set_num_threads(n);
-      at::manual_seed(23);
-      runs.push_back(cpu_residual_step(true, norm, x, h, p, true, gs, gy).first);
-    }
+  for (const int n : {1, 2}) {
+    at::set_num_threads(n);
+    runs.push_back(cpu_residual_step(true, norm, x, h, 0.0, true, gs, gy).first);
   }
   at::set_num_threads(threads);
-  for (size_t run = 0; run < runs.size(); run += 2) {
-    for (size_t i = 0; i < runs[run].size(); ++i) {
-      INFO((run == 0 ? "no dropout" : "dropout 0.1") << ", output " << i);
-      CHECK(at::equal(runs[run][i], runs[run + 1][i]));
-    }
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    INFO("output " << i);
+    CHECK(at::equal(runs[0][i], runs[1][i]));
   }
-  CHECK_FALSE(at::equal(runs[0][0], runs[2][0]));  // the dropout run dropped
 }
 
 TEST_CASE("the residual step's CPU path: pre-norm stacks make each sum in the next norm's step", "[nn][fused]") {

@@ -51,8 +51,7 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream);
 /// the fused path, pre-norm stacks' residual sums handed to the next norm's kernel and
 /// norms feeding linears written in bf16: each sum made and each output cast on its own) or
 /// "varlen" (packed documents on a GPU through the varlen flash kernel: the T × T bias to
-/// the efficient kernel instead), "cpu_fused" (the CPU paths of nn/fused.h), "cpu_swiglu" or
-/// "cpu_dropout" (SwiGLU's CPU path alone; the residual step's with dropout alone). Each falls back
+/// the efficient kernel instead). Each falls back
 /// to what LibTorch does natively, with the same results up to rounding;
 /// bench/levers.sh times every lever against its fallback.
 bool lever_disabled(const std::string& name);

@@ -24,6 +24,23 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kBlock = 1024;  // elements per block of random words (4 per 64-bit word)
 
+uint64_t draw_seed() {
+  auto* gen = at::check_generator<at::CPUGeneratorImpl>(at::detail::getDefaultCPUGenerator());
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  return gen->random64();
+}
+
+// SplitMix64 outputs for words [first, first + count): word w is
+// splitmix64(seed + (w + 1)·golden), a counter-based stream any thread can start anywhere.
+LMKIT_MULTIVERSION void random_words(uint64_t seed, int64_t first, int64_t count, uint64_t* out) {
+  for (int64_t j = 0; j < count; ++j) {
+    uint64_t z = seed + static_cast<uint64_t>(first + j + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    out[j] = z ^ (z >> 31);
+  }
+}
+
 // Element i is kept when 16-bit lane i of the little-endian word stream is >= threshold.
 template <typename T>
 LMKIT_MULTIVERSION void apply_mask(const T* x, T* y, uint8_t* mask, const uint16_t* lanes, int64_t n,
@@ -41,14 +58,17 @@ LMKIT_MULTIVERSION void masked_scale(const T* g, const uint8_t* mask, T* out, in
 }
 
 template <typename T>
-void dropout_forward_kernel(const T* x, T* y, uint8_t* mask, int64_t n, const kernels::cpu::Dropout& d) {
+void dropout_forward_kernel(const T* x, T* y, uint8_t* mask, int64_t n, uint64_t seed, uint16_t threshold,
+                            float scale) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   at::parallel_for(0, blocks, 16, [&](int64_t begin, int64_t end) {
-    uint16_t lanes[kBlock];
+    uint64_t words[kBlock / 4];
     for (int64_t b = begin; b < end; ++b) {
       const int64_t first = b * kBlock, count = std::min(kBlock, n - first);
-      kernels::cpu::dropout_lanes(d.seed, first, count, lanes);
-      apply_mask<T>(x + first, y + first, mask + first, lanes, count, d.threshold, d.scale);
+      random_words(seed, first / 4, (count + 3) / 4, words);
+      uint16_t lanes[kBlock];
+      std::memcpy(lanes, words, sizeof(lanes));  // lane k of word w is element 4w + k (little-endian)
+      apply_mask<T>(x + first, y + first, mask + first, lanes, count, threshold, scale);
     }
   });
 }
@@ -62,15 +82,15 @@ void dropout_backward_kernel(const T* g, const uint8_t* mask, T* out, int64_t n,
 
 class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, double p) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, int64_t threshold) {
     const at::Tensor x = input.contiguous();
     at::Tensor y = at::empty_like(x, at::MemoryFormat::Contiguous);
     at::Tensor mask = at::empty(x.sizes(), x.options().dtype(at::kByte));
-    const kernels::cpu::Dropout d = draw_counter_dropout(p);
-    const float scale = d.scale;
+    const float scale = static_cast<float>(65536.0 / static_cast<double>(65536 - threshold));
+    const uint64_t seed = draw_seed();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "lmkit_dropout", [&] {
       dropout_forward_kernel<scalar_t>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), mask.data_ptr<uint8_t>(),
-                                       x.numel(), d);
+                                       x.numel(), seed, static_cast<uint16_t>(threshold), scale);
     });
     ctx->save_for_backward({mask});
     ctx->saved_data["scale"] = static_cast<double>(scale);
@@ -90,24 +110,7 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
   }
 };
 
-int64_t threshold_of(double p) { return std::lround(p * 65536.0); }  // p rounded to a multiple of 2^-16
-
 }  // namespace
-
-bool counter_dropout_applies(double p) {
-  const int64_t threshold = threshold_of(p);
-  return threshold > 0 && threshold < 65536 && !lever_disabled("dropout");
-}
-
-kernels::cpu::Dropout draw_counter_dropout(double p) {
-  kernels::cpu::Dropout d;
-  d.threshold = static_cast<uint16_t>(threshold_of(p));
-  d.scale = static_cast<float>(65536.0 / static_cast<double>(65536 - d.threshold));
-  auto* gen = at::check_generator<at::CPUGeneratorImpl>(at::detail::getDefaultCPUGenerator());
-  std::lock_guard<std::mutex> lock(gen->mutex_);
-  d.seed = gen->random64();
-  return d;
-}
 
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {
   check_input(p >= 0.0 && p <= 1.0, "dropout: probability " + std::to_string(p) + " is not in [0, 1]");
@@ -115,10 +118,10 @@ at::Tensor dropout(const at::Tensor& x, double p, bool training) {
   if (!x.device().is_cpu() || !at::isFloatingType(x.scalar_type()) || lever_disabled("dropout")) {
     return at::dropout(x, p, true);
   }
-  const int64_t threshold = threshold_of(p);
+  const auto threshold = static_cast<int64_t>(std::lround(p * 65536.0));
   if (threshold >= 65536) return x * 0;
   if (threshold == 0) return x;
-  return DropoutFunction::apply(x, p);
+  return DropoutFunction::apply(x, threshold);
 }
 
 }  // namespace lmkit::nn

@@ -149,30 +149,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cpu_norm_backward(const at::Tenso
   return {gx, gw, gb};
 }
 
-// The CPU path's dropout through an autograd context, as save_dropout's.
-void save_cpu_dropout(AutogradContext* ctx, const kernels::cpu::Dropout& d) {
-  ctx->saved_data["cpu_seed"] = static_cast<int64_t>(d.seed);
-  ctx->saved_data["cpu_threshold"] = static_cast<int64_t>(d.threshold);
-  ctx->saved_data["cpu_scale"] = static_cast<double>(d.scale);
-}
-kernels::cpu::Dropout load_cpu_dropout(AutogradContext* ctx) {
-  kernels::cpu::Dropout d;
-  d.seed = static_cast<uint64_t>(ctx->saved_data["cpu_seed"].toInt());
-  d.threshold = static_cast<uint16_t>(ctx->saved_data["cpu_threshold"].toInt());
-  d.scale = static_cast<float>(ctx->saved_data["cpu_scale"].toDouble());
-  return d;
-}
-
 // The residual step: the CUDA kernels, their host implementation (tests), or with `cpu` the CPU
-// training path (float32; dropout nn::dropout's, the same draw: kernels::cpu).
+// training path (float32, no dropout: kernels::cpu).
 struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x_in, const at::Tensor& h_in,
                                const at::Tensor& weight, const std::optional<at::Tensor>& bias, double p, double eps,
                                at::ScalarType y_type, bool cpu) {
     const at::Tensor x = x_in.contiguous(), h = h_in.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
-    const kernels::Dropout dropout = cpu ? kernels::Dropout{} : draw_dropout(p, x.device());
-    const kernels::cpu::Dropout cpu_dropout = cpu && p > 0 ? draw_counter_dropout(p) : kernels::cpu::Dropout{};
+    const kernels::Dropout dropout = draw_dropout(p, x.device());
     at::Tensor s = at::empty(x.sizes(), x.options().dtype(at::result_type(x, h)));
     at::Tensor y = at::empty(x.sizes(), x.options().dtype(y_type));
     at::Tensor mean = at::empty({rows}, x.options().dtype(at::kFloat)), rstd = at::empty({rows}, mean.options());
@@ -190,8 +175,7 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
           if (cpu) {
             kernels::cpu::residual_norm_forward(x.data_ptr<float>(), h.data_ptr<float>(), s.data_ptr<float>(),
                                                 y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                                weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms,
-                                                cpu_dropout);
+                                                weight.data_ptr<float>(), b, rows, d, static_cast<float>(eps), rms);
             return;
           }
           kernels::host::residual_norm_forward(x.data_ptr(), dtype_of(x), h.data_ptr(), dtype_of(h), s.data_ptr(),
@@ -203,7 +187,6 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     ctx->save_for_backward({s, mean, rstd, weight});
     ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined: no zeros made
     save_dropout(ctx, dropout);
-    save_cpu_dropout(ctx, cpu_dropout);
     ctx->saved_data["rms"] = rms;
     ctx->saved_data["x_type"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["h_type"] = static_cast<int64_t>(h.scalar_type());
@@ -216,17 +199,11 @@ struct ResidualNormFunction : torch::autograd::Function<ResidualNormFunction> {
     const bool rms = ctx->saved_data["rms"].toBool();
     const int64_t d = s.size(-1), rows = s.numel() / d;
     const at::Tensor gs = grads[0].defined() ? grads[0].to(s.scalar_type()).contiguous() : at::Tensor();
-    if (ctx->saved_data["cpu"].toBool()) {  // float32 throughout; dL/dh = dL/dx through dropout's mask
+    if (ctx->saved_data["cpu"].toBool()) {  // float32 throughout; no dropout, so dL/dh = dL/dx
       const at::Tensor gy =
           grads[1].defined() ? grads[1].to(at::kFloat).contiguous() : at::zeros(s.sizes(), s.options());
       const auto [gx, gw, gb] = cpu_norm_backward(gy, gs, s, mean, rstd, weight, rms);
-      const kernels::cpu::Dropout drop = load_cpu_dropout(ctx);
-      at::Tensor gh = gx;
-      if (drop.threshold > 0) {
-        gh = at::empty_like(gx);
-        kernels::cpu::dropout_backward(gx.data_ptr<float>(), gh.data_ptr<float>(), gx.numel(), drop);
-      }
-      return {gx, gh, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {gx, gx, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
     // dL/dy in y's type (bf16 where y fed a linear under autocast: the kernel reads it as it came).
     const at::Tensor gy = !grads[1].defined()     ? at::zeros(s.sizes(), mean.options())
@@ -312,13 +289,6 @@ struct LinearGeluFunction : torch::autograd::Function<LinearGeluFunction> {
 
 at::Tensor composite_residual(const at::Tensor& x, const at::Tensor& h, double p, bool training) {
   return x + (training && p > 0 ? nn::dropout(h, p, true) : h);
-}
-
-// Whether the residual step's CPU path draws dropout p itself: nn::dropout's counter-based mask
-// applies, unless LMKIT_DISABLE names "cpu_dropout" (this alone off, for bench/levers.sh).
-bool cpu_dropout_takes(double p) {
-  static const bool lever_on = !lever_disabled("cpu_dropout");
-  return lever_on && counter_dropout_applies(p);
 }
 
 // Whether a tensor x takes the CPU paths (kernels::cpu): a float32 CPU tensor, the paths on,
@@ -469,11 +439,9 @@ std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::T
     return {out[0], out[1]};
   }
   if (cpu_path_takes(x) && h.is_cpu() && h.scalar_type() == at::kFloat && x.sizes() == h.sizes() && x.numel() > 0 &&
-      w.scalar_type() == at::kFloat && (rms || norm->bias.scalar_type() == at::kFloat) &&
-      (!(training && p > 0) || cpu_dropout_takes(p))) {
+      w.scalar_type() == at::kFloat && (rms || norm->bias.scalar_type() == at::kFloat) && !(training && p > 0)) {
     const std::optional<at::Tensor> bias = rms ? std::nullopt : std::optional<at::Tensor>(norm->bias);
-    const auto out =
-        ResidualNormFunction::apply(x, h, w, bias, training ? p : 0.0, norm->options.eps(), at::kFloat, true);
+    const auto out = ResidualNormFunction::apply(x, h, w, bias, 0.0, norm->options.eps(), at::kFloat, true);
     return {out[0], out[1]};
   }
   at::Tensor s = composite_residual(x, h, p, training);

@@ -1,5 +1,5 @@
 // The training step's fused ops: each is the ATen composite on the CPU (but the residual step
-// in float32, which has a CPU path of its own) and wherever a kernel does not apply, and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
+// in float32 without dropout, which has a CPU path of its own) and wherever a kernel does not apply, and lmkit's CUDA kernel (nn/kernels.h) on a GPU when the build
 // has them, unless LMKIT_DISABLE=fused switches them off (the default since their first GPU
 // run, 2026-11-27: parity, memcheck and exact resume pass; docs/benchmarks.md). Forward and backward agree with the
 // composite within rounding ([cuda] tests, tests/cuda/fused_test.cpp); dropout inside a
@@ -35,9 +35,9 @@ bool host_kernels_enabled();
 bool set_host_kernels_enabled(bool on);
 
 /// Whether float32 CPU tensors (no CPU autocast) take lmkit's CPU paths (nn/kernels.h,
-/// namespace cpu), each one pass where the composite makes several: the residual step (every
-/// family's layers, its dropout nn::dropout's mask from the same draw), where pre-norm stacks
-/// hand their sums on too, rotary positions (rotary_cpu) and SwiGLU
+/// namespace cpu), each one pass where the composite makes several: the residual step without
+/// dropout (Llama's and Mistral's layers in training; every family's evaluation), where
+/// pre-norm stacks hand their sums on too, rotary positions (rotary_cpu) and SwiGLU
 /// (swiglu_cpu). On unless
 /// LMKIT_DISABLE names "cpu_fused" (or switched by set_cpu_kernels_enabled); the host
 /// implementation, where switched on, takes precedence.

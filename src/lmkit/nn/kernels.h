@@ -81,31 +81,16 @@ void softmax_cross_entropy(void* logits, Dtype type, const int64_t* targets, con
 }  // namespace host
 
 /// lmkit's CPU paths (kernels_cpu.cpp), float32, rows in parallel and vectorised. The residual
-/// step: sums in an order fixed by the row count alone (the same bits for any thread count);
-/// residual_norm_forward as above (h null: y = norm(x) alone, s unwritten, and x is the s
-/// backward reads), with nn::dropout's own mask on h (`dropout`: the CPU's counter-based
-/// stream below, the very elements nn::dropout drops for the same draw); residual_norm_backward
-/// writes gx = dL/dx, gw and gb (null for RMSNorm), and dropout_backward makes dL/dh from it.
-/// Rotary positions:
+/// step without dropout: sums in an order fixed by the row count alone (the same bits for any
+/// thread count); residual_norm_forward as above (h null: y = norm(x) alone, s unwritten, and
+/// x is the s backward reads), residual_norm_backward writes gx = dL/dx = dL/dh (no dropout:
+/// one gradient for both), gw and gb (null for RMSNorm). Rotary positions:
 /// out = x·cos + rotate_half(x)·sin over (batch, heads, t, d) rows, x with these strides (its
 /// last dimension dense), out dense, cos and sin dense (1|batch, t, d); `backward` maps a
 /// gradient of out to one of x. The composite's roundings, the same bits. SwiGLU over n dense
 /// elements: y = silu(g)·u; backward, dg and du from dy (an exponential of lmkit's own: within
 /// a few roundings of the composite, not its bits).
 namespace cpu {
-/// nn::dropout's mask on the CPU: element i of a call is kept when 16-bit lane i % 4 (from the
-/// low bits) of word i / 4 of a counter-based stream is >= threshold, word w being
-/// SplitMix64(seed + (w + 1)·0x9E3779B97F4A7C15), so any thread can start anywhere; kept values
-/// are scaled by `scale` = 1 / (1 − threshold / 2^16). threshold 0: no dropout.
-struct Dropout {
-  uint64_t seed = 0;
-  uint16_t threshold = 0;
-  float scale = 1.0f;
-};
-/// The lanes of elements [first, first + count) of the stream at `seed`.
-void dropout_lanes(uint64_t seed, int64_t first, int64_t count, uint16_t* lanes);
-/// out = g · scale where element i is kept, else 0 (elements [0, n) of the call).
-void dropout_backward(const float* g, float* out, int64_t n, const Dropout& dropout);
 struct RotaryShape {
   int64_t batch = 0, heads = 0, t = 0, d = 0;
   int64_t stride_b = 0, stride_h = 0, stride_t = 0;
@@ -115,8 +100,7 @@ void rotary(const float* x, const float* cos, const float* sin, float* out, cons
 void swiglu_forward(const float* g, const float* u, float* y, int64_t n);
 void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du, int64_t n);
 void residual_norm_forward(const float* x, const float* h, float* s, float* y, float* mean, float* rstd,
-                           const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms,
-                           const Dropout& dropout = {});
+                           const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms);
 void residual_norm_backward(const float* gy, const float* gs, const float* s, const float* mean, const float* rstd,
                             const float* w, float* gx, float* gw, float* gb, int64_t rows, int64_t d, bool rms);
 }  // namespace cpu

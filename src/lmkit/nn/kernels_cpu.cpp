@@ -1,8 +1,7 @@
 // lmkit's CPU paths (kernels.h, namespace cpu), each one pass where the composite makes several:
 //
-// The residual step s = x + dropout(h), y = norm(s) in float32 (every pre- and post-norm layer in
-// training and evaluation; dropout's mask is nn::dropout's, drawn here from the same counter-based
-// stream, so the same elements drop for the same draw), and y = norm(x) alone (every other float32 norm, so
+// The residual step s = x + h, y = norm(s) in float32 without dropout (Llama's and Mistral's
+// every layer, any family's evaluation), and y = norm(x) alone (every other float32 norm, so
 // that a sum made apart and then normalised has the fused step's very bits: --recompute, which
 // hands no sum across a layer, gives the stored path's), forward and backward in one pass over
 // each row, as the CUDA kernel does on a GPU: the composite makes some six passes forward (add, square,
@@ -46,40 +45,11 @@ inline float lane_total(const float (&acc)[kLanes]) {
   return v[0];
 }
 
-// SplitMix64 words [first, first + count) of the stream at `seed` (kernels.h, cpu::Dropout).
-LMKIT_MULTIVERSION void random_words(uint64_t seed, int64_t first, int64_t count, uint64_t* __restrict out) {
-  for (int64_t j = 0; j < count; ++j) {
-    uint64_t z = seed + static_cast<uint64_t>(first + j + 1) * 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    out[j] = z ^ (z >> 31);
-  }
-}
-
-// The residual sum of a row's columns [0, body) into out and the lane sums: x + h, or with
-// kDrop x + (lane ≥ threshold ? h·scale : 0), the composite's x + dropout(h) (its product,
-// then its sum: the same bits).
-template <bool kDrop>
-inline void add_row(const float* __restrict xr, const float* __restrict hr, const uint16_t* __restrict lanes,
-                    float* __restrict out, float (&acc)[kLanes], int64_t body, uint16_t threshold, float scale) {
-  for (int64_t c = 0; c < body; c += kLanes) {
-    for (int k = 0; k < kLanes; ++k) {
-      float hv = hr[c + k];
-      if constexpr (kDrop) hv = lanes[c + k] >= threshold ? hv * scale : 0.0f;
-      const float v = xr[c + k] + hv;
-      out[c + k] = v;
-      acc[k] += v;
-    }
-  }
-}
-
-template <bool kDrop>
 LMKIT_MULTIVERSION void forward_rows(const float* __restrict x, const float* __restrict h, float* __restrict s,
                                      float* __restrict y, float* __restrict mean_out, float* __restrict rstd_out,
                                      const float* __restrict w, const float* __restrict b, int64_t begin,
-                                     int64_t end, int64_t d, float eps, bool rms, const Dropout& drop) {
+                                     int64_t end, int64_t d, float eps, bool rms) {
   const int64_t body = d - d % kLanes;
-  std::vector<uint16_t> lanes(kDrop ? static_cast<size_t>(d) : 0);
   for (int64_t row = begin; row < end; ++row) {
     const float* xr = x + row * d;
     float* yr = y + row * d;
@@ -87,12 +57,15 @@ LMKIT_MULTIVERSION void forward_rows(const float* __restrict x, const float* __r
     if (h != nullptr) {
       const float* hr = h + row * d;
       float* out = s + row * d;
-      if constexpr (kDrop) dropout_lanes(drop.seed, row * d, d, lanes.data());
-      add_row<kDrop>(xr, hr, lanes.data(), out, acc, body, drop.threshold, drop.scale);
+      for (int64_t c = 0; c < body; c += kLanes) {
+        for (int k = 0; k < kLanes; ++k) {
+          const float v = xr[c + k] + hr[c + k];
+          out[c + k] = v;
+          acc[k] += v;
+        }
+      }
       for (int64_t c = body; c < d; ++c) {
-        float hv = hr[c];
-        if constexpr (kDrop) hv = lanes[c] >= drop.threshold ? hv * drop.scale : 0.0f;
-        out[c] = xr[c] + hv;
+        out[c] = xr[c] + hr[c];
         acc[c - body] += out[c];
       }
     } else {
@@ -262,12 +235,6 @@ LMKIT_MULTIVERSION void swiglu_backward_range(const float* __restrict g, const f
   }
 }
 
-// out = g · scale where the lane is kept, else 0: dropout's backward.
-LMKIT_MULTIVERSION void masked_scale(const float* __restrict g, const uint16_t* __restrict lanes, float* __restrict out,
-                                     int64_t n, uint16_t threshold, float scale) {
-  for (int64_t i = 0; i < n; ++i) out[i] = lanes[i] >= threshold ? g[i] * scale : 0.0f;
-}
-
 constexpr int64_t kSwigluGrain = 32768;
 
 }  // namespace
@@ -287,42 +254,10 @@ void rotary(const float* x, const float* cos, const float* sin, float* out, cons
                    [&](int64_t begin, int64_t end) { rotary_rows(x, cos, sin, out, begin, end, shape, backward); });
 }
 
-void dropout_lanes(uint64_t seed, int64_t first, int64_t count, uint16_t* lanes) {
-  const int64_t skip = first % 4, words = (skip + count + 3) / 4;
-  uint64_t buffer[256];
-  uint16_t unpacked[1024];
-  for (int64_t done = 0; done < words; done += 256) {  // 1,024 lanes at a time
-    const int64_t n = std::min<int64_t>(256, words - done);
-    random_words(seed, first / 4 + done, n, buffer);
-    for (int64_t j = 0; j < n * 4; ++j) unpacked[j] = static_cast<uint16_t>(buffer[j / 4] >> (16 * (j % 4)));
-    const int64_t from = done == 0 ? skip : 0, at = done * 4 + from - skip;  // unpacked[from] is lanes[at]
-    const int64_t take = std::min(n * 4 - from, count - at);
-    std::memcpy(lanes + at, unpacked + from, static_cast<size_t>(take) * sizeof(uint16_t));
-  }
-}
-
-void dropout_backward(const float* g, float* out, int64_t n, const Dropout& dropout) {
-  constexpr int64_t kBlock = 4096;
-  at::parallel_for(0, (n + kBlock - 1) / kBlock, 4, [&](int64_t begin, int64_t end) {
-    uint16_t lanes[kBlock];
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t first = block * kBlock, count = std::min(kBlock, n - first);
-      dropout_lanes(dropout.seed, first, count, lanes);
-      masked_scale(g + first, lanes, out + first, count, dropout.threshold, dropout.scale);
-    }
-  });
-}
-
 void residual_norm_forward(const float* x, const float* h, float* s, float* y, float* mean, float* rstd,
-                           const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms,
-                           const Dropout& dropout) {
-  const bool drop = h != nullptr && dropout.threshold > 0;
+                           const float* w, const float* b, int64_t rows, int64_t d, float eps, bool rms) {
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(d, 1)), [&](int64_t begin, int64_t end) {
-    if (drop) {
-      forward_rows<true>(x, h, s, y, mean, rstd, w, b, begin, end, d, eps, rms, dropout);
-    } else {
-      forward_rows<false>(x, h, s, y, mean, rstd, w, b, begin, end, d, eps, rms, dropout);
-    }
+    forward_rows(x, h, s, y, mean, rstd, w, b, begin, end, d, eps, rms);
   });
 }
 
