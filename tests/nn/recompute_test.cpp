@@ -60,6 +60,11 @@ StepGrads recompute_step(const Json& config, const std::string& architecture, co
 void check_same(const Json& config, const std::string& architecture, bool encoder_decoder, double tolerance,
                 Dtype dtype = Dtype::kFp32) {
   const Batch batch = test::tiny_training_batch(encoder_decoder);
+  // A process's first step on 2 threads on a busy machine summed some gradient in another order in
+  // 2 to 9 runs of 150 (2026-12-07: all gradients ~1e-5 apart, the loss the same; never with one
+  // thread, never a later step; a matmul first does not prevent it, nor MKL_CBWR): a step before
+  // the two compared keeps that out of this comparison.
+  (void)recompute_step(config, architecture, batch, false, dtype);
   const StepGrads stored = recompute_step(config, architecture, batch, false, dtype);
   const StepGrads recomputed = recompute_step(config, architecture, batch, true, dtype);
   INFO(architecture << ", dtype " << static_cast<int>(dtype));
