@@ -200,10 +200,14 @@ TEST_CASE("text input: gzip and zstd JSONL encode to the plain JSONL's corpus, b
   // Two zstd frames likewise.
   run_reference_writer("zstd -q -c " + (dir / "first") + " > " + (dir / "two.jsonl.zst") + " && zstd -q -c " + (dir / "second") + " >> " +
         (dir / "two.jsonl.zst"));
+  // A long-distance window declared by a streamed frame (zstd --long=31 from a pipe: 2 GiB, the
+  // largest there is), which libzstd's default limit (128 MiB) refuses as the zstd command does
+  // without --long=31; the frame holds the window it needs and no more is allocated for it.
+  run_reference_writer("cat " + plain + " | zstd -q --long=31 -c > " + (dir / "long.jsonl.zst"));
   const auto want = shipped_corpus_files(*f.tok, plain, dir / "c-plain");
   CHECK(data::sniff_text_file(dir / "a.jsonl.gz") == data::Compression::kGzip);
   CHECK(data::sniff_text_file(dir / "a.jsonl.zst") == data::Compression::kZstd);
-  for (const std::string name : {"a.jsonl.gz", "a.jsonl.zst", "c4.json.gz", "two.jsonl.zst"}) {
+  for (const std::string name : {"a.jsonl.gz", "a.jsonl.zst", "c4.json.gz", "two.jsonl.zst", "long.jsonl.zst"}) {
     INFO(name);
     CHECK(shipped_corpus_files(*f.tok, dir / name, dir / ("c-" + name)) == want);
   }

@@ -54,6 +54,12 @@ class DecompressBuf : public std::streambuf {
     } else {
       zstd_ = ZSTD_createDStream();
       if (zstd_ == nullptr) throw Error(ExitCode::kRuntime, path + ": libzstd could not start");
+      // Any window a frame declares (zstd --long=31, 2 GiB, the largest), not libzstd's default
+      // 128 MiB: a shard compressed with a long window is read as the zstd command reads it with
+      // --long=31. libzstd allocates what the frame declares (capped by its content size where known).
+      if (ZSTD_isError(ZSTD_DCtx_setParameter(zstd_, ZSTD_d_windowLogMax, sizeof(size_t) == 4 ? 30 : 31))) {
+        throw Error(ExitCode::kRuntime, path + ": libzstd refused a 2 GiB window limit");
+      }
     }
     out_.resize(1 << 18);
     setg(out_.data(), out_.data(), out_.data());
