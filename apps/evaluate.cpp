@@ -62,8 +62,9 @@ void add_io_flags(CLI::App& app, Args& a) {
   app.add_flag("--overwrite", a.request.overwrite, "replace --output (and --predictions) although lmkit-evaluate did not write it");
   app.add_option("--predictions", a.request.predictions,
                  "write the predictions here (a finetuning task's file, or the in-context scores as JSONL)");
-  app.add_option("--text-column", a.columns.text, "classification: text column; token-classification: JSONL words field "
-                 "(default: as finetuned)");
+  app.add_option("--text-column,--text-field", a.columns.text,
+                 "classification: text column; token-classification: JSONL words field (default: as finetuned); a "
+                 "corpus metric: the JSONL field or Parquet column of --data's texts (default: text)");
   app.add_option("--label-column", a.columns.label,
                  "classification: label column; token-classification: CoNLL tag column or JSONL tags field (default: "
                  "as finetuned)");

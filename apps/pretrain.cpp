@@ -41,7 +41,7 @@ struct Args {
   train::OptimizerFlags optimizer_flags;
   train::OptimizerOptions optimizer;  ///< from optimizer_flags, after parsing
   std::string model, init, train, valid, output, objective, tokenizer, schedule = "linear", dtype = "fp32";
-  std::string source_lang, target_lang;
+  std::string source_lang, target_lang, text_field = "text";
   int64_t steps = 1000, batch_size = 32, seq_len = 128, warmup = -1, eval_every = 0, save_every = 0, keep_last = 2;
   int64_t stop_at = 0;
   int64_t accumulation = 1, log_every = 10, eval_batches = 0, vocab_size = 8000, prefetch = 2;
@@ -96,7 +96,7 @@ tokenizer::Tokenizer pretraining_tokenizer(const Args& a, const models::Family& 
     t.output = tok_path;
     std::fprintf(stderr, "training a %lld-token %s tokenizer on %s\n", static_cast<long long>(a.vocab_size),
                  family.tokenizer_family.c_str(), a.train.c_str());
-    data::train_tokenizer(t);  // JSONL's texts, Parquet's column, compressed text: as the corpus reads them
+    data::train_tokenizer(t, data::TextFormat::kAuto, a.text_field);  // the texts as the corpus reads them
   });
   return tokenizer::Tokenizer::load(tok_path, kind);
 }
@@ -168,12 +168,24 @@ std::vector<data::MixtureEntry> sources_of(const std::string& spec) {
 }
 
 // Every text checked before any is encoded: a --valid that cannot be read is said before --train's minutes.
+// Each text input is readable, and a --text-field is one some input has (JSONL or Parquet), not ignored.
 void check_texts(const Args& a) {
+  std::string plain;  // a text input read as plain text (no fields), where every one is
+  bool fields = false;
   for (const auto* spec : {&a.train, &a.valid}) {
     for (const auto& e : sources_of(*spec)) {
-      if (!data::is_corpus(e.path)) data::check_text_file(e.path);
+      if (data::is_corpus(e.path)) continue;
+      for (const auto& f : data::text_files(e.path)) {
+        const auto format = data::resolve_format(f, data::TextFormat::kAuto);  // nullopt: Parquet
+        fields = fields || !format || *format == data::TextFormat::kJsonl;
+        if (format && *format != data::TextFormat::kJsonl && plain.empty()) plain = f;
+      }
     }
   }
+  check_input(a.text_field == "text" || fields,
+              "--text-field " + a.text_field + ": no text input has fields to name (JSONL or Parquet): " +
+                  (plain.empty() ? "every input is a token corpus (encoded with its own --text-field)"
+                                 : plain + " is read as plain text (JSONL is *.jsonl or *.json, compressed or not)"));
 }
 
 // Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by
@@ -200,6 +212,7 @@ PretrainingData pretraining_data(const Args& a, const data::ObjectiveSpec& objec
   };
   PretrainingData d;
   if (objective.parallel_text) {
+    check_input(a.text_field == "text", "--text-field: parallel text (PREFIX.SRC, PREFIX.TGT) is read line by line, no fields");
     d.train = make(a.train, nullptr, a.runtime.seed);
     d.valid = make(a.valid, nullptr, 12345);
     return d;
@@ -212,7 +225,8 @@ PretrainingData pretraining_data(const Args& a, const data::ObjectiveSpec& objec
     std::vector<std::pair<data::MixtureEntry, std::shared_ptr<const data::Corpus>>> out;
     dist::leader_first(group, [&] {
       for (const auto& e : entries) {
-        out.emplace_back(e, data::open_corpus(e.path, tok, a.output + "/cache", mixture ? split + "-" + e.name : split));
+        out.emplace_back(e, data::open_corpus(e.path, tok, a.output + "/cache", mixture ? split + "-" + e.name : split,
+                                              a.text_field));
       }
     });
     for (const auto& [e, corpus] : out) corpus->check_vocab(tok.vocab_size(), model.architecture());
@@ -389,6 +403,7 @@ PretrainingData image_data(const Args& a, const data::ObjectiveSpec& spec, const
 void run_images(const Args& a, const Json& resolved, const train::Run& run, const Json& config, const std::string& config_name,
                 const models::Objective& objective, const data::ObjectiveSpec& spec) {
   check_input(a.tokenizer.empty(), "--tokenizer: objective " + objective.name + " reads images, not text");
+  check_input(a.text_field == "text", "--text-field: objective " + objective.name + " reads images, not text");
   check_input(!a.seq_len_given, "--seq-len: objective " + objective.name + " reads images (their patches are the sequence)");
   check_input(!data::is_corpus(a.train) && data::parse_mixture(a.train).empty(),
               "--train " + a.train + ": objective " + objective.name + " reads one IDX image file");
@@ -509,6 +524,7 @@ int main(int argc, char** argv) {
                  "directory, or a weighted mixture of them: NAME=WEIGHT:PATH,... (docs/data.md); mae: an IDX image file")
       ->required();
   app.add_option("--valid", a.valid, "validation text (file, directory or pattern) or token corpus directory, or a mixture as --train's");
+  app.add_option("--text-field", a.text_field, "the JSONL field or Parquet column of --train's and --valid's texts")->check(non_empty());
   app.add_option("--output", a.output, "run directory")->required();
   app.add_option("--objective", a.objective, "the pretraining objective: " + objectives_by_family() +
                                                  "; default: the model type's first");
@@ -543,8 +559,7 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, metrics and results)");
   app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");
-  app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")
-      ->check(non_negative());
+  app.add_option("--stop-at", a.stop_at, "stop after step N as if interrupted (checkpoint kept; continue with --resume)")->check(non_negative());
   add_runtime_flags(app, a.runtime);
   add_tensorboard_flags(app, a.tensorboard);
   dist::add_distributed_flags(app, a.dist);

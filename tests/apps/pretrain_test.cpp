@@ -417,6 +417,7 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
   test::TempDir dir;
   { std::ofstream(dir / "empty.txt") << "\n\n"; }
   { std::ofstream(dir / "run.json") << R"({"steps": 3, "batch-sise": 4})"; }
+  { std::ofstream(dir / "docs.jsonl") << R"({"content": "A document .", "id": 1})" << "\n"; }
   {
     std::ofstream(dir / "short.json") << R"({"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1,
       "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64})";
@@ -436,6 +437,17 @@ TEST_CASE("pretrain: bad input is one error line and exit 2", "[apps][pretrain]"
       {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "empty.txt") + " --output " + (dir / "o2") +
            " --tokenizer " + bert_tok,
        "empty corpus"},
+      // A --text-field that no input has is refused, not ignored; one a JSONL line lacks names the line.
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + test::sample("valid.txt") + " --output " +
+           (dir / "o13") + " --tokenizer " + bert_tok + " --text-field content",
+       "--text-field content: no text input has fields to name (JSONL or Parquet): " + test::sample("valid.txt") +
+           " is read as plain text"},
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "docs.jsonl") + " --output " +
+           (dir / "o14") + " --tokenizer " + bert_tok + " --text-field body",
+       "docs.jsonl:1: no field 'body' (--text-field names the field of texts)"},
+      {"lmkit-pretrain --model " + test::model_preset("bert-tiny") + " --train " + (dir / "docs.jsonl") + " --output " +
+           (dir / "o15") + " --text-field ''",
+       "--text-field: a name, not empty"},
       {"lmkit-pretrain --model " + test::model_preset("gpt-mini") + " --train " + test::sample("valid.txt") + " --output " + (dir / "o3") +
            " --objective mlm",
        "objective 'mlm' does not apply to model_type 'gpt2'"},

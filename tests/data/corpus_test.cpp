@@ -367,6 +367,24 @@ TEST_CASE("corpus: a directory or pattern of shards opens as one corpus, cached 
                                                                          std::to_string(stamp) + "|" +
                                                                          std::to_string(f.tok->checksum()))));
   fs::remove(dir / "shards/part-99.jsonl.zst");
+  // Another field of the same lines (lmkit-pretrain --text-field): the texts moved to "body" give the
+  // corpus of "text", cached under a key of its own.
+  {
+    std::ifstream in(plain);
+    std::ofstream out(dir / "body.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      Json j = Json::parse(line);
+      out << Json{{"body", j["text"]}, {"text", 7}}.dump() << "\n";
+    }
+  }
+  auto body = data::open_corpus(dir / "body.jsonl", *f.tok, cache, "file", "body");
+  CHECK(read_file(body->path() + "/tokens.bin") == read_file(whole->path() + "/tokens.bin"));
+  CHECK(read_file(body->path() + "/documents.bin") == read_file(whole->path() + "/documents.bin"));
+  CHECK_THROWS_WITH(data::open_corpus(dir / "body.jsonl", *f.tok, cache, "text"),
+                    Catch::Contains("body.jsonl:1: field 'text' holds a number, not text"));
+  const eval::TextStats by_field = eval::text_stats(dir / "body.jsonl", "body"), by_text = eval::text_stats(plain);
+  CHECK(by_field.words == by_text.words);
+  CHECK(by_field.bytes == by_text.bytes);
   // Per-word and per-byte figures count the shards' texts as the file's.
   const eval::TextStats a = eval::text_stats(plain), b = eval::text_stats(dir / "shards");
   CHECK(a.words == b.words);

@@ -54,6 +54,10 @@ CLI::Validator non_negative() {
   return bound(">= 0", [](double v) { return v >= 0; });
 }
 
+CLI::Validator non_empty() {
+  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("a name, not empty") : std::string(); }, "TEXT");
+}
+
 CLI::Validator in_range(double min, double max) {
   return bound("in [" + plain(min) + ", " + plain(max) + "]", [min, max](double v) { return v >= min && v <= max; });
 }

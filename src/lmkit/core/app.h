@@ -19,6 +19,7 @@ CLI::Validator positive();      ///< > 0 (for an integer flag: >= 1)
 CLI::Validator non_negative();  ///< >= 0
 CLI::Validator in_range(double min, double max);  ///< min <= value <= max
 CLI::Validator in_range_below(double min, double max);  ///< min <= value < max (Adam's betas: [0, 1))
+CLI::Validator non_empty();     ///< a string flag's value is not "" (a field name)
 
 /// Adds --threads, --device and --seed to `app`, filling `options`.
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);

@@ -183,7 +183,8 @@ std::vector<std::string> text_files(const std::string& path) {
 void check_text_file(const std::string& path) { text_files(path); }
 
 std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tok,
-                                          const std::string& cache_dir, const std::string& name) {
+                                          const std::string& cache_dir, const std::string& name,
+                                          const std::string& text_field) {
   if (is_corpus(path)) {
     auto c = std::make_shared<const Corpus>(path);
     c->check_tokenizer(tok);
@@ -195,10 +196,11 @@ std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokeniz
     identity += fs::absolute(f).string() + "|" + std::to_string(fs::file_size(f)) + "|" +
                 std::to_string(fs::last_write_time(f).time_since_epoch().count()) + "|";
   }
+  if (text_field != "text") identity += "field=" + text_field + "|";  // "text": the key corpora had before
   const uint64_t key = tokenizer::fnv1a64(identity + std::to_string(tok.checksum()));
   const std::string dir = cache_dir + "/" + name + "-" + std::to_string(key);
   if (!is_corpus(dir)) {
-    encode_corpus(tok, {files, TextFormat::kAuto, "text", dir, 0}, "encode " + name);
+    encode_corpus(tok, {files, TextFormat::kAuto, text_field, dir, 0}, "encode " + name);
   }
   return std::make_shared<const Corpus>(dir, path);
 }

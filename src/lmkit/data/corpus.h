@@ -100,8 +100,10 @@ void check_text_file(const std::string& path);
 /// `path` as a corpus: a corpus directory as it is (checked against `tokenizer`), or
 /// its text files (text_files) encoded once into CACHE_DIR/NAME-KEY, where KEY hashes each
 /// file's path, size and time and the tokenizer: an edited, added or removed file or another
-/// tokenizer encodes anew, a second run on the same text reuses the corpus.
+/// tokenizer encodes anew, a second run on the same text reuses the corpus. `text_field`: the
+/// JSONL field or Parquet column of the texts (another than "text" is part of KEY too).
 std::shared_ptr<const Corpus> open_corpus(const std::string& path, const tokenizer::Tokenizer& tokenizer,
-                                          const std::string& cache_dir, const std::string& name);
+                                          const std::string& cache_dir, const std::string& name,
+                                          const std::string& text_field = "text");
 
 }  // namespace lmkit::data

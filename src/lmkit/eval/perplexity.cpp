@@ -17,11 +17,12 @@
 
 namespace lmkit::eval {
 
-TextStats text_stats(const std::string& path) {
+TextStats text_stats(const std::string& path, const std::string& text_field) {
   TextStats s;
   for (const auto& file : data::text_files(path)) {  // a directory's or a pattern's shards, in the corpus's order
-    s.bytes += data::text_bytes(file);  // the text's, not a compressed file's or the JSON around JSONL's texts
-    data::for_each_document(file, data::TextFormat::kAuto, "text", [&](data::Document&& doc) {
+    // the text's, not a compressed file's or the JSON around JSONL's texts
+    s.bytes += data::text_bytes(file, data::TextFormat::kAuto, text_field);
+    data::for_each_document(file, data::TextFormat::kAuto, text_field, [&](data::Document&& doc) {
       for (const auto& sentence : doc.sentences) {
         std::istringstream in(sentence);
         std::string w;

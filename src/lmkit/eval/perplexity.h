@@ -19,7 +19,7 @@ struct TextStats {
   int64_t words = 0;  ///< whitespace-separated words, plus one per document end (the end-of-text token there)
   int64_t bytes = 0;  ///< UTF-8 bytes
 };
-TextStats text_stats(const std::string& path);
+TextStats text_stats(const std::string& path, const std::string& text_field = "text");
 
 struct SlidingWindow {
   int64_t context = 0;  ///< tokens per window (0: the model's maximum)

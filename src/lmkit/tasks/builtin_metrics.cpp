@@ -46,8 +46,11 @@ MetricSpec corpus_metric(const std::string& name, const std::string& summary) {
   return m;
 }
 
+// The JSONL field or Parquet column of a text --data's texts: --text-column (--text-field) where given.
+std::string text_field_of(const MetricInputs& in) { return in.app.count("--text-column") ? in.columns.text : "text"; }
+
 std::shared_ptr<const data::Corpus> corpus_of(const MetricInputs& in) {
-  return data::open_corpus(data_file(in), in.tokenizer, in.work, "data");
+  return data::open_corpus(data_file(in), in.tokenizer, in.work, "data", text_field_of(in));
 }
 
 // Sliding-window causal perplexity; --seq-len N is non-overlapping windows of N tokens (Press et al.).
@@ -74,7 +77,7 @@ Json perplexity(const MetricInputs& in) {
                                                             std::to_string(positions) + " positions (" + family.positions_key + ")");
   eval::TextStats stats;
   const bool text = !data::is_corpus(data_file(in));
-  if (text) stats = eval::text_stats(data_file(in));
+  if (text) stats = eval::text_stats(data_file(in), text_field_of(in));
   return eval::causal_perplexity(*model, *corpus, in.tokenizer.specials().eos, w, in.device, text ? &stats : nullptr);
 }
 
