@@ -170,22 +170,14 @@ std::vector<data::MixtureEntry> sources_of(const std::string& spec) {
 // Every text checked before any is encoded: a --valid that cannot be read is said before --train's minutes.
 // Each text input is readable, and a --text-field is one some input has (JSONL or Parquet), not ignored.
 void check_texts(const Args& a) {
-  std::string plain;  // a text input read as plain text (no fields), where every one is
-  bool fields = false;
+  std::vector<std::string> files;
   for (const auto* spec : {&a.train, &a.valid}) {
     for (const auto& e : sources_of(*spec)) {
       if (data::is_corpus(e.path)) continue;
-      for (const auto& f : data::text_files(e.path)) {
-        const auto format = data::resolve_format(f, data::TextFormat::kAuto);  // nullopt: Parquet
-        fields = fields || !format || *format == data::TextFormat::kJsonl;
-        if (format && *format != data::TextFormat::kJsonl && plain.empty()) plain = f;
-      }
+      for (auto& f : data::text_files(e.path)) files.push_back(std::move(f));
     }
   }
-  check_input(a.text_field == "text" || fields,
-              "--text-field " + a.text_field + ": no text input has fields to name (JSONL or Parquet): " +
-                  (plain.empty() ? "every input is a token corpus (encoded with its own --text-field)"
-                                 : plain + " is read as plain text (JSONL is *.jsonl or *.json, compressed or not)"));
+  data::check_text_field_used(files, a.text_field, "--text-field");
 }
 
 // Training and validation examples: parallel text (PREFIX.SRC / PREFIX.TGT, line by

@@ -382,6 +382,12 @@ TEST_CASE("corpus: a directory or pattern of shards opens as one corpus, cached 
   CHECK(read_file(body->path() + "/documents.bin") == read_file(whole->path() + "/documents.bin"));
   CHECK_THROWS_WITH(data::open_corpus(dir / "body.jsonl", *f.tok, cache, "text"),
                     Catch::Contains("body.jsonl:1: field 'text' holds a number, not text"));
+  // A field that no input has is refused (pretrain's --text-field, evaluate's), not ignored.
+  CHECK_NOTHROW(data::check_text_field_used({dir / "body.jsonl"}, "body", "--text-field"));
+  CHECK_NOTHROW(data::check_text_field_used({test::sample("valid.txt")}, "text", "--text-field"));
+  CHECK_THROWS_WITH(data::check_text_field_used({test::sample("valid.txt")}, "body", "--text-field"),
+                    Catch::Contains("--text-field body: no text input has fields to name") && Catch::Contains("valid.txt is read as plain text"));
+  CHECK_THROWS_WITH(data::check_text_field_used({}, "body", "--text-field"), Catch::Contains("every input is a token corpus"));
   const eval::TextStats by_field = eval::text_stats(dir / "body.jsonl", "body"), by_text = eval::text_stats(plain);
   CHECK(by_field.words == by_text.words);
   CHECK(by_field.bytes == by_text.bytes);

@@ -208,6 +208,17 @@ void for_each_document(const std::string& path, TextFormat format_in, const std:
   }
 }
 
+void check_text_field_used(const std::vector<std::string>& files, const std::string& field, const std::string& flag) {
+  if (field == "text") return;
+  for (const auto& f : files) {
+    const auto format = resolve_format(f, TextFormat::kAuto);
+    if (!format || *format == TextFormat::kJsonl) return;  // Parquet or JSONL: it has fields
+  }
+  throw InputError(flag + " " + field + ": no text input has fields to name (JSONL or Parquet): " +
+                   (files.empty() ? "every input is a token corpus (encoded with its own --text-field)"
+                                  : files.front() + " is read as plain text (JSONL is *.jsonl or *.json, compressed or not)"));
+}
+
 int64_t text_bytes(const std::string& path, TextFormat format_in, const std::string& text_field) {
   const std::optional<TextFormat> format = resolve_format(path, format_in);
   int64_t bytes = 0;

@@ -41,6 +41,11 @@ void check_json_line(std::string_view line, const std::string& where);
 /// format. lmkit-tokenize encode refuses a --format or --text-field that no input would use.
 std::optional<TextFormat> resolve_format(const std::string& path, TextFormat format);
 
+/// Refuses a `flag` naming a texts' field (`field`; "text", the default, always passes) that no
+/// file of `files` has: none is JSONL or Parquet (plain text has no fields), or there is none
+/// (every input a token corpus, encoded with a field of its own). An InputError that says which.
+void check_text_field_used(const std::vector<std::string>& files, const std::string& field, const std::string& flag);
+
 /// The UTF-8 bytes of the text lmkit reads from `path` (a figure's denominator: bits per byte):
 /// a plain text file's bytes (decompressed, for gzip and zstd), or a JSONL file's or Parquet
 /// column's texts with one byte for each one's end — not the JSON or Parquet around them, nor

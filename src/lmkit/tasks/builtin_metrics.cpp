@@ -10,6 +10,7 @@
 #include "lmkit/data/corpus.h"
 #include "lmkit/data/loader.h"
 #include "lmkit/data/pipeline.h"
+#include "lmkit/data/text.h"
 #include "lmkit/data/text_input.h"
 #include "lmkit/eval/fill_mask.h"
 #include "lmkit/eval/generation.h"
@@ -46,8 +47,15 @@ MetricSpec corpus_metric(const std::string& name, const std::string& summary) {
   return m;
 }
 
-// The JSONL field or Parquet column of a text --data's texts: --text-column (--text-field) where given.
-std::string text_field_of(const MetricInputs& in) { return in.app.count("--text-column") ? in.columns.text : "text"; }
+// The JSONL field or Parquet column of a text --data's texts: --text-column (--text-field) where given,
+// and one some file has (never a flag ignored).
+std::string text_field_of(const MetricInputs& in) {
+  if (!in.app.count("--text-column")) return "text";
+  const std::string& data = data_file(in);
+  data::check_text_field_used(data::is_corpus(data) ? std::vector<std::string>{} : data::text_files(data), in.columns.text,
+                              "--text-field");
+  return in.columns.text;
+}
 
 std::shared_ptr<const data::Corpus> corpus_of(const MetricInputs& in) {
   return data::open_corpus(data_file(in), in.tokenizer, in.work, "data", text_field_of(in));
