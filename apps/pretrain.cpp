@@ -167,8 +167,8 @@ std::vector<data::MixtureEntry> sources_of(const std::string& spec) {
   return entries;
 }
 
-// Every text checked before any is encoded: a --valid that cannot be read is said before --train's minutes.
-// Each text input is readable, and a --text-field is one some input has (JSONL or Parquet), not ignored.
+// Every text checked before any is encoded: a --valid that cannot be read is said before --train's minutes,
+// and a --text-field that no input has (JSONL or Parquet) is refused, not ignored.
 void check_texts(const Args& a) {
   std::vector<std::string> files;
   for (const auto* spec : {&a.train, &a.valid}) {
