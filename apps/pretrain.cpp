@@ -344,6 +344,21 @@ struct Plan {
   train::TrainerOptions trainer;
 };
 
+// "N training examples per epoch", or a mixture's per source (its loader epoch, the interleaving's
+// period, is no epoch of any source).
+std::string examples_per_epoch(const data::Dataset& train) {
+  const auto* mixture = dynamic_cast<const data::MixtureDataset*>(&train);
+  if (!mixture) return std::to_string(train.size(0)) + " training examples per epoch";
+  std::string line = "training examples per epoch of each source:";
+  for (const auto& s : mixture->sources()) {
+    char weight[32];
+    std::snprintf(weight, sizeof weight, "%g", s.weight);
+    line += (&s == &mixture->sources().front() ? " " : ", ") + s.name + " " + std::to_string(s.dataset->size(0)) +
+            " (weight " + weight + ")";
+  }
+  return line;
+}
+
 // Records the run's config, trains `model` on `data` and prints the summary; `save_extra` adds
 // the files a checkpoint carries beside the weights (the tokenizer, an image processor).
 void train_and_report(const Args& a, const train::Run& run, Json run_config, std::shared_ptr<models::Model> model,
@@ -354,9 +369,9 @@ void train_and_report(const Args& a, const train::Run& run, Json run_config, std
   run_config["model_config"] = model->config_json();
   run_config["world_size"] = run.group() ? run.group()->size() : 1;  // each rank's share of a batch depends on it
   auto write_config = run.record_config(run_config, a.steps, a.allow_changes);
-  if (run.leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %lld training examples per epoch\n",
-                               model->architecture().c_str(), static_cast<long long>(models::count_parameters(*model)),
-                               objective.c_str(), static_cast<long long>(data.train->size(0)));
+  if (run.leader) std::fprintf(stderr, "%s, %lld parameters, objective %s, %s\n", model->architecture().c_str(),
+                               static_cast<long long>(models::count_parameters(*model)), objective.c_str(),
+                               examples_per_epoch(*data.train).c_str());
   train::TrainerInputs in;
   in.model = std::move(model);
   in.train = data.train;

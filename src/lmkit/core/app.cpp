@@ -55,7 +55,7 @@ CLI::Validator non_negative() {
 }
 
 CLI::Validator non_empty() {
-  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("a name, not empty") : std::string(); }, "TEXT");
+  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("a name, not empty") : std::string(); }, "");
 }
 
 CLI::Validator in_range(double min, double max) {
