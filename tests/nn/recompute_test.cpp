@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include "lmkit/core/autocast.h"
 #include "lmkit/models/registry.h"
@@ -165,4 +167,64 @@ TEST_CASE("recompute: without gradients it is the function itself", "[nn][recomp
     CHECK(nn::recompute_layers());
   }
   CHECK_FALSE(nn::recompute_layers());
+}
+
+TEST_CASE("recompute: a parameter shared by recomputed blocks is accumulated once, as the stored path's",
+          "[nn][recompute]") {
+  // A data-parallel reducer copies each gradient into its bucket from the hook that runs after
+  // accumulation (dist/reducer.h): a parameter whose gradient came in one part per block (each
+  // block's backward accumulating on its own) would be reduced with its first part only.
+  at::manual_seed(4);
+  const at::Tensor shared = at::randn({16}).requires_grad_(true);
+  const at::Tensor w1 = at::randn({16}).requires_grad_(true), w2 = at::randn({16}).requires_grad_(true);
+  const at::Tensor x = at::randn({16}).requires_grad_(true);
+  struct Seen : torch::autograd::PostAccumulateGradHook {
+    int calls = 0;
+    at::Tensor grad;  // .grad when the hook ran
+    void operator()(const at::Tensor& p) override { ++calls, grad = p.grad().clone(); }
+  };
+  auto hook = std::make_unique<Seen>();
+  Seen* seen = hook.get();
+  torch::autograd::impl::set_post_acc_grad_hooks(shared, std::move(hook));
+  auto block = [&](const at::Tensor& w) {
+    return [&, w](const std::vector<at::Tensor>& in) { return at::tanh(in[0] * w * shared); };
+  };
+  const at::Tensor stored = block(w2)({block(w1)({x})}).sum();
+  stored.backward();
+  REQUIRE(seen->calls == 1);
+  const at::Tensor g_shared = shared.grad().clone(), g_w1 = w1.grad().clone(), g_x = x.grad().clone();
+  for (auto* t : {&shared, &w1, &w2, &x}) t->mutable_grad().reset();
+  seen->calls = 0;
+  const at::Tensor h = nn::recompute(block(w1), {x}, {w1, shared, w1});  // listed twice: counted once
+  const at::Tensor y = nn::recompute(block(w2), {h}, {w2, shared}).sum();
+  y.backward();
+  CHECK(seen->calls == 1);
+  CHECK(seen->grad.equal(g_shared));  // both blocks' parts, summed before the hook
+  CHECK(shared.grad().equal(g_shared));
+  CHECK(w1.grad().equal(g_w1));
+  CHECK(x.grad().equal(g_x));
+  torch::autograd::impl::set_post_acc_grad_hooks(shared, nullptr);
+
+  SECTION("a parameter not listed still gets its gradient in one process, and is an error under data parallelism") {
+    for (auto* t : {&shared, &w1, &w2, &x}) t->mutable_grad().reset();
+    const at::Tensor z = nn::recompute(block(w2), {nn::recompute(block(w1), {x}, {w1})}, {w2}).sum();
+    z.backward();
+    CHECK(shared.grad().allclose(g_shared, 1e-6, 1e-7));  // added block by block, no hook
+    CHECK(w1.grad().equal(g_w1));
+    const nn::RecomputeScope listed(false, /*parameters_listed=*/true);
+    const at::Tensor again = nn::recompute(block(w1), {x}, {w1}).sum();
+    CHECK_THROWS_WITH(again.backward(), Catch::Contains("a recomputed layer used a parameter of shape (16)") &&
+                                            Catch::Contains("data parallelism cannot reduce its gradient"));
+    const at::Tensor once_more = nn::recompute(block(w1), {x}, {w1}).sum();
+    CHECK_THROWS_AS(once_more.backward(), Error);  // lmkit's own: the apps' error: line and exit 1
+  }
+}
+
+TEST_CASE("recompute: Linformer's layerwise projection, shared by every layer, gets the stored path's gradient",
+          "[nn][recompute]") {
+  check_same({{"model_type", "bert"}, {"vocab_size", 97}, {"hidden_size", 32}, {"num_hidden_layers", 3},
+              {"num_attention_heads", 4}, {"intermediate_size", 64}, {"max_position_embeddings", 32},
+              {"hidden_dropout_prob", 0.2}, {"attention_probs_dropout_prob", 0.2}, {"attention", "linformer"},
+              {"linformer_k", 8}, {"linformer_sharing", "layerwise"}},
+             "BertForMaskedLM", false, 1e-6);
 }

@@ -14,8 +14,11 @@ namespace lmkit::dist {
 
 namespace {
 
-// Stage 2: called once a parameter's gradient is accumulated (all of this backward's
-// contributions summed into .grad), so that the reducer can take it and free it at once.
+// Called once a parameter's gradient is accumulated (all of this backward's contributions
+// summed into .grad), so that the reducer can take it (stage 2: and free it at once). A hook
+// on the tensor itself would fire before that, once per part: a recomputed layer's backward
+// asks for its parameters' gradients (nn/recompute.h) before they are summed with their other
+// uses (a parameter shared across layers).
 struct AccumulatedHook : torch::autograd::PostAccumulateGradHook {
   AccumulatedHook(GradientReducer* reducer, size_t slot) : reducer(reducer), slot(slot) {}
   void operator()(const torch::autograd::Variable&) override { reducer->on_accumulated(slot); }
@@ -65,22 +68,12 @@ GradientReducer::GradientReducer(std::shared_ptr<Group> group, const std::vector
   }
   peak_bytes_ = held_bytes_;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (shard_ == 2) {
-      torch::autograd::impl::set_post_acc_grad_hooks(slots_[i].param, std::make_unique<AccumulatedHook>(this, i));
-    } else {
-      slots_[i].hook = slots_[i].param.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
-    }
+    torch::autograd::impl::set_post_acc_grad_hooks(slots_[i].param, std::make_unique<AccumulatedHook>(this, i));
   }
 }
 
 GradientReducer::~GradientReducer() {
-  for (auto& s : slots_) {
-    if (shard_ == 2) {
-      torch::autograd::impl::set_post_acc_grad_hooks(s.param, nullptr);
-    } else {
-      s.param.remove_hook(s.hook);
-    }
-  }
+  for (auto& s : slots_) torch::autograd::impl::set_post_acc_grad_hooks(s.param, nullptr);
 }
 
 void GradientReducer::before_backward(bool last_micro_batch) {
@@ -115,32 +108,16 @@ int64_t GradientReducer::bucket_bytes() const {
   return bytes;
 }
 
-void GradientReducer::write_slot(size_t i, const at::Tensor* grad) {
+void GradientReducer::write_slot(size_t i) {
   Slot& s = slots_[i];
   at::NoGradGuard no_grad;
   at::Tensor dst = flat(buckets_[static_cast<size_t>(s.bucket)]).narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
-  const at::Tensor& acc = s.param.grad();  // earlier micro-batches of this step (the hook runs before accumulation)
-  if (grad && acc.defined()) {
-    at::add_out(dst, acc, *grad);
-  } else if (grad) {
-    dst.copy_(*grad);
-  } else if (acc.defined()) {
-    dst.copy_(acc);
+  const at::Tensor& grad = s.param.grad();  // every micro-batch of this step, summed
+  if (grad.defined()) {
+    dst.copy_(grad);
   } else {
     dst.zero_();
   }
-}
-
-void GradientReducer::on_gradient(size_t i, const at::Tensor& grad) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!armed_ || slots_[i].written) return;
-  }
-  write_slot(i, &grad);
-  std::lock_guard<std::mutex> lock(mutex_);
-  slots_[i].written = true;
-  --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
-  launch_ready();
 }
 
 void GradientReducer::on_accumulated(size_t i) {
@@ -148,8 +125,9 @@ void GradientReducer::on_accumulated(size_t i) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!armed_ || slots_[i].written) return;
   }
-  write_slot(i, nullptr);  // .grad holds every micro-batch's sum now
-  slots_[i].param.mutable_grad() = at::Tensor();  // stage 2: the whole gradient lives until it is in its bucket
+  write_slot(i);
+  // Stage 2: the whole gradient lives until it is in its bucket.
+  if (shard_ == 2) slots_[i].param.mutable_grad() = at::Tensor();
   std::lock_guard<std::mutex> lock(mutex_);
   slots_[i].written = true;
   --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
@@ -186,7 +164,7 @@ std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) 
     for (size_t i = 0; i < slots_.size(); ++i) {
       used[i] = slots_[i].written || slots_[i].param.grad().defined();
       if (!slots_[i].written) {
-        write_slot(i, nullptr);
+        write_slot(i);
         slots_[i].written = true;
         --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
       }

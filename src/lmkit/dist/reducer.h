@@ -1,8 +1,8 @@
 // Gradient all-reduce for data-parallel training, overlapped with the backward
 // pass as PyTorch's DistributedDataParallel does it: parameters are grouped into
 // buckets (~25 MB, in reverse registration order, the order backward produces
-// their gradients); a hook on each parameter copies its gradient into the bucket,
-// and a full bucket is summed over ranks asynchronously while backward goes on.
+// their gradients); a hook on each parameter, run once backward has summed its gradient into
+// .grad, copies it into the bucket, and a full bucket is summed over ranks asynchronously while backward goes on.
 // Sharded (ZeRO, Rajbhandari et al. 2020): each bucket is reduce-scattered instead, so
 // that rank r receives the sum of the bucket's r-th chunk only (its optimizer shard).
 #pragma once
@@ -74,7 +74,7 @@ class GradientReducer {
   int64_t bucket_bytes() const;
   std::shared_ptr<Group> group() const { return group_; }
 
-  /// Stage 2's hook after a parameter's gradient is accumulated: into its bucket, then freed.
+  /// The hook after a parameter's gradient is accumulated: into its bucket (stage 2: then freed).
   void on_accumulated(size_t slot);
 
  private:
@@ -82,7 +82,6 @@ class GradientReducer {
     at::Tensor param;
     int64_t bucket = 0, offset = 0;
     bool written = false;  ///< the bucket holds this step's gradient
-    unsigned hook = 0;
   };
   struct Bucket {
     at::Tensor flat;   ///< every slot's gradient (sharded: padded to a multiple of the ranks)
@@ -92,9 +91,8 @@ class GradientReducer {
     size_t pending = 0;  ///< slots not yet written this step
     bool launched = false;
   };
-  void on_gradient(size_t slot, const at::Tensor& grad);
   void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
-  void write_slot(size_t slot, const at::Tensor* grad);
+  void write_slot(size_t slot);  // .grad (or zeros) into the slot's place in its bucket
   at::Tensor& flat(Bucket& b);  // allocated on first use (stage 2 frees it once reduced)
   void release(Bucket& b);      // stage 2: frees b's whole buffer
   c10::Device device() const;

@@ -247,7 +247,7 @@ at::Tensor LlamaImpl::decode(const at::Tensor& input_ids, const at::Tensor& atte
           [layer](const std::vector<at::Tensor>& in) {
             return layer->forward(in[0], nn::Rotary{in[1], in[2]}, nn::AttentionMask::from_parts(in, 3), nullptr);
           },
-          inputs);
+          inputs, nn::block_parameters(*layer));
     } else {
       x = layer->forward(x, rotary, mask, caches ? &(*caches)[i].self_attn : nullptr);
     }

@@ -138,9 +138,13 @@ at::Tensor run_layers(torch::nn::ModuleList& layers, at::Tensor x, const nn::Att
     if (recompute) {
       std::vector<at::Tensor> in = {x, memory, cross_bias};
       for (const at::Tensor& part : self_mask.parts()) in.push_back(part);
+      std::vector<at::Tensor> shared;  // tensors the stack's layers share (Linformer's layerwise projection)
+      if (layer->options.shared()) {
+        for (const auto& [name, t] : *layer->options.shared()) shared.push_back(t);
+      }
       x = nn::recompute([layer](const std::vector<at::Tensor>& v) {
             return layer->forward(v[0], nn::AttentionMask::from_parts(v, 3), v[1], v[2], nullptr);
-          }, in);
+          }, in, nn::block_parameters(*layer, shared));
     } else {
       x = layer->forward(x, self_mask, memory, cross_bias, caches ? &(*caches)[i] : nullptr);
     }

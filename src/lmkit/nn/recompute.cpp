@@ -5,17 +5,23 @@
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/nn/module.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
+
+#include "lmkit/core/error.h"
 
 namespace lmkit::nn {
 
 namespace {
 
 std::atomic<bool> recompute_on{false};
+std::atomic<bool> listed_only{false};
 
 at::Tensor state_of(at::Generator gen) {
   std::lock_guard<std::mutex> lock(gen.mutex());
@@ -95,12 +101,14 @@ class AutocastRestore {
 };
 
 // The function and the generator states travel to backward in a capsule of the context.
-// Only the defined inputs pass through autograd; `defined` puts the others back.
+// Only the defined inputs pass through autograd; `defined` puts the others back. The
+// parameters follow the inputs among the node's tensors (not saved: they are alive).
 struct Saved : torch::CustomClassHolder {
   RecomputedFn fn;
   Generators generators;
   AutocastState autocast;
   std::vector<bool> defined;
+  std::vector<at::Tensor> parameters;
 
   at::Tensor run(const std::vector<at::Tensor>& given) const {
     std::vector<at::Tensor> all;
@@ -110,9 +118,41 @@ struct Saved : torch::CustomClassHolder {
   }
 };
 
+// The leaves requiring gradients that `out`'s graph reaches.
+std::vector<at::Tensor> leaves_of(const at::Tensor& out) {
+  std::vector<at::Tensor> leaves;
+  if (!out.grad_fn()) {
+    if (out.requires_grad()) leaves.push_back(out);
+    return leaves;
+  }
+  std::unordered_set<const torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> stack = {out.grad_fn().get()};
+  while (!stack.empty()) {
+    torch::autograd::Node* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    if (auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(node)) {
+      leaves.push_back(acc->variable);
+      continue;
+    }
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function) stack.push_back(edge.function.get());
+    }
+  }
+  return leaves;
+}
+
+std::string shape_of(const at::Tensor& t) {
+  std::string s = "(";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + ")";
+}
+
 struct Recompute : torch::autograd::Function<Recompute> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, c10::intrusive_ptr<Saved> saved, at::TensorList inputs) {
-    std::vector<at::Tensor> given(inputs.begin(), inputs.end());
+  // `tensors`: the defined inputs, then the parameters.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, c10::intrusive_ptr<Saved> saved, at::TensorList tensors) {
+    const size_t n = tensors.size() - saved->parameters.size();
+    std::vector<at::Tensor> given(tensors.begin(), tensors.begin() + static_cast<std::ptrdiff_t>(n));
     ctx->save_for_backward(given);
     ctx->saved_data["saved"] = c10::IValue::make_capsule(saved);
     at::NoGradGuard no_grad;  // autograd records nothing inside: no activation is kept
@@ -132,16 +172,51 @@ struct Recompute : torch::autograd::Function<Recompute> {
       out = saved->run(inputs);
     }
     now.restore();
-    if (out.requires_grad()) torch::autograd::backward({out}, {grads[0]});  // parameters' .grad, and the inputs' below
-    torch::autograd::variable_list result = {at::Tensor()};                // the capsule argument has none
-    for (const auto& x : inputs) result.push_back(x.requires_grad() ? x.grad() : at::Tensor());
+    // The gradients of the inputs, of the listed parameters and of any other leaf the block used.
+    std::vector<at::Tensor> wanted;
+    std::unordered_set<const void*> known;
+    for (const auto& x : inputs) {
+      known.insert(x.unsafeGetTensorImpl());
+      if (x.requires_grad()) wanted.push_back(x);
+    }
+    const size_t n_inputs = wanted.size();
+    for (const auto& p : saved->parameters) known.insert(p.unsafeGetTensorImpl()), wanted.push_back(p);
+    std::vector<at::Tensor> others;
+    if (out.requires_grad()) {
+      for (const auto& leaf : leaves_of(out)) {
+        if (known.insert(leaf.unsafeGetTensorImpl()).second) others.push_back(leaf);
+      }
+    }
+    if (!others.empty() && listed_only.load()) {
+      throw RuntimeError("a recomputed layer used a parameter of shape " + shape_of(others.front()) +
+                         " that is not among its own or shared ones: data parallelism cannot reduce its gradient "
+                         "(run without --recompute)");
+    }
+    wanted.insert(wanted.end(), others.begin(), others.end());
+    std::vector<at::Tensor> g(wanted.size());
+    if (out.requires_grad() && !wanted.empty()) {
+      g = torch::autograd::grad({out}, wanted, {grads[0]}, /*retain_graph=*/false, /*create_graph=*/false,
+                                /*allow_unused=*/true);
+    }
+    {
+      at::NoGradGuard no_grad;  // a leaf the block was not given: its gradient added here, as backward would
+      for (size_t i = n_inputs + saved->parameters.size(); i < wanted.size(); ++i) {
+        if (!g[i].defined()) continue;
+        at::Tensor& acc = wanted[i].mutable_grad();
+        acc = acc.defined() ? acc + g[i] : g[i];
+      }
+    }
+    torch::autograd::variable_list result = {at::Tensor()};  // the capsule argument has none
+    size_t k = 0;
+    for (const auto& x : inputs) result.push_back(x.requires_grad() ? g[k++] : at::Tensor());
+    for (size_t i = 0; i < saved->parameters.size(); ++i) result.push_back(g[n_inputs + i]);
     return result;
   }
 };
 
 }  // namespace
 
-at::Tensor recompute(const RecomputedFn& fn, const std::vector<at::Tensor>& inputs) {
+at::Tensor recompute(const RecomputedFn& fn, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {
   if (!at::GradMode::is_enabled()) return fn(inputs);
   auto saved = c10::make_intrusive<Saved>();
   saved->fn = fn;
@@ -153,14 +228,31 @@ at::Tensor recompute(const RecomputedFn& fn, const std::vector<at::Tensor>& inpu
     given.push_back(x);
     if (x.is_cuda()) device = x.device();
   }
+  // Each trainable parameter once: one listed twice would get its gradient twice.
+  std::unordered_set<const void*> seen;
+  for (const auto& p : parameters) {
+    if (p.defined() && p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) saved->parameters.push_back(p);
+  }
+  given.insert(given.end(), saved->parameters.begin(), saved->parameters.end());
   saved->generators = Generators::capture(device);
   saved->autocast = AutocastState::capture(device);
   return Recompute::apply(saved, at::TensorList(given));
 }
 
-bool recompute_layers() { return recompute_on.load(); }
+std::vector<at::Tensor> block_parameters(const torch::nn::Module& block, const std::vector<at::Tensor>& shared) {
+  std::vector<at::Tensor> out = block.parameters();
+  out.insert(out.end(), shared.begin(), shared.end());
+  return out;
+}
 
-RecomputeScope::RecomputeScope(bool on) : before_(recompute_on.exchange(on)) {}
-RecomputeScope::~RecomputeScope() { recompute_on = before_; }
+bool recompute_layers() { return recompute_on.load(); }
+bool recompute_parameters_listed() { return listed_only.load(); }
+
+RecomputeScope::RecomputeScope(bool on, bool parameters_listed)
+    : before_(recompute_on.exchange(on)), listed_before_(listed_only.exchange(parameters_listed)) {}
+RecomputeScope::~RecomputeScope() {
+  recompute_on = before_;
+  listed_only = listed_before_;
+}
 
 }  // namespace lmkit::nn
