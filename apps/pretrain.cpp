@@ -562,7 +562,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   app.add_flag("--recompute", a.recompute,
                "recompute each layer's activations in backward instead of keeping them (less memory, about a third "
-               "more compute; the same gradients, dropout masks replayed; one process)");
+               "more compute; the same gradients, dropout masks replayed)");
   app.add_flag("--resume", a.resume, "continue from OUTPUT/checkpoints/latest");
   app.add_flag("--overwrite", a.overwrite, "replace the earlier run in OUTPUT (its checkpoints, metrics and results)");
   app.add_flag("--allow-changes", a.allow_changes, "with --resume: continue although flags differ from the run's config.json");

@@ -22,6 +22,9 @@
                    waits for its own) equals it at the step's end, bit for bit; a stopped and
                    resumed stage-2 run ends bit for bit as an uninterrupted one; its checkpoint resumes on 3 ranks and on 1 process, each with one warning;
                    optimizers that cannot be sharded, and sharding without ranks, are refused.
+  recompute        --recompute under 2 ranks, unsharded and sharded (stage 1, 2): the same losses and
+                   weights as without it, bit for bit (GPT with dropout), or to rounding (Linformer's
+                   projection shared by every layer); stopped and resumed, bit for bit.
   failure          two ranks started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT): kill -9
                    one mid-training and the other exits non-zero with one error: line
                    within the timeout; stop one (SIGSTOP) and the other gives up after
@@ -54,6 +57,14 @@ MODELS = {
              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
     "gpt": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 128,
             "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0},
+    # Recomputation under data parallelism: dropout on (each rank replays its own masks), and
+    # Linformer's projection shared by every layer (its gradient summed over the layers first).
+    "gpt-dropout": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 128,
+                    "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1},
+    "linformer": {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
+                  "intermediate_size": 128, "max_position_embeddings": 128, "hidden_dropout_prob": 0.1,
+                  "attention_probs_dropout_prob": 0.0, "attention": "linformer", "linformer_k": 16,
+                  "linformer_sharing": "layerwise"},
     "t5": {"model_type": "t5", "d_model": 64, "d_kv": 32, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 2,
            "num_heads": 2, "feed_forward_proj": "relu", "tie_word_embeddings": True, "dropout_rate": 0.0},
 }
@@ -447,6 +458,41 @@ def zero(work):
     refusals(work, tok, runs[(2, 0)])
 
 
+def recompute(work):
+    """--recompute under data parallelism, unsharded and sharded: each rank's gradients are the stored
+    path's, so the runs equal those without it (bit for bit where no parameter is shared across
+    layers; Linformer's layerwise projection sums its layers' parts in another order)."""
+    toks = {}  # each family's tokenizer, trained by its first run
+    runs = {}
+    for family, stage, flags in (("gpt-dropout", 0, []), ("gpt-dropout", 0, ["--recompute"]),
+                                 ("gpt-dropout", 2, []), ("gpt-dropout", 2, ["--recompute"]),
+                                 ("linformer", 0, []), ("linformer", 1, ["--recompute"])):
+        out = os.path.join(work, f"{family}-s{stage}{'-recompute' if flags else ''}")
+        run(launch(pretrain_args(family, work, out, 4, toks.get(family, []) + ["--shard-optimizer", str(stage),
+                                                                             "--save-every", "4", "--bucket-mb", "0.02"] + flags)))
+        toks.setdefault(family, ["--tokenizer", os.path.join(out, "tokenizer.model")])
+        runs[(family, stage, bool(flags))] = out
+    for stage in (0, 2):
+        a, b = runs[("gpt-dropout", stage, False)], runs[("gpt-dropout", stage, True)]
+        same = [x["loss"] for x in losses(a)] == [x["loss"] for x in losses(b)] and len(losses(a)) == 8
+        check(same and max_weight_diff(a, b) == 0.0,
+              f"recompute: gpt with dropout, 2 ranks, stage {stage}: --recompute = stored activations, bit for bit")
+    a, b = runs[("linformer", 0, False)], runs[("linformer", 1, True)]
+    worst = max(abs(x["loss"] - y["loss"]) for x, y in zip(losses(a), losses(b)))
+    wdiff = max_weight_diff(a, b)
+    check(len(losses(b)) == 8 and worst <= ZERO_TOL and wdiff <= ZERO_TOL,
+          f"recompute: Linformer's layerwise projection, 2 ranks, stage 1 + --recompute vs unsharded: losses "
+          f"{worst:.2e}, final weights {wdiff:.2e} (bound {ZERO_TOL:g})")
+    # Stopped and resumed, sharded and recomputed: the same run, bit for bit.
+    cut = os.path.join(work, "cut")
+    base = toks["gpt-dropout"] + ["--shard-optimizer", "2", "--save-every", "4", "--bucket-mb", "0.02", "--recompute"]
+    run(launch(pretrain_args("gpt-dropout", work, cut, 4, base + ["--stop-at", "4"])))
+    run(launch(pretrain_args("gpt-dropout", work, cut, 4, base + ["--resume"])))
+    full = runs[("gpt-dropout", 2, True)]
+    check(max_weight_diff(full, cut) == 0.0 and [x["loss"] for x in losses(cut)] == [x["loss"] for x in losses(full)],
+          "recompute: stage 2 + --recompute, 2 ranks stopped at 4 and resumed = uninterrupted, bit for bit")
+
+
 def one_error_line(r, said):
     """A refused launched job: exit 2, and the error said once (by rank 0) with nothing after it from
     the other ranks (no 'barrier failed: Connection closed by peer')."""
@@ -463,12 +509,11 @@ def refusals(work, tok, used):
     # Before any data is read: nothing in the run folder but the lock (rank 0 removes the folder it
     # made unless the launcher's SIGTERM, sent when rank 1 exits first, ends it before it can).
     check(unread(os.path.join(work, "bad")), "zero: the refusal comes before the data (no corpus, no tokenizer)")
-    for flags, said in ((["--dtype", "bf16-weights"], "--dtype bf16-weights trains in one process only"),
-                        (["--recompute"], "--recompute trains in one process only")):
-        out = os.path.join(work, "one-process-only")
-        r = subprocess.run(launch(pretrain_args("gpt", work, out, 4, tok + flags)), capture_output=True, text=True)
-        check(one_error_line(r, said) and unread(out),
-              f"data parallelism refuses {' '.join(flags)} before reading data, once (exit {r.returncode})")
+    out = os.path.join(work, "one-process-only")
+    r = subprocess.run(launch(pretrain_args("gpt", work, out, 4, tok + ["--dtype", "bf16-weights"])), capture_output=True,
+                       text=True)
+    check(one_error_line(r, "--dtype bf16-weights trains in one process only") and unread(out),
+          f"data parallelism refuses --dtype bf16-weights before reading data, once (exit {r.returncode})")
     # Refused by rank 0 alone (the run folder, the training text), while the other rank waits for it.
     for args, said in ((pretrain_args("gpt", work, used, 4, tok), f"--output {used}: holds an earlier run"),
                        (pretrain_args("gpt", work, os.path.join(work, "no-text"), 4, [],
@@ -486,7 +531,7 @@ def refusals(work, tok, used):
 def main():
     global BIN
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["collectives", "equivalence", "resume", "nccl", "failure", "zero"])
+    p.add_argument("case", choices=["collectives", "equivalence", "resume", "nccl", "failure", "zero", "recompute"])
     p.add_argument("family", nargs="?", default="bert", choices=["bert", "gpt", "t5", "finetune"])
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
@@ -509,6 +554,8 @@ def main():
         nccl(a.work)
     elif a.case == "zero":
         zero(a.work)
+    elif a.case == "recompute":
+        recompute(a.work)
     else:
         failure(a.work)
     print(f"{len(failures)} failed" if failures else "all checks passed")

@@ -117,8 +117,6 @@ void check_trainer_options(const TrainerOptions& o) {
   check_input(o.accumulation >= 1, "--accumulation must be >= 1");
   check_input(!(o.bf16_weights && o.group), "--dtype bf16-weights trains in one process only (data parallelism "
                                             "reduces float32 gradients): use --dtype bf16 with several processes");
-  check_input(!(o.recompute && o.group), "--recompute trains in one process only (its gradients are not yet checked "
-                                         "against the data-parallel reducer)");
   check_parallel_flags(o.parallel, o.optimizer.name, o.group != nullptr);
 }
 
@@ -469,7 +467,8 @@ Json Trainer::run() {
   if (writer() && !o_.tensorboard.empty()) loop.open_events(o_.tensorboard, o_.output);
   model_->to(device_);
   model_->train();
-  const nn::RecomputeScope recompute(o_.recompute);
+  // Under data parallelism every parameter a recomputed layer uses must reach the reducer's hooks.
+  const nn::RecomputeScope recompute(o_.recompute, /*parameters_listed=*/o_.group != nullptr);
   loop.bar.update(start_step_);
   const int64_t stop = o_.stop_at > 0 ? std::min(o_.stop_at, o_.steps) : o_.steps;
   StopSignals signals;

@@ -35,7 +35,7 @@ struct TrainerOptions {
   /// Under data parallelism: the ZeRO stage (0: none; 1: optimizer state sharded; 2: gradients
   /// too: train/sharded.h), the gradient reducer's bucket size, the all-gather's overlap.
   ParallelFlags parallel;
-  /// Each layer's activations recomputed in backward instead of kept (nn::recompute; one process).
+  /// Each layer's activations recomputed in backward instead of kept (nn::recompute).
   bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
   int64_t log_every = 10;       ///< train lines in metrics.jsonl
@@ -110,7 +110,7 @@ struct TrainerInputs {
 };
 
 /// The options' own checks — steps and accumulation at least 1, what trains in one process only
-/// (`--dtype bf16-weights`, `--recompute`), the data-parallel flags (check_parallel_flags) —
+/// (`--dtype bf16-weights`), the data-parallel flags (check_parallel_flags) —
 /// made by Trainer, and by the apps before any data is read.
 void check_trainer_options(const TrainerOptions& options);
 
