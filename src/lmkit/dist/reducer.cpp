@@ -15,7 +15,7 @@ namespace lmkit::dist {
 namespace {
 
 // Called once a parameter's gradient is accumulated (all of this backward's contributions
-// summed into .grad), so that the reducer can take it (stage 2: and free it at once). A hook
+// summed into .grad), so that the reducer can take it and free it at once. A hook
 // on the tensor itself would fire before that, once per part: a recomputed layer's backward
 // asks for its parameters' gradients (nn/recompute.h) before they are summed with their other
 // uses (a parameter shared across layers).
@@ -126,8 +126,9 @@ void GradientReducer::on_accumulated(size_t i) {
     if (!armed_ || slots_[i].written) return;
   }
   write_slot(i);
-  // Stage 2: the whole gradient lives until it is in its bucket.
-  if (shard_ == 2) slots_[i].param.mutable_grad() = at::Tensor();
+  // The whole gradient lives until it is in its bucket (finish() then points .grad into the
+  // bucket, or leaves it empty when sharded): held once, not twice, during backward.
+  slots_[i].param.mutable_grad() = at::Tensor();
   std::lock_guard<std::mutex> lock(mutex_);
   slots_[i].written = true;
   --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;

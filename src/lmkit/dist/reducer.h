@@ -74,7 +74,7 @@ class GradientReducer {
   int64_t bucket_bytes() const;
   std::shared_ptr<Group> group() const { return group_; }
 
-  /// The hook after a parameter's gradient is accumulated: into its bucket (stage 2: then freed).
+  /// The hook after a parameter's gradient is accumulated: into its bucket, then freed.
   void on_accumulated(size_t slot);
 
  private:
