@@ -557,8 +557,7 @@ int main(int argc, char** argv) {
   app.add_option("--prefetch", a.prefetch, "batches prepared ahead by a background thread")->check(non_negative());
   add_masking_flags(app, a);
   app.add_option("--dtype", a.dtype,
-                 "fp32; bf16 (autocast, float32 weights); or bf16-weights (bf16 weights in the step, float32 masters; "
-                 "one process)")
+                 "fp32; bf16 (autocast, float32 weights); or bf16-weights (bf16 weights in the step, float32 masters)")
       ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   app.add_flag("--recompute", a.recompute,
                "recompute each layer's activations in backward instead of keeping them (less memory, about a third "

@@ -213,13 +213,16 @@ StepResult train_step(models::Model& model, torch::optim::Optimizer& optimizer, 
                       double clip, Precision precision, dist::GradientReducer* reducer, bool time_parts, bool stop) {
   StepResult r;
   r.stop = stop;
-  check_input(!(reducer && precision == Precision::kBf16Weights),
-              "--dtype bf16-weights trains in one process only (data parallelism reduces float32 gradients)");
   StepContext c{model, reducer, dynamic_cast<ShardedOptimizer*>(&optimizer), precision != Precision::kFp32, time_parts, r};
   model.zero_grad(/*set_to_none=*/true);  // backward then hands its buffers over: no zeroing, no add
   bool finite = true;
   at::Tensor loss_sum;
   {
+    // With a sharded optimizer's all-gather overlapped with the forward, the gathered values land
+    // in the parameters' bf16 copies as each layer's gate waits for them (the cast Bf16Weights
+    // would make); the masters hold this rank's own pieces, the ones its optimizer updates, and
+    // get the others at settle() (validation, checkpoints): the same bits as gathering first
+    // (CTest "distributed: bf16-weights").
     Bf16Weights weights(model, precision == Precision::kBf16Weights);
     loss_sum = accumulate_gradients(c, batches, finite);
   }

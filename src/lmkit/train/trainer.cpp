@@ -115,8 +115,6 @@ std::unique_ptr<RunLock> open_run_directory(const std::string& dir, bool resume,
 void check_trainer_options(const TrainerOptions& o) {
   check_input(o.steps >= 1, "--steps must be >= 1");
   check_input(o.accumulation >= 1, "--accumulation must be >= 1");
-  check_input(!(o.bf16_weights && o.group), "--dtype bf16-weights trains in one process only (data parallelism "
-                                            "reduces float32 gradients): use --dtype bf16 with several processes");
   check_parallel_flags(o.parallel, o.optimizer.name, o.group != nullptr);
 }
 

@@ -31,7 +31,7 @@ struct TrainerOptions {
   OptimizerOptions optimizer;
   double clip = 1.0;            ///< global gradient-norm clip (0: off)
   bool bf16 = false;            ///< bf16 autocast for the forward pass (float32 master weights)
-  bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights; one process)
+  bool bf16_weights = false;    ///< bf16 weights in the step, float32 masters (train::Precision::kBf16Weights)
   /// Under data parallelism: the ZeRO stage (0: none; 1: optimizer state sharded; 2: gradients
   /// too: train/sharded.h), the gradient reducer's bucket size, the all-gather's overlap.
   ParallelFlags parallel;
@@ -109,9 +109,8 @@ struct TrainerInputs {
   std::function<void()> on_restored;
 };
 
-/// The options' own checks — steps and accumulation at least 1, what trains in one process only
-/// (`--dtype bf16-weights`), the data-parallel flags (check_parallel_flags) —
-/// made by Trainer, and by the apps before any data is read.
+/// The options' own checks — steps and accumulation at least 1, the data-parallel flags
+/// (check_parallel_flags) — made by Trainer, and by the apps before any data is read.
 void check_trainer_options(const TrainerOptions& options);
 
 class Trainer {
