@@ -7,8 +7,8 @@
 #   A, verify: 1. lmkit_tests "[fused]" alone, CUDA_LAUNCH_BLOCKING=1 (an illegal access names
 #      its kernel and poisons nothing after it), then under compute-sanitizer's memcheck where the
 #      machine has it; 2. at once, the rest of "[cuda]" (exact resume among it), NCCL under
-#      torchrun (tests/distributed/ddp_test.py nccl: plain, and --shard-optimizer with its
-#      all-gather overlapped and not) and scripts/gpu_verify.sh for every family in parallel groups. A failing check's whole log
+#      torchrun (tests/distributed/ddp_test.py nccl: plain, --shard-optimizer with its
+#      all-gather overlapped and not, --recompute with --dtype bf16-weights) and scripts/gpu_verify.sh for every family in parallel groups. A failing check's whole log
 #      (the full Catch report for the test binary) comes back in OUT/failures/.
 #   B, measure: bench/compare_hf.sh, bf16, one round, lmkit with its fused kernels
 #      (the default) and without (LMKIT_DISABLE=fused: "lmkit-unfused"), HF sdpa compiled and the compact

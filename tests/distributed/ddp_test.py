@@ -14,7 +14,8 @@
                    same weights.
   nccl             where a GPU is: torchrun with 1 process on --device cuda (NCCL, world
                    size 1) trains like the same run without torchrun, and so does
-                   --shard-optimizer 1, its all-gather overlapped or not (skipped without one).
+                   --shard-optimizer 1, its all-gather overlapped or not, and --recompute with
+                   --dtype bf16-weights (skipped without one).
   zero             (ranks started as srun would) --shard-optimizer 1 and 2 (ZeRO) against unsharded data parallelism at 2 and 3
                    ranks: losses and weights within fp32 reduction-order rounding (the largest
                    difference is printed); each rank's optimizer state is 1/N of the whole, in
@@ -248,6 +249,14 @@ def nccl(work):
     compare_runs(plain, outs[0], "nccl: --shard-optimizer 1, overlapped all-gather, vs plain")
     check([x["loss"] for x in losses(outs[0])] == [x["loss"] for x in losses(outs[1])] and
           max_weight_diff(*outs) == 0.0, "nccl: the overlapped all-gather = the step-end one, bit for bit")
+    # Recomputed layers and bf16 weights through the NCCL reducer: bf16 gradients copied into float32
+    # buckets on the GPU from the post-accumulate hook, each layer run again in backward; against the
+    # same flags without torchrun (the same optimizer: on this machine's CPU, bit for bit).
+    both = ["--device", "cuda", "--recompute", "--dtype", "bf16-weights"]
+    alone, ranked = os.path.join(work, "bf16-recompute"), os.path.join(work, "bf16-recompute-nccl")
+    run(pretrain_args("gpt", work, alone, 16, tok + both))
+    run(torchrun(pretrain_args("gpt", work, ranked, 16, tok + both + ["--bucket-mb", "0.02"]), nproc=1))
+    compare_runs(alone, ranked, "nccl: --recompute --dtype bf16-weights under torchrun vs the same alone")
 
 
 def failure(work):
