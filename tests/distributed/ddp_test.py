@@ -4,7 +4,8 @@
   collectives      lmkit-dist-check under torchrun: all-reduce, broadcast, barrier and
                    the gradient reducer against values each rank computes alone.
   equivalence F    F = bert (MLM + NSP), gpt (causal LM), t5 (span corruption) or
-                   finetune (BERT classification, a partial last batch): with dropout 0,
+                   finetune (BERT classification, a partial last batch; also its --accumulation,
+                   an epoch's last step shorter, and --recompute): with dropout 0,
                    2 ranks x batch B logs the same losses (within 1e-4) and ends
                    with the same weights as 1 process x batch 2B, and as 1 process x B
                    with --accumulation 2; validation figures agree too. The ranks start as
@@ -198,6 +199,18 @@ def equivalence_finetune(work):
     run(args(one, 16))
     run(launch(args(two, 8), style=LAUNCHER["finetune"]))
     compare_runs(one, two, "finetune 2 ranks x 8 vs 1 x 16", weights="best", valid_keys=("accuracy", "loss"))
+    # --accumulation: 55 steps an epoch, the last one the epoch's last batch alone (54 x 2 + 1 of 8),
+    # in one process and under 2 ranks; --recompute: the stored path's weights, bit for bit.
+    acc, two_acc, rec = (os.path.join(work, d) for d in ("accumulate", "two-accumulate", "recompute"))
+    run(args(acc, 8) + ["--accumulation", "2"])
+    run(launch(args(two_acc, 4) + ["--accumulation", "2"], style=LAUNCHER["finetune"]))
+    run(args(rec, 16) + ["--recompute"])
+    for d, label in ((acc, "1 x 8 accumulating 2"), (two_acc, "2 ranks x 4 accumulating 2")):
+        compare_runs(one, d, f"finetune {label} vs 1 x 16", weights="best", valid_keys=("accuracy", "loss"))
+        per = [json.load(open(os.path.join(x, "result.json")))["steps_per_epoch"] for x in (one, d)]
+        check(per[0] == per[1] == 55, f"finetune {label}: {per[1]} steps an epoch, as 1 x 16's {per[0]}")
+    check(max_weight_diff(one, rec) == 0.0 and [x["loss"] for x in losses(one)] == [x["loss"] for x in losses(rec)],
+          "finetune --recompute vs stored activations: the same losses and weights, bit for bit")
     ra, rb = (json.load(open(os.path.join(d, "result.json"))) for d in (one, two))
     check(abs(ra["accuracy"] - rb["accuracy"]) <= TOL, f"finetune: dev accuracy {ra['accuracy']:.4f} vs {rb['accuracy']:.4f}")
     preds = [[l.split("\t")[:3] for l in open(os.path.join(d, "predictions.tsv"))] for d in (one, two)]

@@ -93,6 +93,10 @@ train::TrainerOptions trainer_options(const FinetuneOptions& a, const Task& task
   o.parallel = a.parallel;
   o.clip = a.clip;
   o.bf16 = a.dtype == "bf16";
+  o.bf16_weights = a.dtype == "bf16-weights";
+  o.recompute = a.recompute;
+  o.accumulation = a.accumulation;
+  o.accumulate_within_epoch = true;  // each epoch ends on its own step, for its dev evaluation
   o.eval_every = per_epoch;
   o.save_every = 0;
   o.log_every = std::max<int64_t>(1, per_epoch / 20);
@@ -175,8 +179,9 @@ Json train_task(const FinetuneOptions& a, const train::Run& run, const Context& 
   lo.pad_id = c.pad_id;
   lo.drop_last = false;
   // --batch-size is per rank: an epoch is batches of batch_size × ranks (the Trainer shards the loader itself).
-  per_epoch = data::batches_per_epoch(*p.train_set, data::sharded(lo, run.group()), 0);
-  check_input(per_epoch > 0, a.train + ": no examples to train on");
+  const int64_t batches = data::batches_per_epoch(*p.train_set, data::sharded(lo, run.group()), 0);
+  check_input(batches > 0, a.train + ": no examples to train on");
+  per_epoch = (batches + a.accumulation - 1) / a.accumulation;  // optimizer steps: the last takes what is left
   train::TrainerOptions o = trainer_options(a, task, per_epoch, run.started.group);
   o.evaluator = [&p](models::Model& m) { return p.evaluate(m, ""); };
   Json run_config = resolved;
@@ -271,8 +276,16 @@ void add_training_flags(CLI::App& app, FinetuneOptions& a) {
   app.add_option("--weight-decay", a.weight_decay, "decoupled weight decay (not on biases and norms)")->check(non_negative());
   app.add_option("--warmup-ratio", a.warmup_ratio, "fraction of steps warming up")->check(in_range(0.0, 1.0));
   app.add_option("--clip", a.clip, "gradient-norm clip (0: off)")->check(non_negative());
-  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast with float32 master weights")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--dtype", a.dtype,
+                 "fp32; bf16 (autocast, float32 master weights); or bf16-weights (bf16 weights in the step, float32 masters)")
+      ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
+  app.add_option("--accumulation", a.accumulation,
+                 "batches per optimizer step (an epoch's last step takes the batches left; each epoch is "
+                 "ceil(batches / N) steps)")
+      ->check(positive());
+  app.add_flag("--recompute", a.recompute,
+               "recompute each layer's activations in backward instead of keeping them (less memory, about a third more "
+               "compute; the same gradients)");
   app.add_option("--patience", a.patience, "stop after N epochs without dev improvement (0: never)")
       ->check(non_negative());
 }

@@ -25,6 +25,8 @@ struct FinetuneOptions {
   data::ColumnSpec columns;  ///< --text-column, --label-column, --format
   int64_t epochs = 3, batch_size = 32, max_length = 128, patience = 0, max_train_examples = 0;
   int64_t max_dev_examples = 0;  ///< evaluate on the dev file's first N examples (0: all)
+  int64_t accumulation = 1;      ///< batches per optimizer step (an epoch's last step takes what is left)
+  bool recompute = false;        ///< each layer's activations recomputed in backward
   /// What a finished run keeps: "all" (best/, final/ and checkpoints/step-N, the one with the
   /// optimizer state) or "best" (best/ alone: final/ and checkpoints/ go once it is finished).
   std::string keep = "all";

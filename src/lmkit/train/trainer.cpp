@@ -580,7 +580,10 @@ void Trainer::train_one(Loop& loop) {
   const double lr = learning_rate(o_.schedule, loop.step + 1);
   set_learning_rate(*optimizer_, lr);
   std::vector<Batch> batches;
-  for (int64_t micro = 0; micro < o_.accumulation; ++micro) batches.push_back(loop.loader.next().to(device_));
+  for (int64_t micro = 0; micro < o_.accumulation; ++micro) {
+    batches.push_back(loop.loader.next().to(device_));
+    if (o_.accumulate_within_epoch && loop.loader.position().batch == 0) break;  // the epoch's last step
+  }
   const Precision precision = o_.bf16_weights ? Precision::kBf16Weights : o_.bf16 ? Precision::kBf16 : Precision::kFp32;
   const StepResult result =
       train_step(*model_, *optimizer_, batches, o_.clip, precision, reducer_.get(), false, StopSignals::received() != 0);

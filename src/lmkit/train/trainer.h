@@ -38,6 +38,9 @@ struct TrainerOptions {
   /// Each layer's activations recomputed in backward instead of kept (nn::recompute).
   bool recompute = false;
   int64_t accumulation = 1;     ///< batches per optimizer step
+  /// A step's batches end with the loader's epoch (finetuning: each epoch is ceil(batches /
+  /// accumulation) steps, its last one shorter), instead of running on into the next epoch.
+  bool accumulate_within_epoch = false;
   int64_t log_every = 10;       ///< train lines in metrics.jsonl
   int64_t eval_every = 0;       ///< validation interval in steps (0: only at the end)
   int64_t eval_batches = 0;     ///< validation batches (0: the whole split)
