@@ -11,6 +11,7 @@
 # and 2 also with --no-overlap-param-gather ("end": the all-gather at the step's end).
 #   MODE=zero MODEL=models/gpt-small.json BATCH=8 SEQ=128 STEPS=12 bash bench/distributed.sh
 # BUCKET_MB=M passes --bucket-mb M to every data-parallel run (the reducer's default: 25).
+# FLAGS="..." adds lmkit-pretrain flags to every run (MODE=zero FLAGS="--dtype bf16-weights --recompute").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/script_args.sh
@@ -23,8 +24,19 @@ if [ -n "${BUCKET_MB:-}" ]; then
   [[ "$BUCKET_MB" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "error: BUCKET_MB must be a number of MiB, not '$BUCKET_MB'" >&2; exit 2; }
   buckets=(--bucket-mb "$BUCKET_MB")
 fi
+extra=()
+if [ -n "${FLAGS:-}" ]; then
+  read -r -a extra <<<"$FLAGS"
+  for f in "${extra[@]}"; do
+    case "$f" in
+      --output* | --model* | --train* | --shard-optimizer* | --batch-size* | --threads* | --steps* | --tokenizer*)
+        echo "error: FLAGS must not set $f: the benchmark sets it" >&2; exit 2 ;;
+    esac
+  done
+fi
 rm -rf "$out" && mkdir -p "$out"
-common=(--model "$model" --train data/wikitext-2-sample/train.txt --seq-len "$seq" --log-every 1 --vocab-size 8000 --seed 1)
+common=(--model "$model" --train data/wikitext-2-sample/train.txt --seq-len "$seq" --log-every 1 --vocab-size 8000 --seed 1
+        "${extra[@]}")
 # The tokenizer and the encoded corpus once, outside the timings.
 build/bin/lmkit-pretrain "${common[@]}" --steps 1 --batch-size 8 --output "$out/prep" > /dev/null 2>&1
 tok=(--tokenizer "$out/prep/tokenizer.model" --steps "$steps")
