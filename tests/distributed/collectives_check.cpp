@@ -144,18 +144,28 @@ int main(int argc, char** argv) {
 
     // ZeRO stages 1 and 2: each rank's chunk of every bucket is the sum over ranks, and stage 2
     // holds at most two whole buckets at once (the one reducing, the one filling), stage 1 all.
-    for (int shard : {1, 2}) {
+    // Stage 2 with two micro-batches a step: each reduce-scattered as it ends and added to the
+    // chunks, no whole gradient held between them.
+    for (const auto& [shard, micros] : {std::pair<int, int>{1, 1}, {2, 1}, {2, 2}}) {
       Chain chain(99), whole(99);
       dist::GradientReducer reducer(group, chain.parameters(), 16, shard);
-      const std::string stage = "stage " + std::to_string(shard) + ": ";
+      const std::string stage = "stage " + std::to_string(shard) + (micros > 1 ? ", 2 micro-batches" : "") + ": ";
       check(reducer.buckets() == 4, stage + "one bucket a parameter", r);
       for (int step = 0; step < 2; ++step) {
         chain.zero_grad(true);
-        reducer.before_backward(true);
-        chain.loss(input(r, step)).backward();
+        for (int m = 0; m < micros; ++m) {
+          reducer.before_backward(m + 1 == micros);
+          chain.loss(input(r, 2 * step + m)).backward();
+          if (m + 1 == micros) break;
+          reducer.end_micro_batch();
+          const bool none = std::none_of(chain.w.begin(), chain.w.end(), [](const at::Tensor& p) { return p.grad().defined(); });
+          check(none, stage + "no whole gradient kept between micro-batches", r);
+        }
         reducer.finish({});
         whole.zero_grad(true);
-        for (int64_t k = 0; k < w; ++k) whole.loss(input(k, step)).backward();
+        for (int64_t k = 0; k < w; ++k) {
+          for (int m = 0; m < micros; ++m) whole.loss(input(k, 2 * step + m)).backward();
+        }
         double worst = 0;
         int64_t largest_pair = 0;
         std::vector<int64_t> bytes;

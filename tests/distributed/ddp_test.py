@@ -439,18 +439,20 @@ def zero(work):
     # Finetuning, sharded: BERT classification, 2 ranks, stage 1 vs unsharded.
     tok_dir, cfg = finetune_inputs(work)
     ft = {}
-    for stage in (0, 1):
+    # Stage 2 accumulating: each micro-batch reduce-scattered and added to the rank's chunks.
+    for stage, batch, extra in ((0, "8", []), (1, "8", []), ("2-accumulate", "4", ["--accumulation", "2"])):
         ft[stage] = os.path.join(work, f"finetune-{stage}")
         run(launch([os.path.join(BIN, "lmkit-finetune"), "--init", "random", "--model", cfg, "--tokenizer", tok_dir,
-                      "--train", SST, "--dev", SST, "--output", ft[stage], "--epochs", "1", "--batch-size", "8",
+                      "--train", SST, "--dev", SST, "--output", ft[stage], "--epochs", "1", "--batch-size", batch,
                       "--max-length", "48", "--lr", "1e-3", "--threads", "1", "--seed", "3", "--max-train-examples", "256",
-                      "--max-dev-examples", "64", "--shard-optimizer", str(stage)]))
-    ra, rb = (json.load(open(os.path.join(ft[s], "result.json"))) for s in (0, 1))
-    fa, fb = (load_file(os.path.join(ft[s], "best", "model.safetensors")) for s in (0, 1))
-    fdiff = max(float((fa[k] - fb[k]).abs().max()) for k in fa)
-    check(fdiff <= ZERO_TOL and ra["accuracy"] == rb["accuracy"],
-          f"zero: finetuning, stage 1 vs unsharded: best weights {fdiff:.2e}, dev accuracy {ra['accuracy']:.4f} and "
-          f"{rb['accuracy']:.4f}")
+                      "--max-dev-examples", "64", "--shard-optimizer", str(stage)[0]] + extra))
+    for stage, label in ((1, "stage 1"), ("2-accumulate", "stage 2, 2 ranks x 4 accumulating 2,")):
+        ra, rb = (json.load(open(os.path.join(ft[s], "result.json"))) for s in (0, stage))
+        fa, fb = (load_file(os.path.join(ft[s], "best", "model.safetensors")) for s in (0, stage))
+        fdiff = max(float((fa[k] - fb[k]).abs().max()) for k in fa)
+        check(fdiff <= ZERO_TOL and ra["accuracy"] == rb["accuracy"],
+              f"zero: finetuning, {label} vs unsharded: best weights {fdiff:.2e}, dev accuracy {ra['accuracy']:.4f} and "
+              f"{rb['accuracy']:.4f}")
     # Stop and resume, sharded: the same run, bit for bit.
     cut = os.path.join(work, "cut")
     run(launch(pretrain_args("gpt", work, cut, 4, tok + ["--shard-optimizer", "2", "--save-every", "4", "--stop-at", "4"] +
@@ -461,6 +463,14 @@ def zero(work):
     check(max_weight_diff(runs[(2, 2)], cut) == 0.0 and
           [x["loss"] for x in losses(cut)] == [x["loss"] for x in losses(runs[(2, 2)])],
           "zero: stage 2, 2 ranks stopped at 4 and resumed (--no-overlap-param-gather) = uninterrupted, bit for bit")
+    # Stage 2 accumulating, stopped and resumed: the same run, bit for bit.
+    full, cut2 = os.path.join(work, "acc-full"), os.path.join(work, "acc-cut")
+    acc2 = tok + ["--shard-optimizer", "2", "--accumulation", "2", "--save-every", "4"] + small
+    run(launch(pretrain_args("gpt", work, full, 2, acc2)))
+    run(launch(pretrain_args("gpt", work, cut2, 2, acc2 + ["--stop-at", "4"])))
+    run(launch(pretrain_args("gpt", work, cut2, 2, acc2 + ["--resume"])))
+    check(max_weight_diff(full, cut2) == 0.0 and [x["loss"] for x in losses(full)] == [x["loss"] for x in losses(cut2)],
+          "zero: stage 2 accumulating 2, 2 ranks stopped at 4 and resumed = uninterrupted, bit for bit")
     # The checkpoint holds the whole state: it resumes on 3 sharded ranks and on 1 process.
     for label, cmd in (("3 ranks, stage 1", lambda out: launch(pretrain_args(
                            "gpt", work, out, 4, tok + ["--shard-optimizer", "1", "--save-every", "4", "--resume",

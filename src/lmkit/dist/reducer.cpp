@@ -78,13 +78,56 @@ GradientReducer::~GradientReducer() {
 
 void GradientReducer::before_backward(bool last_micro_batch) {
   std::lock_guard<std::mutex> lock(mutex_);
-  armed_ = last_micro_batch;
+  armed_ = last_micro_batch || shard_ == 2;
   if (!armed_) return;
+  first_micro_ = !in_step_;
+  if (first_micro_) {
+    peak_bytes_ = held_bytes_;
+    step_used_.assign(slots_.size(), 0);
+  }
+  in_step_ = true;
+  arm();
+}
+
+void GradientReducer::arm() {
   for (auto& s : slots_) s.written = false;
   for (auto& b : buckets_) b.pending = b.slots.size(), b.launched = false;
   next_launch_ = 0;
   work_.clear();
-  peak_bytes_ = held_bytes_;
+}
+
+void GradientReducer::end_micro_batch() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shard_ != 2 || !armed_) return;
+  write_unwritten();
+  launch_ready();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    merge(b);
+    release(buckets_[b]);
+  }
+  work_.clear();
+  armed_ = false;
+}
+
+void GradientReducer::merge(size_t b) {
+  work_[b].wait();
+  Bucket& bucket = buckets_[b];
+  if (bucket.merged) return;
+  at::NoGradGuard no_grad;
+  bucket.shard.add_(bucket.partial);
+  bucket.merged = true;
+}
+
+void GradientReducer::write_unwritten() {
+  // Gradients the hooks did not see: parameters outside this micro-batch's graph (zeros unless
+  // earlier micro-batches reached them, below stage 2).
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].param.grad().defined()) step_used_[i] = 1;
+    if (slots_[i].written) continue;
+    write_slot(i);
+    slots_[i].written = true;
+    --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
+  }
 }
 
 at::Tensor& GradientReducer::flat(Bucket& b) {
@@ -130,6 +173,7 @@ void GradientReducer::on_accumulated(size_t i) {
   // bucket, or leaves it empty when sharded): held once, not twice, during backward.
   slots_[i].param.mutable_grad() = at::Tensor();
   std::lock_guard<std::mutex> lock(mutex_);
+  step_used_[i] = 1;
   slots_[i].written = true;
   --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
   launch_ready();
@@ -138,12 +182,18 @@ void GradientReducer::on_accumulated(size_t i) {
 void GradientReducer::launch_ready() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_];
-    work_.push_back(shard_ ? group_->reduce_scatter_sum_async(b.shard, flat(b)) : group_->all_reduce_sum_async(b.flat));
+    at::Tensor* out = &b.shard;
+    if (!first_micro_) {  // stage 2, a later micro-batch: its chunk is added once reduced
+      if (!b.partial.defined()) b.partial = at::empty_like(b.shard);
+      out = &b.partial;
+      b.merged = false;
+    }
+    work_.push_back(shard_ ? group_->reduce_scatter_sum_async(*out, flat(b)) : group_->all_reduce_sum_async(b.flat));
     b.launched = true;
     if (shard_ == 2 && next_launch_ > 0) {
       // Stage 2: the bucket before this one has had this one's filling to reduce; once it is
       // done its whole buffer goes (its chunk is in its `shard`).
-      work_[next_launch_ - 1].wait();
+      merge(next_launch_ - 1);
       release(buckets_[next_launch_ - 1]);
     }
     ++next_launch_;
@@ -157,21 +207,18 @@ c10::Device GradientReducer::device() const {
 std::vector<double> GradientReducer::sum(const std::vector<double>& values) { return group_->sum(values, device()); }
 
 std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) {
-  std::vector<uint8_t> used(slots_.size(), 0);
+  std::vector<uint8_t> used;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // Gradients the hooks did not see on the last micro-batch: parameters outside
-    // this step's graph (zeros unless earlier micro-batches reached them).
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      used[i] = slots_[i].written || slots_[i].param.grad().defined();
-      if (!slots_[i].written) {
-        write_slot(i);
-        slots_[i].written = true;
-        --buckets_[static_cast<size_t>(slots_[i].bucket)].pending;
-      }
+    if (!armed_) {  // no backward armed this step (a caller without before_backward)
+      step_used_.assign(slots_.size(), 0);
+      arm();
     }
+    write_unwritten();
+    used = step_used_;
     launch_ready();
     armed_ = false;
+    in_step_ = false;
   }
   // The scalars and which parameters had a gradient, summed in one more all-reduce.
   at::Tensor extra = at::zeros({static_cast<int64_t>(scalars.size() + used.size())}, at::kDouble);
@@ -180,7 +227,10 @@ std::vector<double> GradientReducer::finish(const std::vector<double>& scalars) 
   for (size_t i = 0; i < used.size(); ++i) e[static_cast<int64_t>(scalars.size() + i)] = used[i];
   at::Tensor reduced = extra.to(device());
   Work extra_work = group_->all_reduce_sum_async(reduced);
-  for (auto& w : work_) w.wait();
+  for (size_t b = 0; b < work_.size(); ++b) {
+    if (shard_ == 2) merge(b);
+    work_[b].wait();
+  }
   work_.clear();
   extra_work.wait();
   reduced = reduced.cpu();

@@ -33,8 +33,15 @@ class GradientReducer {
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   /// Call before each backward of a step: the hooks act on the last micro-batch's
-  /// (the gradients of earlier ones accumulate in .grad as usual).
+  /// (the gradients of earlier ones accumulate in .grad as usual). Stage 2 acts on every
+  /// micro-batch's: each is reduce-scattered and added to the rank's chunks, so no whole
+  /// gradient outlives its bucket (DeepSpeed's ZeRO-2 with accumulation); end_micro_batch()
+  /// after each but the last.
   void before_backward(bool last_micro_batch);
+  /// Stage 2, after a micro-batch that is not the step's last (on every rank, whether it had
+  /// data or not): reduces what its hooks did not (zeros), waits, and adds its chunks in.
+  /// Otherwise nothing.
+  void end_micro_batch();
 
   /// After the step's backward passes: launches the buckets not yet launched, sums
   /// `scalars` over ranks along with them (one more small all-reduce), waits, and
@@ -90,8 +97,13 @@ class GradientReducer {
     std::vector<size_t> slots;
     size_t pending = 0;  ///< slots not yet written this step
     bool launched = false;
+    at::Tensor partial;  ///< stage 2, a micro-batch after the step's first: its chunk, added to `shard`
+    bool merged = true;  ///< `partial` is in `shard`
   };
   void launch_ready();  // with mutex_ held: buckets in index order, so every rank issues the same sequence
+  void write_unwritten();          // with mutex_ held: the slots no hook wrote, from .grad or zeros
+  void merge(size_t bucket);       // stage 2: its reduce-scatter waited for, a later micro-batch's chunk added
+  void arm();                      // with mutex_ held: every slot pending, nothing launched
   void write_slot(size_t slot);  // .grad (or zeros) into the slot's place in its bucket
   at::Tensor& flat(Bucket& b);  // allocated on first use (stage 2 frees it once reduced)
   void release(Bucket& b);      // stage 2: frees b's whole buffer
@@ -103,8 +115,11 @@ class GradientReducer {
   std::vector<Work> work_;
   size_t next_launch_ = 0;
   bool armed_ = false;
+  bool in_step_ = false;      ///< stage 2: a micro-batch of this step was reduced (the next ones add)
+  bool first_micro_ = true;   ///< stage 2: this micro-batch's chunks go straight into `shard`
   int shard_ = 0;
   std::vector<uint8_t> used_;
+  std::vector<uint8_t> step_used_;  ///< a slot had a gradient in some micro-batch of this step
   int64_t held_bytes_ = 0, peak_bytes_ = 0;  ///< whole bucket buffers held now, and the step's most
   std::mutex mutex_;
 };
