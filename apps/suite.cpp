@@ -411,7 +411,8 @@ int main(int argc, char** argv) {
   app.add_option("--name", a.name, "the row's name in the table (default: the checkpoint's path, or 'random init')");
   app.add_option("--device", a.device, "cpu, cuda or cuda:N (given to every run)");
   app.add_option("--threads", a.threads, "CPU threads of every run (0: the apps' default, OMP_NUM_THREADS where set, else every core)")->check(non_negative());
-  app.add_option("--dtype", a.dtype, "fp32, or bf16 autocast in finetuning")->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--dtype", a.dtype, "fp32, bf16 autocast or bf16-weights in finetuning (lmkit-finetune --dtype)")
+      ->check(CLI::IsMember({"fp32", "bf16", "bf16-weights"}));
   app.add_flag("--deterministic", a.deterministic, "given to every run: deterministic kernels only (docs/training.md)");
   app.add_flag("--dry-run", a.dry_run, "print the commands of the runs still to do, run nothing");
   app.add_option("--collect", a.collect, "print one table of these finished suite runs (comma-separated --output "

@@ -34,6 +34,7 @@ const std::vector<FlagKey>& finetune_keys() {
       {"warmup_ratio", "--warmup-ratio", KeyValue::kNumber, false},
       {"clip", "--clip", KeyValue::kNumber, false},
       {"patience", "--patience", KeyValue::kInt, false},
+      {"accumulation", "--accumulation", KeyValue::kInt, false},
   };
   return keys;
 }
