@@ -122,6 +122,9 @@ int main(int argc, char** argv) {
           reducer.before_backward(micro == 1);
           model.loss(input(r, micro + step)).backward();
         }
+        // Each gradient went into its bucket as backward summed it, and is not held a second time.
+        const bool once = !model.w1.grad().defined() && !model.b1.grad().defined() && !model.w2.grad().defined();
+        check(once, "after backward the gradients are in the buckets alone (no .grad kept beside them)", r);
         const auto scalars = reducer.finish({static_cast<double>(r + 1), 0.5});
         reference.zero_grad(true);
         for (int64_t k = 0; k < w; ++k) {
