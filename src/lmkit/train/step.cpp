@@ -107,10 +107,9 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
   if (c.sharded) c.sharded->begin_forward();
   for (size_t i = 0; i < batches.size(); ++i) {
     const Batch& b = batches[i];
-    const bool last = i + 1 == batches.size();
-    if (c.reducer) c.reducer->before_backward(last);
-    // Stage 2 reduces each micro-batch as it ends, on every rank (one without data too).
-    if (c.reducer && !last && b.rows() == 0) c.reducer->end_micro_batch();
+    // Stage 2 reduces each micro-batch once it has ended, on every rank (one without data too).
+    if (c.reducer && i > 0) c.reducer->end_micro_batch();
+    if (c.reducer) c.reducer->before_backward(i + 1 == batches.size());
     if (b.rows() == 0) continue;  // nothing of this step's data on this rank
     c.r.tokens += b.num_tokens();
     if (!b.input_ids.defined()) c.r.images += b.rows();
@@ -120,10 +119,7 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
       loss = weighted_loss(c.model.forward(b), alone ? nullptr : &targets[i], totals);
     }
     if (c.sharded) c.sharded->end_forward();  // backward reads every parameter
-    if (!loss.defined()) {
-      if (c.reducer && !last) c.reducer->end_micro_batch();
-      continue;
-    }
+    if (!loss.defined()) continue;
     c.part_done(loss);
     c.r.forward_ms += c.lap();
     if (c.reducer) {
@@ -139,7 +135,6 @@ at::Tensor accumulate_gradients(StepContext& c, const std::vector<Batch>& batche
     }
     c.lap();
     loss.backward();
-    if (c.reducer && !last) c.reducer->end_micro_batch();
     c.part_done(loss);
     c.r.backward_ms += c.lap();
   }
